@@ -1,0 +1,268 @@
+"""§6.1 — checkpoint averaging.
+
+The paper does not evaluate the weights of the final training step. For the base models it
+saves a checkpoint every 10 minutes and uses a single model whose parameters are the average
+of the last 5 checkpoints; for the big models it averages the last 20. Averaging weights from
+the end of training smooths out the noise of the last few updates.
+
+Here a "checkpoint" is a folder written by the Hugging Face `Trainer` (`checkpoint-<step>`)
+holding the weights in a single `model.safetensors` file. `average_state_dicts` is the
+averaging itself, `find_checkpoints` picks the last k checkpoints of a run, and
+`average_checkpoints` writes a folder that `from_pretrained` can load: the averaged weights
+plus the config, generation config, tokenizer and code files of the last checkpoint.
+
+Deviation: the paper's checkpoints were written every 10 minutes of wall-clock time; the
+`Trainer` writes them every `save_steps` updates. Set `save_steps` so that the last checkpoints
+span a comparable stretch of training.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+# §6.1: "averaging the last 5 checkpoints" (base) and "the last 20 checkpoints" (big).
+BASE_CHECKPOINTS = 5
+BIG_CHECKPOINTS = 20
+
+WEIGHTS_NAME = "model.safetensors"
+_CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+# Files in a Trainer checkpoint that describe the training run, not the model: never copied.
+_TRAINING_STATE_PATTERNS = (
+    "optimizer*.pt",
+    "scheduler*.pt",
+    "scaler*.pt",
+    "rng_state*.pth",
+    "trainer_state.json",
+    "training_args.bin",
+    # Weights: the averaged ones are written separately.
+    "*.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model*.bin",
+)
+# config.json fields that must agree for weights to be averaged meaningfully.
+_CONFIG_KEYS_TO_MATCH = (
+    "model_type",
+    "vocab_size",
+    "d_model",
+    "d_ff",
+    "num_heads",
+    "num_layers",
+    "num_decoder_layers",
+)
+
+
+class CheckpointMismatchError(ValueError):
+    """Checkpoints that cannot be averaged together (different tensors, shapes or configs)."""
+
+
+def _running_sum(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    # Floating tensors are summed in float64 so that many checkpoints add up without rounding.
+    return {
+        name: tensor.detach().to(torch.float64) if tensor.is_floating_point() else tensor.detach().clone()
+        for name, tensor in state_dict.items()
+    }
+
+
+def _check_compatible(reference: Mapping[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor], index: int) -> None:
+    missing = sorted(set(reference) - set(state_dict))
+    extra = sorted(set(state_dict) - set(reference))
+    if missing:
+        raise CheckpointMismatchError(
+            f"checkpoint {index} lacks tensor {missing[0]!r} that checkpoint 0 has "
+            f"({len(missing)} missing in all); only checkpoints of the same model can be averaged."
+        )
+    if extra:
+        raise CheckpointMismatchError(
+            f"checkpoint {index} has tensor {extra[0]!r} that checkpoint 0 lacks "
+            f"({len(extra)} extra in all); only checkpoints of the same model can be averaged."
+        )
+    for name, tensor in state_dict.items():
+        if tensor.shape != reference[name].shape:
+            raise CheckpointMismatchError(
+                f"checkpoint {index}: tensor {name!r} has shape {tuple(tensor.shape)} but checkpoint 0 "
+                f"has {tuple(reference[name].shape)}; only checkpoints of the same model can be averaged."
+            )
+
+
+def _accumulate(total: dict[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor]) -> None:
+    for name, tensor in state_dict.items():
+        if total[name].is_floating_point():
+            total[name] += tensor.detach().to(torch.float64)
+        else:
+            # Integer/bool buffers (counters, index tables) are not averaged: the last one is kept.
+            total[name] = tensor.detach().clone()
+
+
+def _finish(total: dict[str, torch.Tensor], first: Mapping[str, torch.Tensor], count: int) -> dict[str, torch.Tensor]:
+    # Cast each mean back to the dtype it was stored in (fp32, fp16, bf16, ...).
+    return {
+        name: (summed / count).to(first[name].dtype).contiguous() if summed.is_floating_point() else summed
+        for name, summed in total.items()
+    }
+
+
+def average_state_dicts(state_dicts: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of several state dicts with the same tensor names and shapes (§6.1).
+
+    Floating-point tensors are averaged in float64 and cast back to their own dtype. Integer
+    and boolean tensors are not averaged: the value from the last state dict is kept.
+
+    Raises:
+        ValueError: if the list is empty, or (as `CheckpointMismatchError`) if a state dict
+            lacks a tensor, has an extra one, or has one of a different shape; the message
+            names the checkpoint's position in the list and the tensor.
+    """
+    state_dicts = list(state_dicts)
+    if not state_dicts:
+        raise ValueError("no state dicts to average: pass at least one.")
+    first = state_dicts[0]
+    total = _running_sum(first)
+    for index, state_dict in enumerate(state_dicts[1:], start=1):
+        _check_compatible(first, state_dict, index)
+        _accumulate(total, state_dict)
+    return _finish(total, first, len(state_dicts))
+
+
+def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
+    """The last `last` `checkpoint-<step>` folders of a training run, oldest first.
+
+    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9).
+
+    Raises:
+        FileNotFoundError: if `output_dir` is not a folder.
+        ValueError: if `last` is not a positive integer or the run has fewer checkpoints.
+    """
+    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+        raise ValueError(f"last must be a positive integer (the paper averages 5 or 20), got {last!r}.")
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        raise FileNotFoundError(f"run folder {str(output_dir)!r} does not exist or is not a folder.")
+    found = []
+    for child in output_dir.iterdir():
+        match = _CHECKPOINT_RE.match(child.name)
+        if match and child.is_dir():
+            found.append((int(match.group(1)), child))
+    found.sort(key=lambda pair: pair[0])
+    if len(found) < last:
+        raise ValueError(
+            f"asked for the last {last} checkpoints but {str(output_dir)!r} holds only {len(found)} "
+            "checkpoint-<step> folders; lower the number or train longer."
+        )
+    return [path for _, path in found[-last:]]
+
+
+def _weights_file(checkpoint_dir: Path) -> Path:
+    if not checkpoint_dir.is_dir():
+        raise FileNotFoundError(f"checkpoint folder {str(checkpoint_dir)!r} does not exist or is not a folder.")
+    weights = checkpoint_dir / WEIGHTS_NAME
+    if weights.is_file():
+        return weights
+    if (checkpoint_dir / f"{WEIGHTS_NAME}.index.json").is_file():
+        raise ValueError(
+            f"{str(checkpoint_dir)!r} holds sharded weights (model.safetensors.index.json); only a "
+            "single model.safetensors file is supported. Re-save the model unsharded."
+        )
+    if any(checkpoint_dir.glob("pytorch_model*.bin")):
+        raise ValueError(
+            f"{str(checkpoint_dir)!r} holds pickled weights (pytorch_model.bin), which are not loaded "
+            "for safety; re-save the model with safetensors."
+        )
+    raise FileNotFoundError(f"checkpoint folder {str(checkpoint_dir)!r} has no {WEIGHTS_NAME}.")
+
+
+def _load_weights(checkpoint_dir: Path) -> dict[str, torch.Tensor]:
+    weights = _weights_file(checkpoint_dir)
+    try:
+        return load_file(weights)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+        raise ValueError(f"could not read {str(weights)!r}: {error}") from error
+
+
+def _read_config(checkpoint_dir: Path) -> dict | None:
+    path = checkpoint_dir / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"could not parse {str(path)!r}: {error}") from error
+
+
+def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:
+    configs = [(path, _read_config(path)) for path in checkpoint_dirs]
+    configs = [(path, config) for path, config in configs if config is not None]
+    if not configs:
+        return
+    first_path, first = configs[0]
+    for path, config in configs[1:]:
+        for key in _CONFIG_KEYS_TO_MATCH:
+            if config.get(key) != first.get(key):
+                raise CheckpointMismatchError(
+                    f"config.json of {str(path)!r} has {key}={config.get(key)!r} but {str(first_path)!r} "
+                    f"has {key}={first.get(key)!r}; only checkpoints of the same model can be averaged."
+                )
+
+
+def _is_training_state(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in _TRAINING_STATE_PATTERNS)
+
+
+def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path) -> Path:
+    """Average the weights of several checkpoint folders into a loadable model folder (§6.1).
+
+    Reads `model.safetensors` from each folder, averages them with the rules of
+    `average_state_dicts`, and writes `output_dir/model.safetensors`. Every other file of the
+    last checkpoint that describes the model (config.json, generation_config.json, tokenizer
+    files, code files) is copied too, so `from_pretrained(output_dir)` works; optimizer,
+    scheduler, RNG and trainer state are left behind.
+
+    Returns:
+        The path of the written `model.safetensors`.
+
+    Raises:
+        FileNotFoundError: if a folder or its `model.safetensors` is missing.
+        ValueError: if no folders are given, `output_dir` is one of them, a weights file cannot
+            be read or is sharded, or (as `CheckpointMismatchError`) the checkpoints differ in
+            model type, sizes, tensor names or shapes.
+    """
+    checkpoint_dirs = [Path(path) for path in checkpoint_dirs]
+    if not checkpoint_dirs:
+        raise ValueError("no checkpoint folders to average: pass at least one.")
+    output_dir = Path(output_dir)
+    for path in checkpoint_dirs:
+        _weights_file(path)  # fail on a missing file before reading gigabytes of the others
+        if output_dir.exists() and output_dir.resolve() == path.resolve():
+            raise ValueError(f"output_dir {str(output_dir)!r} is one of the checkpoints; choose a new folder.")
+    _check_configs(checkpoint_dirs)
+
+    # One checkpoint in memory at a time (plus the running sum), so 20 big checkpoints fit.
+    first = _load_weights(checkpoint_dirs[0])
+    total = _running_sum(first)
+    for index, path in enumerate(checkpoint_dirs[1:], start=1):
+        state_dict = _load_weights(path)
+        try:
+            _check_compatible(first, state_dict, index)
+        except CheckpointMismatchError as error:
+            raise CheckpointMismatchError(f"{error} (checkpoint {index} is {str(path)!r})") from None
+        _accumulate(total, state_dict)
+        del state_dict
+    averaged = _finish(total, first, len(checkpoint_dirs))
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    last = checkpoint_dirs[-1]
+    for item in sorted(last.iterdir()):
+        if item.is_file() and not _is_training_state(item.name):
+            shutil.copy2(item, output_dir / item.name)
+    weights = output_dir / WEIGHTS_NAME
+    # The "format" metadata is what transformers checks when loading a safetensors file.
+    save_file(averaged, str(weights), metadata={"format": "pt"})
+    return weights

@@ -1,0 +1,26 @@
+"""Shared plumbing for the command-line scripts (not from the paper).
+
+A user's mistake — a wrong flag value, a missing file, a bad language code — should end the
+program with one line that says what was wrong, not a traceback. `run_main` does that for the
+errors this package raises on bad input; anything else is a bug and keeps its traceback.
+"""
+
+import sys
+from typing import Callable
+
+from .checkpoint_averaging import CheckpointMismatchError
+from .data import DataError
+
+USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, DataError, CheckpointMismatchError)
+
+
+def run_main(main: Callable[[], object]) -> None:
+    try:
+        main()
+    except USER_ERRORS as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
