@@ -1,0 +1,98 @@
+#!/usr/bin/env python
+"""Translate a test set with a saved model and score it (§6.1: beam 4, α = 0.6, length ≤ input + 50).
+
+    python scripts/evaluate.py --model hub_card --split test
+    python scripts/evaluate.py --model outputs/multi30k-en-de --split validation --num_beams 1
+    python scripts/evaluate.py --model my-model --source_file test.en --reference_file test.de
+
+Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json: cased
+detokenized sacreBLEU with its signature, lowercased tokenized BLEU, the paper's tokenized BLEU
+with compound splitting, and chrF.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+# Python puts this script's folder first on sys.path, where this file would shadow the
+# `evaluate` library that the scoring code imports; drop it.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+from modeling_vaswani.cli import run_main  # noqa: E402
+from modeling_vaswani.data import load_multi30k, read_lines  # noqa: E402
+from modeling_vaswani.scoring import compute_bleu  # noqa: E402
+from modeling_vaswani.translation import load_translator, translate  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="Model folder or Hub id.")
+    parser.add_argument("--split", default="test", choices=["train", "validation", "test"],
+                        help="Multi30k split (test = test_2016_flickr).")
+    parser.add_argument("--source_lang", default="en")
+    parser.add_argument("--target_lang", default="de")
+    parser.add_argument("--source_file", help="Score on these local sources instead of Multi30k ...")
+    parser.add_argument("--reference_file", help="... against these references.")
+    parser.add_argument("--max_samples", type=int, help="Only the first N sentences.")
+    parser.add_argument("--num_beams", type=int, default=4, help="§6.1: beam size 4.")
+    parser.add_argument("--length_penalty", type=float, default=0.6, help="§6.1: α = 0.6.")
+    parser.add_argument("--max_new_tokens", type=int, help="Default: input length + 50 (§6.1).")
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--output_dir", help="Where to write results (default: the model folder).")
+    parser.add_argument("--name", help="File name stem (default: <split>-beam<N>).")
+    return parser.parse_args(argv)
+
+
+def load_pairs(args):
+    if (args.source_file is None) != (args.reference_file is None):
+        raise ValueError("--source_file and --reference_file go together.")
+    if args.source_file:
+        sources, references = read_lines(args.source_file), read_lines(args.reference_file)
+        if len(sources) != len(references):
+            raise ValueError(f"{args.source_file} has {len(sources)} lines but {args.reference_file} "
+                             f"has {len(references)}; they must be parallel.")
+    else:
+        rows = load_multi30k(args.source_lang, args.target_lang)[args.split]["translation"]
+        sources = [row[args.source_lang] for row in rows]
+        references = [row[args.target_lang] for row in rows]
+    if args.max_samples is not None:
+        sources, references = sources[:args.max_samples], references[:args.max_samples]
+    if not sources:
+        raise ValueError("Nothing to evaluate: the source side is empty.")
+    return sources, references
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not Path(args.model).is_dir() and "/" not in args.model.strip("./"):
+        raise FileNotFoundError(f"--model {args.model}: no such model folder (or Hub id like user/name).")
+    sources, references = load_pairs(args)
+    model, tokenizer = load_translator(args.model)
+    generate_kwargs = {"num_beams": args.num_beams, "length_penalty": args.length_penalty}
+    if args.max_new_tokens:
+        generate_kwargs["max_new_tokens"] = args.max_new_tokens
+
+    start = time.perf_counter()
+    hypotheses = translate(model, tokenizer, sources, batch_size=args.batch_size, **generate_kwargs)
+    seconds = time.perf_counter() - start
+    scores = compute_bleu(hypotheses, references)
+    scores.update(
+        model=str(args.model), split=args.source_file or args.split, sentences=len(sources),
+        source_lang=args.source_lang, target_lang=args.target_lang, translate_seconds=round(seconds, 2),
+        **generate_kwargs,
+    )
+    out_dir = Path(args.output_dir or (args.model if Path(args.model).is_dir() else "."))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = args.name or f"{'custom' if args.source_file else args.split}-beam{args.num_beams}"
+    (out_dir / f"{name}.hyp.txt").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    (out_dir / f"{name}.scores.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n")
+    print(f"BLEU {scores['bleu']:.2f} ({scores['signature']}) | lowercased tokenized BLEU "
+          f"{scores['bleu_lowercase_tokenized']:.2f} | paper tokenized BLEU {scores['bleu_paper_tokenized']:.2f} "
+          f"| chrF {scores['chrf']:.2f} | {len(sources)} sentences in {seconds:.1f} s → {out_dir / name}.*")
+
+
+if __name__ == "__main__":
+    run_main(main)
