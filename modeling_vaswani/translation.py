@@ -27,6 +27,9 @@ def load_translator(model_name_or_path: str, device: str | None = None):
 def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_source_length: int = 512,
               **generate_kwargs) -> list[str]:
     """Translate `sentences` (a list of str); blank lines give blank translations without decoding."""
+    if isinstance(sentences, str):
+        # Iterating a str would translate it character by character.
+        raise ValueError("sentences must be a list of strings, not a single string; wrap it in a list.")
     for position, sentence in enumerate(sentences):
         if not isinstance(sentence, str):
             raise ValueError(f"Sentence {position} is a {type(sentence).__name__}, not a string.")

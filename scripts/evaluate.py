@@ -13,7 +13,6 @@ with compound splitting, and chrF.
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 # Python puts this script's folder first on sys.path, where this file would shadow the
@@ -22,9 +21,9 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.pop(0)
 
 from modeling_vaswani.cli import run_main  # noqa: E402
-from modeling_vaswani.data import load_multi30k, read_lines  # noqa: E402
-from modeling_vaswani.scoring import compute_bleu  # noqa: E402
-from modeling_vaswani.translation import load_translator, translate  # noqa: E402
+from modeling_vaswani.data import read_lines  # noqa: E402
+from modeling_vaswani.evaluation import multi30k_pairs, score_model  # noqa: E402
+from modeling_vaswani.translation import load_translator  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -54,15 +53,8 @@ def load_pairs(args):
         if len(sources) != len(references):
             raise ValueError(f"{args.source_file} has {len(sources)} lines but {args.reference_file} "
                              f"has {len(references)}; they must be parallel.")
-    else:
-        rows = load_multi30k(args.source_lang, args.target_lang)[args.split]["translation"]
-        sources = [row[args.source_lang] for row in rows]
-        references = [row[args.target_lang] for row in rows]
-    if args.max_samples is not None:
-        sources, references = sources[:args.max_samples], references[:args.max_samples]
-    if not sources:
-        raise ValueError("Nothing to evaluate: the source side is empty.")
-    return sources, references
+        return sources[:args.max_samples], references[:args.max_samples]
+    return multi30k_pairs(args.split, args.source_lang, args.target_lang, args.max_samples)
 
 
 def main(argv=None):
@@ -75,15 +67,10 @@ def main(argv=None):
     if args.max_new_tokens:
         generate_kwargs["max_new_tokens"] = args.max_new_tokens
 
-    start = time.perf_counter()
-    hypotheses = translate(model, tokenizer, sources, batch_size=args.batch_size, **generate_kwargs)
-    seconds = time.perf_counter() - start
-    scores = compute_bleu(hypotheses, references)
-    scores.update(
-        model=str(args.model), split=args.source_file or args.split, sentences=len(sources),
-        source_lang=args.source_lang, target_lang=args.target_lang, translate_seconds=round(seconds, 2),
-        **generate_kwargs,
-    )
+    hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
+                                     **generate_kwargs)
+    scores.update(model=str(args.model), split=args.source_file or args.split,
+                  source_lang=args.source_lang, target_lang=args.target_lang)
     out_dir = Path(args.output_dir or (args.model if Path(args.model).is_dir() else "."))
     out_dir.mkdir(parents=True, exist_ok=True)
     name = args.name or f"{'custom' if args.source_file else args.split}-beam{args.num_beams}"
@@ -91,7 +78,7 @@ def main(argv=None):
     (out_dir / f"{name}.scores.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n")
     print(f"BLEU {scores['bleu']:.2f} ({scores['signature']}) | lowercased tokenized BLEU "
           f"{scores['bleu_lowercase_tokenized']:.2f} | paper tokenized BLEU {scores['bleu_paper_tokenized']:.2f} "
-          f"| chrF {scores['chrf']:.2f} | {len(sources)} sentences in {seconds:.1f} s → {out_dir / name}.*")
+          f"| chrF {scores['chrf']:.2f} | {len(sources)} sentences in {scores['translate_seconds']:.1f} s → {out_dir / name}.*")
 
 
 if __name__ == "__main__":

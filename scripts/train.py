@@ -16,14 +16,19 @@ Every `Seq2SeqTrainingArguments` flag works too (--bf16, --torch_compile, --resu
 --gradient_accumulation_steps, --report_to, ...).
 """
 
+import sys
+from pathlib import Path
+
+# scripts/evaluate.py would shadow the `evaluate` library for every script in this folder
+# (Python puts the script's folder first on sys.path); take the folder off the path.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
 import json
 import logging
 import os
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import time
+from dataclasses import dataclass, field
 
 import transformers
 from transformers import (
@@ -187,6 +192,27 @@ def tokenize(data, tokenizer, data_args):
     return data.map(encode, batched=True, remove_columns=data["train"].column_names, desc="Tokenizing")
 
 
+def write_run_info(output_dir, model):
+    """What a model card needs to say how the model was made: the command, machine and size."""
+    import platform
+    import shlex
+
+    import torch
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    info = {
+        "command": "python scripts/train.py " + shlex.join(sys.argv[1:]),
+        "hardware": (torch.cuda.get_device_name() if torch.cuda.is_available()
+                     else f"CPU: {cpu}, {torch.get_num_threads()} threads"),
+        "parameters": f"{model.num_parameters():,}",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    (Path(output_dir) / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
 def main(argv=None):
     model_args, data_args, training_args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
@@ -233,6 +259,8 @@ def main(argv=None):
         logger.info("§5.1 token-budget batches: %d per epoch, padding efficiency %.3f",
                     len(sampler), sampler.padding_efficiency)
 
+    if trainer.is_world_process_zero():
+        write_run_info(training_args.output_dir, model)
     result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)  # model, tokenizer, generation config, code
     trainer.log_metrics("train", result.metrics)
