@@ -1,0 +1,137 @@
+"""Example 07 — Table 3: where the parameters of the base and big models are.
+
+Table 3 lists 65M parameters for the base model (N = 6, d_model = 512, d_ff = 2048, h = 8) and
+213M for the big one (d_model = 1024, d_ff = 4096, h = 16), with a shared source–target BPE
+vocabulary of about 37,000 tokens (§5.1). This script builds both models on PyTorch's "meta"
+device — every tensor has a shape but no memory and no values, so even the big model is built in
+a moment — and counts the parameters of each component:
+
+- the embedding matrix, stored once: both embedding layers and the pre-softmax projection share
+  it (§3.4), so the output projection adds no parameters;
+- per encoder layer: self-attention 4·(d_model² + d_model), FFN 2·d_model·d_ff + d_ff + d_model,
+  two LayerNorms;
+- per decoder layer: the same plus a second (encoder–decoder) attention and a third LayerNorm.
+
+It then counts the other Table 3 rows that report a size, by changing the same config fields
+the paper changes (rows B and C). The paper does not say exactly how it counted nor its exact
+vocabulary size, so differences of a few percent are expected; the differences are nearly the same
+for every row derived from base, so the layers are counted alike.
+
+Code: `modeling_vaswani/configuration_vaswani.py` (`VaswaniConfig.from_preset`, `PRESETS`).
+
+    python examples/07_parameter_count.py
+"""
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import torch
+
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+
+OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
+VOCAB = 37000  # §5.1: "a shared source-target vocabulary of about 37000 tokens"
+
+# Table 3 rows with a reported size: (label, changes from base, millions of parameters in the paper)
+TABLE_3_ROWS = [
+    ("base", {}, 65),
+    ("(B) d_k=16", {"d_k": 16}, 58),
+    ("(B) d_k=32", {"d_k": 32}, 60),
+    ("(C) N=2", {"num_layers": 2}, 36),
+    ("(C) N=4", {"num_layers": 4}, 50),
+    ("(C) N=8", {"num_layers": 8}, 80),
+    ("(C) d_model=256", {"d_model": 256, "d_k": 32, "d_v": 32}, 28),
+    ("(C) d_model=1024", {"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
+    ("(C) d_ff=1024", {"d_ff": 1024}, 53),
+    ("(C) d_ff=4096", {"d_ff": 4096}, 90),
+    ("big", None, 213),
+]
+
+
+def build_on_meta(config):
+    with torch.device("meta"):  # shapes only: no memory is allocated, no initialisation is computed
+        return VaswaniForConditionalGeneration(config)
+
+
+def count(module) -> int:
+    return sum(p.numel() for p in module.parameters())  # parameters() lists a shared tensor once
+
+
+def components(model) -> dict:
+    encoder, decoder = model.model.encoder, model.model.decoder
+
+    def per_stack(layers, kind):
+        return sum(count(getattr(layer, kind)) for layer in layers)
+
+    def norms(layers):
+        return sum(count(m) for layer in layers for m in layer.modules() if isinstance(m, torch.nn.LayerNorm))
+
+    parts = {
+        "embeddings (shared ×3)": count(model.model.shared),
+        "encoder self-attention": per_stack(encoder.layers, "self_attn"),
+        "encoder FFN": per_stack(encoder.layers, "feed_forward"),
+        "decoder self-attention": per_stack(decoder.layers, "self_attn"),
+        "decoder enc–dec attention": per_stack(decoder.layers, "cross_attn"),
+        "decoder FFN": per_stack(decoder.layers, "feed_forward"),
+        "LayerNorms": norms(encoder.layers) + norms(decoder.layers),
+    }
+    assert model.lm_head.weight is model.model.shared.weight, "§3.4: the projection is the embedding matrix"
+    assert sum(parts.values()) == count(model), "the components must add up to the whole model"
+    return parts
+
+
+def main():
+    breakdowns = {}
+    for preset, paper in (("base", 65), ("big", 213)):
+        config = VaswaniConfig.from_preset(preset, vocab_size=VOCAB)
+        model = build_on_meta(config)
+        parts = breakdowns[preset] = components(model)
+        total = count(model)
+        print(f"{preset}: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
+              f"V={VOCAB:,} → {total:,} parameters ({total / 1e6:.1f}M; Table 3: {paper}M, "
+              f"{100 * (total / 1e6 - paper) / paper:+.1f}%)")
+        for name, value in parts.items():
+            print(f"    {name:<28} {value:>12,}  {100 * value / total:5.1f}%")
+        print(f"    {'lm_head (tied, no extra)':<28} {0:>12,}")
+
+    print("\nTable 3 rows with a reported size (same V):")
+    measured = []
+    for label, changes, paper in TABLE_3_ROWS:
+        config = (VaswaniConfig.from_preset("big", vocab_size=VOCAB) if changes is None
+                  else VaswaniConfig.from_preset("base", vocab_size=VOCAB, **changes))
+        total = count(build_on_meta(config)) / 1e6
+        measured.append(total)
+        print(f"    {label:<18} ours {total:6.1f}M   paper {paper:4d}M   difference {total - paper:+5.1f}M")
+    print("    The base-derived rows all differ by about the same amount, so the gap lies in a part every row\n"
+          "    shares (the embedding matrix, i.e. the exact vocabulary size), not in the layers.")
+
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 2]})
+    names = list(breakdowns["base"])
+    bottoms = [0.0, 0.0]
+    for name in names:
+        values = [breakdowns[p][name] / 1e6 for p in ("base", "big")]
+        axes[0].bar(["base", "big"], values, bottom=bottoms, label=name)
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    axes[0].scatter(["base", "big"], [65, 213], color="black", marker="_", s=900, zorder=3, label="Table 3")
+    axes[0].set(ylabel="parameters (millions)", title=f"by component (V = {VOCAB:,})")
+    axes[0].legend(fontsize=8)
+    labels = [label for label, _, _ in TABLE_3_ROWS]
+    positions = range(len(labels))
+    axes[1].bar([p - 0.2 for p in positions], measured, width=0.4, label="this code (meta-device count)")
+    axes[1].bar([p + 0.2 for p in positions], [paper for _, _, paper in TABLE_3_ROWS], width=0.4, label="Table 3")
+    axes[1].set_xticks(list(positions), labels, rotation=35, ha="right")
+    axes[1].set(ylabel="parameters (millions)", title="Table 3 rows that report a size")
+    axes[1].legend()
+    fig.tight_layout()
+    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUTPUT_DIR / "07_parameter_count.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    print(f"\nsaved {path}")
+
+
+if __name__ == "__main__":
+    main()

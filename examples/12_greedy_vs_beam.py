@@ -1,0 +1,132 @@
+"""Example 12 — §6.1 decoding: greedy search against beam search (beam 4, length penalty α = 0.6).
+
+Greedy search takes the single most probable token at every step. Beam search keeps the 4 best
+partial translations at every step and finally picks the one with the best score
+
+    score(Y) = log P(Y | X) / |Y|^α          (Hugging Face's length penalty, α = 0.6)
+
+Dividing by a power of the length keeps the search from preferring short outputs just because
+every extra token lowers log P. (The paper's α = 0.6 belongs to GNMT's penalty ((5 + |Y|)/6)^α;
+Hugging Face's |Y|^α is a different formula with the same purpose.)
+
+What this script does: translates a few real Multi30k validation sentences both ways with
+`generate(..., output_scores=True, return_dict_in_generate=True)`, prints each translation with
+its log-probability and its length-normalised score — for beam search that is generate's own
+`sequences_scores`, for greedy search the same formula applied to the per-token log-probabilities
+from `compute_transition_scores` — and draws the scores side by side. Beam search usually finds a
+score at least as good, and sometimes a different translation.
+
+    python examples/12_greedy_vs_beam.py                       # the shipped model in hub_card/
+    python examples/12_greedy_vs_beam.py --model outputs/multi30k-en-de --count 8
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import torch
+from transformers.utils import logging as hf_logging
+
+from modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani.cli import run_main
+from modeling_vaswani.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
+from modeling_vaswani.tokenization import load_tokenizer
+
+OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "hub_card"
+NUM_BEAMS, ALPHA = 4, 0.6  # §6.1
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=str(DEFAULT_MODEL), help="a saved model folder (default: hub_card/)")
+    parser.add_argument("--count", type=int, default=5, help="how many validation sentences (default 5)")
+    parser.add_argument("--source_lang", default="en", help="the model's source language (default en)")
+    parser.add_argument("--target_lang", default="de", help="the model's target language (default de)")
+    return parser.parse_args()
+
+
+def load_model(folder: str):
+    path = Path(folder)
+    if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"no trained model in {folder} (config.json and model.safetensors needed); "
+            "train one with `python scripts/train.py` and pass --model outputs/multi30k-en-de"
+        )
+    hf_logging.disable_progress_bar()
+    return VaswaniForConditionalGeneration.from_pretrained(str(path)).eval(), load_tokenizer(path)
+
+
+def greedy(model, encoded, pad_token_id):
+    """Greedy search; returns texts' ids, log P(Y|X) and |Y| (generated tokens up to and including </s>)."""
+    out = model.generate(**encoded, num_beams=1, do_sample=False, output_scores=True, return_dict_in_generate=True)
+    # out.scores holds one (B, V) tensor per step; normalize_logits turns them into log-probabilities.
+    token_log_probs = model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
+    generated = out.sequences[:, 1:]  # drop the start token
+    real = generated != pad_token_id  # finished sentences are padded after </s>
+    return out.sequences, (token_log_probs * real).sum(-1), real.sum(-1)
+
+
+def beam(model, encoded):
+    """Beam search (beam 4, α = 0.6); returns ids, log P(Y|X), |Y| and generate's sequences_scores."""
+    out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, do_sample=False,
+                         output_scores=True, return_dict_in_generate=True)
+    token_log_probs = model.compute_transition_scores(out.sequences, out.scores, out.beam_indices)
+    real = out.beam_indices[:, : token_log_probs.shape[1]] >= 0  # -1 marks steps after the hypothesis ended
+    return out.sequences, (token_log_probs * real).sum(-1), real.sum(-1), out.sequences_scores
+
+
+def main():
+    args = parse_args()
+    if args.count < 1:
+        raise ValueError(f"--count must be at least 1, got {args.count}")
+    model, tokenizer = load_model(args.model)
+    stem = MULTI30K_SPLITS["validation"]
+    sources = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.source_lang}.gz")[: args.count]
+    references = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.target_lang}.gz")[: args.count]
+    encoded = tokenizer(sources, return_tensors="pt", padding=True)
+
+    with torch.no_grad():
+        greedy_ids, greedy_logp, greedy_len = greedy(model, encoded, tokenizer.pad_token_id)
+        beam_ids, beam_logp, beam_len, beam_scores = beam(model, encoded)
+    greedy_scores = greedy_logp / greedy_len.float() ** ALPHA  # the same score beam search ranks by
+    # generate's own beam score must be log P / |Y|^α for the hypothesis it returns.
+    assert torch.allclose(beam_scores, beam_logp / beam_len.float() ** ALPHA, atol=1e-4), (beam_scores, beam_logp)
+
+    greedy_texts = tokenizer.batch_decode(greedy_ids, skip_special_tokens=True)
+    beam_texts = tokenizer.batch_decode(beam_ids, skip_special_tokens=True)
+    print(f"score = log P(Y|X) / |Y|^{ALPHA}; higher is better. Beam size {NUM_BEAMS}.\n")
+    for i, source in enumerate(sources):
+        print(f"[{i}] source:    {source}")
+        print(f"    reference: {references[i]}")
+        print(f"    greedy:    {greedy_texts[i].strip():<60}  log P {greedy_logp[i]:7.3f}  |Y| {int(greedy_len[i]):2d}"
+              f"  score {greedy_scores[i]:7.3f}")
+        print(f"    beam {NUM_BEAMS}:    {beam_texts[i].strip():<60}  log P {beam_logp[i]:7.3f}  |Y| {int(beam_len[i]):2d}"
+              f"  score {beam_scores[i]:7.3f}  (sequences_scores)")
+    better = int((beam_scores >= greedy_scores - 1e-6).sum())
+    same = sum(g.strip() == b.strip() for g, b in zip(greedy_texts, beam_texts))
+    print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences; identical text for {same}.")
+
+    fig, axis = plt.subplots(figsize=(1.4 * len(sources) + 3, 4))
+    positions = range(len(sources))
+    axis.bar([p - 0.2 for p in positions], greedy_scores.numpy(), width=0.4, label="greedy")
+    axis.bar([p + 0.2 for p in positions], beam_scores.numpy(), width=0.4, label=f"beam {NUM_BEAMS}, α = {ALPHA}")
+    axis.set_xticks(list(positions), [f"val #{i}" for i in positions])
+    axis.set(ylabel=f"log P(Y|X) / |Y|^{ALPHA}  (higher is better)", title="Greedy vs beam search on Multi30k sentences")
+    axis.axhline(0, color="black", lw=0.8)
+    axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: the bars grow downwards
+    fig.tight_layout()
+    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUTPUT_DIR / "12_greedy_vs_beam.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    run_main(main)
+    sys.exit(0)
