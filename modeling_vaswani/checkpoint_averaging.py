@@ -9,7 +9,9 @@ Here a "checkpoint" is a folder written by the Hugging Face `Trainer` (`checkpoi
 holding the weights in a single `model.safetensors` file. `average_state_dicts` is the
 averaging itself, `find_checkpoints` picks the last k checkpoints of a run, and
 `average_checkpoints` writes a folder that `from_pretrained` can load: the averaged weights
-plus the config, generation config, tokenizer and code files of the last checkpoint.
+plus the config, generation config, tokenizer and code files of the last checkpoint. A
+`checkpoint-<step>` folder counts only once the Trainer has finished writing it
+(`is_complete_checkpoint`), so a run stopped while saving never feeds half-written weights in.
 
 Deviation: the paper's checkpoints were written every 10 minutes of wall-clock time; the
 `Trainer` writes them every `save_steps` updates. Set `save_steps` so that the last checkpoints
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -34,7 +37,11 @@ BASE_CHECKPOINTS = 5
 BIG_CHECKPOINTS = 20
 
 WEIGHTS_NAME = "model.safetensors"
+# The Trainer writes this file last into a checkpoint folder; see `is_complete_checkpoint`.
+TRAINER_STATE_NAME = "trainer_state.json"
 _CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+logger = logging.getLogger(__name__)
 # Files in a Trainer checkpoint that describe the training run, not the model: never copied.
 _TRAINING_STATE_PATTERNS = (
     "optimizer*.pt",
@@ -132,30 +139,61 @@ def average_state_dicts(state_dicts: Sequence[Mapping[str, torch.Tensor]]) -> di
     return _finish(total, first, len(state_dicts))
 
 
+def is_complete_checkpoint(checkpoint_dir: str | Path) -> bool:
+    """Whether a Trainer `checkpoint-<step>` folder was written to the end.
+
+    The Trainer writes a checkpoint straight into its final folder, in this order: code, config,
+    weights, optimizer, scheduler, RNG state, and `trainer_state.json` last (transformers 5.24,
+    `Trainer._save_checkpoint`). A run killed while saving therefore leaves a folder without
+    `trainer_state.json`, whose weights may be missing or cut short.
+    """
+    return (Path(checkpoint_dir) / TRAINER_STATE_NAME).is_file()
+
+
+def check_resumable_checkpoint(checkpoint_dir: str | Path) -> Path:
+    """Raise unless `checkpoint_dir` is a complete Trainer checkpoint to resume training from."""
+    checkpoint_dir = Path(checkpoint_dir)
+    if not checkpoint_dir.is_dir():
+        raise FileNotFoundError(f"checkpoint folder {str(checkpoint_dir)!r} does not exist or is not a folder.")
+    if not is_complete_checkpoint(checkpoint_dir):
+        raise ValueError(
+            f"checkpoint {str(checkpoint_dir)!r} is incomplete (no {TRAINER_STATE_NAME}, which the Trainer writes "
+            "last): the run was probably stopped while saving it. Resume from the checkpoint before it, or delete it."
+        )
+    return checkpoint_dir
+
+
 def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
-    """The last `last` `checkpoint-<step>` folders of a training run, oldest first.
+    """The last `last` complete `checkpoint-<step>` folders of a training run, oldest first.
 
     Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9).
+    Incomplete folders (see `is_complete_checkpoint`) are skipped with a warning.
 
     Raises:
         FileNotFoundError: if `output_dir` is not a folder.
-        ValueError: if `last` is not a positive integer or the run has fewer checkpoints.
+        ValueError: if `last` is not a positive integer or the run has fewer complete checkpoints.
     """
     if isinstance(last, bool) or not isinstance(last, int) or last < 1:
         raise ValueError(f"last must be a positive integer (the paper averages 5 or 20), got {last!r}.")
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         raise FileNotFoundError(f"run folder {str(output_dir)!r} does not exist or is not a folder.")
-    found = []
+    found, incomplete = [], []
     for child in output_dir.iterdir():
         match = _CHECKPOINT_RE.match(child.name)
         if match and child.is_dir():
-            found.append((int(match.group(1)), child))
+            if is_complete_checkpoint(child):
+                found.append((int(match.group(1)), child))
+            else:
+                incomplete.append(child.name)
     found.sort(key=lambda pair: pair[0])
+    if incomplete:
+        logger.warning("skipping incomplete checkpoints (no %s): %s", TRAINER_STATE_NAME, ", ".join(sorted(incomplete)))
     if len(found) < last:
+        skipped = f" (skipped incomplete: {', '.join(sorted(incomplete))})" if incomplete else ""
         raise ValueError(
-            f"asked for the last {last} checkpoints but {str(output_dir)!r} holds only {len(found)} "
-            "checkpoint-<step> folders; lower the number or train longer."
+            f"asked for the last {last} checkpoints but {str(output_dir)!r} holds only {len(found)} complete "
+            f"checkpoint-<step> folders{skipped}; lower the number or train longer."
         )
     return [path for _, path in found[-last:]]
 
@@ -230,9 +268,10 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
 
     Raises:
         FileNotFoundError: if a folder or its `model.safetensors` is missing.
-        ValueError: if no folders are given, `output_dir` is one of them, a weights file cannot
-            be read or is sharded, or (as `CheckpointMismatchError`) the checkpoints differ in
-            model type, sizes, tensor names or shapes.
+        ValueError: if no folders are given, `output_dir` is one of them, a `checkpoint-<step>`
+            folder is incomplete, a weights file cannot be read or is sharded, or (as
+            `CheckpointMismatchError`) the checkpoints differ in model type, sizes, tensor names or
+            shapes.
     """
     checkpoint_dirs = [Path(path) for path in checkpoint_dirs]
     if not checkpoint_dirs:
@@ -240,6 +279,11 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
     output_dir = Path(output_dir)
     for path in checkpoint_dirs:
         _weights_file(path)  # fail on a missing file before reading gigabytes of the others
+        if _CHECKPOINT_RE.match(path.name) and not is_complete_checkpoint(path):
+            raise ValueError(
+                f"checkpoint {str(path)!r} is incomplete (no {TRAINER_STATE_NAME}, which the Trainer writes last): "
+                "the run was probably stopped while saving it, so its weights may be cut short. Leave it out."
+            )
         if output_dir.exists() and output_dir.resolve() == path.resolve():
             raise ValueError(f"output_dir {str(output_dir)!r} is one of the checkpoints; choose a new folder.")
     _check_configs(checkpoint_dirs)

@@ -5,13 +5,27 @@ program with one line that says what was wrong, not a traceback. `run_main` does
 errors this package raises on bad input; anything else is a bug and keeps its traceback.
 """
 
+import argparse
 import sys
 from typing import Callable
 
 from .checkpoint_averaging import CheckpointMismatchError
 from .data import DataError
 
-USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, DataError, CheckpointMismatchError)
+# OSError covers missing or unreadable files and folders, permissions and full disks: all fixed
+# by the user, not in the code.
+USER_ERRORS = (ValueError, OSError, DataError, CheckpointMismatchError)
+
+
+class OneLineErrors:
+    """Mixin for argument parsers: a bad flag is reported as one `error: ...` line, without the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+class ArgumentParser(OneLineErrors, argparse.ArgumentParser):
+    """`argparse.ArgumentParser` with one-line errors."""
 
 
 def run_main(main: Callable[[], object]) -> None:

@@ -138,7 +138,7 @@ class VaswaniConfig(PretrainedConfig):
             )
         if not self.layer_norm_eps > 0:
             raise ValueError(f"VaswaniConfig.layer_norm_eps must be positive, got {self.layer_norm_eps!r}.")
-        for name in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
             value = getattr(self, name)
             if value is not None and not 0 <= value < self.vocab_size:
                 raise ValueError(
@@ -149,6 +149,30 @@ class VaswaniConfig(PretrainedConfig):
                 f"VaswaniConfig.tie_word_embeddings ({self.tie_word_embeddings}) must equal share_embeddings "
                 f"({self.share_embeddings}): §3.4 shares one matrix three ways, or nothing is shared."
             )
+
+    @classmethod
+    def get_config_dict(cls, pretrained_model_name_or_path, **kwargs):
+        """Read config.json, refusing a missing one or one written for another architecture.
+
+        Hugging Face returns the default config (the base model) when a folder has no config.json,
+        and only warns when, say, a BERT config.json is loaded into this class, building a
+        Transformer from whichever fields happen to share a name. from_pretrained of the model and
+        of the config both read the file through here.
+        """
+        config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
+        if not config_dict:
+            raise FileNotFoundError(
+                f"No config.json in {str(pretrained_model_name_or_path)!r}; a saved model folder needs the config.json "
+                "written by save_pretrained (an interrupted save or copy?)."
+            )
+        model_type = config_dict.get("model_type")
+        if model_type is not None and model_type != cls.model_type:
+            raise ValueError(
+                f"{str(pretrained_model_name_or_path)!r} holds a config.json for model_type {model_type!r}, not "
+                f"{cls.model_type!r}; load it with its own class (e.g. AutoConfig) or point to a folder saved from "
+                "a Vaswani model."
+            )
+        return config_dict, kwargs
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "VaswaniConfig":

@@ -22,7 +22,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 
 from .attention import MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
-from .masking import decoder_self_attention_mask, padding_mask
+from .masking import attention_dtype, decoder_self_attention_mask, padding_mask
 from .positional_encoding import build_positional_encoding
 from .sublayer import SublayerConnection
 
@@ -107,7 +107,9 @@ class Decoder(nn.Module):
         x = self.dropout(inputs_embeds + self.embed_positions(length, offset=past))  # positions past … past+T−1
 
         self_attn_mask, is_causal = self._self_attention_mask(length, past, decoder_attention_mask, x, output_attentions)
-        cross_attn_mask = padding_mask(encoder_attention_mask, x.dtype) if encoder_attention_mask is not None else None
+        cross_attn_mask = (
+            padding_mask(encoder_attention_mask, attention_dtype(x)) if encoder_attention_mask is not None else None
+        )
 
         all_hidden, self_attentions, cross_attentions = [], [], []
         for layer in self.layers:
@@ -136,5 +138,7 @@ class Decoder(nn.Module):
                 return None, False
             if past == 0 and not output_attentions and self.config._attn_implementation != "eager":
                 return None, True
-        mask = decoder_self_attention_mask(length, past + length, decoder_attention_mask, x.device, x.dtype)
+        mask = decoder_self_attention_mask(
+            length, past + length, decoder_attention_mask, x.device, attention_dtype(x)
+        )
         return mask, False

@@ -28,7 +28,9 @@ class ScaledEmbedding(nn.Embedding):
         self.embed_scale = math.sqrt(d_model) if scale else 1.0
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        if input_ids.numel():
+        # The check reads two numbers back into Python, which would split a torch.compile graph;
+        # compiled code skips it (the embedding lookup itself still rejects an out-of-range id).
+        if input_ids.numel() and not torch.compiler.is_compiling():
             low, high = int(input_ids.min()), int(input_ids.max())
             if low < 0 or high >= self.num_embeddings:
                 bad = low if low < 0 else high

@@ -21,7 +21,7 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from .attention import MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
-from .masking import padding_mask
+from .masking import attention_dtype, padding_mask
 from .positional_encoding import build_positional_encoding
 from .sublayer import SublayerConnection
 
@@ -87,7 +87,7 @@ class Encoder(nn.Module):
             )
         x = self.dropout(inputs_embeds + self.embed_positions(length))  # §3.5: "add positional encodings"
         # Built once, shared by all N layers (§3.2.3: hide padding).
-        mask = padding_mask(attention_mask, x.dtype) if attention_mask is not None else None
+        mask = padding_mask(attention_mask, attention_dtype(x)) if attention_mask is not None else None
 
         all_hidden = [] if output_hidden_states else None
         all_attentions = [] if output_attentions else None

@@ -85,7 +85,8 @@ def label_smoothed_cross_entropy(
 
     keep = labels != ignore_index
     bad = keep & ((labels < 0) | (labels >= vocab_size))
-    if bad.any():
+    # Branching on a tensor's value would split a torch.compile graph; compiled code skips the check.
+    if not torch.compiler.is_compiling() and bad.any():
         raise ValueError(
             f"labels must be token ids in [0, {vocab_size}) or ignore_index={ignore_index}; "
             f"found {labels[bad][0].item()}."

@@ -22,6 +22,19 @@ exp(finfo.min − max) underflows to 0.
 import torch
 
 
+def attention_dtype(hidden_states: torch.Tensor) -> torch.dtype:
+    """The dtype the attention scores will have, and so the dtype a mask must be built in.
+
+    Under mixed precision (`torch.autocast`) the Q, K, V projections run in bf16/fp16 while the
+    hidden states stay float32; a mask in the scores' dtype keeps the fused kernel on one dtype, and
+    its finfo(dtype).min is the most negative number of the precision the softmax input really has.
+    """
+    device_type = hidden_states.device.type
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return hidden_states.dtype
+
+
 def padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """(B, S) 1 = real token, 0 = pad → additive mask (B, 1, 1, S), broadcast over heads and queries."""
     hidden = attention_mask[:, None, None, :] == 0  # (B, 1, 1, S)

@@ -15,7 +15,10 @@ the next." (§3)
 Everything else is Hugging Face glue: weight initialisation, the generation cache, output classes.
 """
 
+from pathlib import Path
+
 import torch
+from safetensors import SafetensorError
 from torch import nn
 from transformers import GenerationConfig, GenerationMixin, PreTrainedModel
 from transformers import initialization as init
@@ -43,6 +46,62 @@ class VaswaniPreTrainedModel(PreTrainedModel):
     supports_gradient_checkpointing = True
     _supports_sdpa = True
     _no_split_modules = ["EncoderLayer", "DecoderLayer"]
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, strict about the weights (Hugging Face glue, not from the paper).
+
+        Hugging Face only logs a warning when the weights file lacks some parameters, and fills them
+        with random values. `save_pretrained` writes config.json first and model.safetensors last,
+        so a save that was interrupted would then load as a valid-looking but untrained model.
+        Here a loaded model is complete or loading fails:
+        - a folder without model.safetensors → FileNotFoundError;
+        - a truncated or corrupted safetensors file → ValueError naming it;
+        - weights that do not cover every parameter → ValueError naming the missing tensors;
+        - a tensor whose shape differs from the one config.json implies → ValueError naming it
+          (pass `ignore_mismatched_sizes=True` to re-initialise such tensors on purpose).
+        Weights are read from safetensors only: pickled `pytorch_model.bin` files are never
+        unpickled, because unpickling can run arbitrary code.
+        """
+        if kwargs.get("use_safetensors") is False:
+            raise ValueError("use_safetensors=False is not supported: weights are loaded from safetensors only.")
+        kwargs["use_safetensors"] = True
+        folder = Path(pretrained_model_name_or_path) if pretrained_model_name_or_path is not None else None
+        reinit_mismatched = kwargs.pop("ignore_mismatched_sizes", False)
+        return_info = kwargs.pop("output_loading_info", False)
+        try:
+            # Mismatched shapes are let through here and reported below with their names.
+            model, info = super().from_pretrained(
+                pretrained_model_name_or_path, *model_args, ignore_mismatched_sizes=True, output_loading_info=True,
+                **kwargs,
+            )
+        except OSError:
+            if folder is not None and folder.is_dir() and (folder / "config.json").is_file():
+                _check_weights_file(folder)  # a clearer message when the weights file is what is missing
+            raise
+        except SafetensorError as error:
+            local = folder is not None and folder.is_dir()
+            where = folder / "model.safetensors" if local else pretrained_model_name_or_path
+            raise ValueError(
+                f"Cannot read the weights {str(where)!r}: {error}. The file is truncated or corrupted (an "
+                "interrupted save or download?); save or download the model again."
+            ) from None
+        missing = sorted(info["missing_keys"])
+        if missing:
+            raise ValueError(
+                f"The weights of {str(pretrained_model_name_or_path)!r} lack {len(missing)} of the model's tensors "
+                f"(first: {missing[0]!r}); they would start from random values. The weights file is incomplete or "
+                "belongs to another model; save the model again or point to a complete folder."
+            )
+        if info["mismatched_keys"] and not reinit_mismatched:
+            name, stored, expected = sorted(info["mismatched_keys"], key=lambda item: item[0])[0]
+            raise ValueError(
+                f"The weights of {str(pretrained_model_name_or_path)!r} do not match its config: tensor {name!r} has "
+                f"shape {tuple(stored)} in the file but {tuple(expected)} in the model the config describes "
+                f"({len(info['mismatched_keys'])} such tensors). Fix config.json (e.g. d_model, d_ff, vocab_size) "
+                "or pass ignore_mismatched_sizes=True to re-initialise those tensors."
+            )
+        return (model, info) if return_info else model
 
     def _init_weights(self, module):
         """Initialisation is not in the paper; we follow tensor2tensor and fairseq.
@@ -123,7 +182,10 @@ class VaswaniModel(VaswaniPreTrainedModel):
         )
 
         if encoder_outputs is None:
-            _check_batch(input_ids if input_ids is not None else inputs_embeds, "input_ids")
+            if input_ids is not None:
+                _check_batch(input_ids, "input_ids")
+            else:
+                _check_batch(inputs_embeds, "inputs_embeds", is_ids=False)
             encoder_outputs = self.encoder(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
@@ -133,6 +195,8 @@ class VaswaniModel(VaswaniPreTrainedModel):
             )
         elif not isinstance(encoder_outputs, BaseModelOutput):
             encoder_outputs = BaseModelOutput(*encoder_outputs)
+        if decoder_input_ids is not None:
+            _check_batch(decoder_input_ids, "decoder_input_ids")
 
         hidden, decoder_hidden, self_attentions, cross_attentions = self.decoder(
             decoder_input_ids,
@@ -258,10 +322,13 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         possible", i.e. at the end-of-sentence token). With padded batches the longest input sets
         the limit for the batch.
         """
+        source = inputs if inputs is not None else kwargs.get("input_ids")
+        if source is not None:
+            # generate() runs the encoder itself, bypassing forward(); check the batch here.
+            _check_batch(source, "input_ids")
         config = generation_config if generation_config is not None else self.generation_config
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
         if not length_given and config.max_new_tokens is None and config.max_length == GenerationConfig().max_length:
-            source = inputs if inputs is not None else kwargs.get("input_ids")
             if source is not None:
                 kwargs["max_new_tokens"] = source.shape[1] + MAX_OUTPUT_LENGTH_OFFSET
         return super().generate(inputs, generation_config=generation_config, **kwargs)
@@ -294,10 +361,33 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_to
     return shifted.masked_fill(shifted == -100, pad_token_id)  # ignored label positions become padding
 
 
-def _check_batch(tensor, name):
+def _check_batch(tensor, name, is_ids=True):
+    """Reject malformed inputs at the model's entry, where the message can name the argument."""
     if tensor is None:
         raise ValueError("Pass input_ids (B, S) or inputs_embeds (B, S, d_model) for the encoder.")
+    if is_ids and tensor.dim() != 2:
+        raise ValueError(
+            f"{name} must have shape (batch, length), got {tuple(tensor.shape)}; "
+            "for one sentence add a batch dimension, e.g. ids[None]."
+        )
+    if is_ids and (tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool):
+        raise ValueError(f"{name} must hold integer token ids, got dtype {tensor.dtype}; use torch.long.")
     if tensor.shape[0] == 0:
         raise ValueError(f"{name} holds an empty batch (0 sentences); pass at least one sentence.")
     if tensor.dim() > 1 and tensor.shape[1] == 0:
-        raise ValueError(f"{name} has sequences of length 0; every source needs at least one token (e.g. </s>).")
+        raise ValueError(f"{name} has sequences of length 0; every sequence needs at least one token (e.g. </s>).")
+
+
+def _check_weights_file(folder: Path) -> None:
+    """A local model folder must hold safetensors weights (see `VaswaniPreTrainedModel.from_pretrained`)."""
+    if (folder / "model.safetensors").is_file() or (folder / "model.safetensors.index.json").is_file():
+        return
+    if any(folder.glob("pytorch_model*.bin")):
+        raise ValueError(
+            f"{str(folder)!r} holds only pickled weights (pytorch_model.bin), which are not loaded because "
+            "unpickling can run arbitrary code; convert them to model.safetensors with a trusted tool."
+        )
+    raise FileNotFoundError(
+        f"{str(folder)!r} has no model.safetensors: the folder holds no weights (save_pretrained writes them "
+        "last, so an interrupted save leaves this state). Save the model again or point to a complete folder."
+    )

@@ -83,8 +83,9 @@ class VaswaniTrainer(Seq2SeqTrainer):
     def token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
         src = [len(ids) for ids in dataset["input_ids"]]
         tgt = [len(ids) for ids in dataset["labels"]]
-        return TokenBudgetBatchSampler(src, tgt, self.max_tokens, shuffle=True, seed=self.args.seed,
-                                       num_replicas=1, rank=0)
+        # As for the Trainer's own samplers, --data_seed (when given) fixes the data order apart from --seed.
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        return TokenBudgetBatchSampler(src, tgt, self.max_tokens, shuffle=True, seed=seed, num_replicas=1, rank=0)
 
 
 def bleu_metrics_fn(tokenizer):

@@ -17,8 +17,13 @@ from .tokenization import load_tokenizer
 
 
 def load_translator(model_name_or_path: str, device: str | None = None):
-    """(model, tokenizer) from a saved folder or Hub id, model in eval mode."""
-    model = AutoModelForSeq2SeqLM.from_pretrained(model_name_or_path, trust_remote_code=True)
+    """(model, tokenizer) from a saved folder or Hub id, model in eval mode.
+
+    The model is built from this package's own classes (registered for model_type "vaswani" on
+    import), never from code shipped inside the folder: trust_remote_code stays off, so a folder of
+    another model type that brings its own code is refused instead of run.
+    """
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_name_or_path, trust_remote_code=False)
     tokenizer = load_tokenizer(model_name_or_path)
     model.to(device or ("cuda" if torch.cuda.is_available() else "cpu")).eval()
     return model, tokenizer

@@ -20,14 +20,14 @@ from pathlib import Path
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.pop(0)
 
-from modeling_vaswani.cli import run_main  # noqa: E402
+from modeling_vaswani.cli import ArgumentParser, run_main  # noqa: E402
 from modeling_vaswani.data import read_lines  # noqa: E402
 from modeling_vaswani.evaluation import multi30k_pairs, score_model  # noqa: E402
 from modeling_vaswani.translation import load_translator  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="Model folder or Hub id.")
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"],
                         help="Multi30k split (test = test_2016_flickr).")

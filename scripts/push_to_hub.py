@@ -22,12 +22,12 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 import argparse  # noqa: E402
 import tempfile  # noqa: E402
 
-from modeling_vaswani.cli import run_main  # noqa: E402
+from modeling_vaswani.cli import ArgumentParser, run_main  # noqa: E402
 from modeling_vaswani.hub_repository import validate_repository, write_repository  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model_dir", required=True, help="Trained model folder with results.json.")
     parser.add_argument("--repo_id", required=True, help="Hub repository, e.g. user/vaswani-multi30k-en-de.")
     parser.add_argument("--output_dir", help="Where to write the repository folder (default: a temporary one).")

@@ -41,8 +41,8 @@ from transformers import (
 
 import modeling_vaswani  # noqa: F401  (registers the model with the Auto classes)
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.checkpoint_averaging import average_checkpoints, find_checkpoints
-from modeling_vaswani.cli import run_main
+from modeling_vaswani.checkpoint_averaging import average_checkpoints, check_resumable_checkpoint, find_checkpoints
+from modeling_vaswani.cli import OneLineErrors, run_main
 from modeling_vaswani.data import load_translation_dataset, select_first
 from modeling_vaswani.tokenization import load_tokenizer, train_tokenizer_for_dataset
 from modeling_vaswani.trainer import VaswaniTrainer, bleu_metrics_fn
@@ -127,8 +127,12 @@ class TimeBudget(TrainerCallback):
         return control
 
 
+class ArgumentParser(OneLineErrors, HfArgumentParser):
+    """HfArgumentParser whose errors are one line (its usage block lists hundreds of flags)."""
+
+
 def parse_args(argv=None):
-    parser = HfArgumentParser((ModelArguments, DataArguments, Seq2SeqTrainingArguments))
+    parser = ArgumentParser((ModelArguments, DataArguments, Seq2SeqTrainingArguments))
     parser.set_defaults(**TRAINING_DEFAULTS)
     return parser.parse_args_into_dataclasses(args=argv)
 
@@ -158,7 +162,8 @@ def load_data(data_args):
 
 def build_model(model_args, tokenizer):
     if model_args.model_name_or_path:
-        return AutoModelForSeq2SeqLM.from_pretrained(model_args.model_name_or_path, trust_remote_code=True)
+        # The package's own classes, never code shipped inside the folder (see translation.load_translator).
+        return AutoModelForSeq2SeqLM.from_pretrained(model_args.model_name_or_path, trust_remote_code=False)
     overrides = {
         name: getattr(model_args, name)
         for name in ("d_model", "d_ff", "num_heads", "num_layers", "dropout", "label_smoothing", "positional_encoding")
@@ -221,6 +226,9 @@ def main(argv=None):
         Path(model_args.model_name_or_path).is_dir() or os.environ.get("HF_HUB_OFFLINE") != "1"
     ):
         raise FileNotFoundError(f"--model_name_or_path {model_args.model_name_or_path}: no such model folder.")
+    if training_args.resume_from_checkpoint:
+        # The Trainer would otherwise load whatever a run stopped mid-save left behind.
+        check_resumable_checkpoint(training_args.resume_from_checkpoint)
 
     limit = training_args.save_total_limit
     if data_args.average_last > 1 and limit is not None and limit < data_args.average_last:
@@ -231,10 +239,17 @@ def main(argv=None):
     data = load_data(data_args)
     if model_args.model_name_or_path:
         tokenizer = load_tokenizer(model_args.model_name_or_path)  # keep the model's own vocabulary
+    elif training_args.resume_from_checkpoint:
+        tokenizer = load_tokenizer(training_args.resume_from_checkpoint)  # the vocabulary it was trained with
     else:
         # §5.1: one BPE vocabulary shared by source and target, learned on the training split.
         tokenizer = train_tokenizer_for_dataset(data, data_args.source_lang, data_args.target_lang,
                                                 vocab_size=model_args.vocab_size)
+    # The Trainer seeds only when it is built; seed here so that --seed also fixes the initial weights.
+    if training_args.full_determinism:
+        transformers.enable_full_determinism(training_args.seed)
+    else:
+        transformers.set_seed(training_args.seed)
     model = build_model(model_args, tokenizer)
     logger.info("model: %s parameters, config %s", f"{model.num_parameters():,}", model.config.to_diff_dict())
 
@@ -256,8 +271,9 @@ def main(argv=None):
     )
     if data_args.max_tokens:
         sampler = trainer.token_budget_sampler(trainer._remove_unused_columns(tokenized["train"]))
-        logger.info("§5.1 token-budget batches: %d per epoch, padding efficiency %.3f",
-                    len(sampler), sampler.padding_efficiency)
+        # Data-parallel processes each take every world_size-th batch (the last few repeat to even out).
+        logger.info("§5.1 token-budget batches: %d per epoch, %d per process, padding efficiency %.3f",
+                    len(sampler), -(-len(sampler) // training_args.world_size), sampler.padding_efficiency)
 
     if trainer.is_world_process_zero():
         write_run_info(training_args.output_dir, model)
@@ -274,7 +290,7 @@ def main(argv=None):
         logger.info("§6.1 averaged %s into %s", [c.name for c in checkpoints], averaged)
         if trainer.eval_dataset is not None:
             scorer = VaswaniTrainer(
-                model=AutoModelForSeq2SeqLM.from_pretrained(averaged, trust_remote_code=True),
+                model=AutoModelForSeq2SeqLM.from_pretrained(averaged, trust_remote_code=False),
                 args=training_args,
                 eval_dataset=trainer.eval_dataset,
                 data_collator=trainer.data_collator,

@@ -20,14 +20,14 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 import argparse
 from contextlib import nullcontext
 
-from modeling_vaswani.cli import run_main
+from modeling_vaswani.cli import ArgumentParser, run_main
 from modeling_vaswani.translation import load_translator, translate, translate_stream
 
 DEFAULT_MODEL = str(Path(__file__).resolve().parent.parent / "hub_card")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sentences", nargs="*", help="Sentences to translate (else --file, else stdin).")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="Model folder or Hub id (default: hub_card).")
     parser.add_argument("--file", help="Translate this file, one sentence per line.")

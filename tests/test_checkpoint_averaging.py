@@ -77,6 +77,7 @@ def _make_checkpoint(folder: Path, value: float, config=CONFIG, extra_files=True
 def test_find_checkpoints_sorts_numerically(tmp_path):
     for step in (9, 10, 100, 8):
         (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     (tmp_path / "checkpoint-final").mkdir()
     (tmp_path / "runs").mkdir()
     assert [p.name for p in find_checkpoints(tmp_path, 3)] == ["checkpoint-9", "checkpoint-10", "checkpoint-100"]
