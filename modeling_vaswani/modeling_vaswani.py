@@ -134,18 +134,22 @@ class VaswaniModel(VaswaniPreTrainedModel):
 
     def __init__(self, config: VaswaniConfig):
         super().__init__(config)
-        self.shared = ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
+        if config.share_embeddings:
+            # The one matrix of §3.4; Hugging Face ties the encoder's and decoder's copies to it.
+            self.shared = ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
         self.encoder = Encoder(config, ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding))
         self.decoder = Decoder(config, ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding))
         self.post_init()
 
     def get_input_embeddings(self):
-        return self.shared
+        """The shared matrix (§3.4), or the source embedding when nothing is shared."""
+        return self.shared if self.config.share_embeddings else self.encoder.embed_tokens
 
     def set_input_embeddings(self, value):
-        self.shared = value
+        if self.config.share_embeddings:
+            self.shared = value
+            self.decoder.embed_tokens = value
         self.encoder.embed_tokens = value
-        self.decoder.embed_tokens = value
 
     def get_encoder(self):
         return self.encoder
@@ -237,7 +241,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         self.post_init()
 
     def get_input_embeddings(self):
-        return self.model.shared
+        return self.model.get_input_embeddings()
 
     def set_input_embeddings(self, value):
         self.model.set_input_embeddings(value)

@@ -53,7 +53,10 @@ def test_three_way_sharing_is_one_tensor_and_survives_save_load(model, tmp_path)
 
 def test_unshared_embeddings_are_distinct_tensors():
     model = make_model(share_embeddings=False)
-    _, encoder, decoder, head = embedding_weights(model)
+    encoder, decoder, head = (model.model.encoder.embed_tokens.weight, model.model.decoder.embed_tokens.weight,
+                              model.lm_head.weight)
+    assert not hasattr(model.model, "shared")  # no unused matrix left behind
+    assert model.get_input_embeddings().weight is encoder
     assert encoder is not decoder and encoder is not head and decoder is not head
     assert encoder.data_ptr() != decoder.data_ptr() != head.data_ptr()
     assert not torch.equal(encoder, decoder)
