@@ -1,0 +1,59 @@
+#!/usr/bin/env python
+"""Draw a training run's curve: training loss and validation BLEU against the step.
+
+    python scripts/plot_training_curve.py --run_dir outputs/multi30k-en-de --output docs/images/training_curve.png
+
+Reads the Trainer's trainer_state.json (its log_history) from the run folder.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from modeling_vaswani.cli import run_main  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run_dir", required=True, help="Output folder of scripts/train.py.")
+    parser.add_argument("--output", required=True, help="PNG to write.")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    state_path = Path(args.run_dir) / "trainer_state.json"
+    if not state_path.is_file():
+        raise FileNotFoundError(f"{state_path}: not found; is {args.run_dir} a scripts/train.py run?")
+    history = json.loads(state_path.read_text())["log_history"]
+    train = [(e["step"], e["loss"]) for e in history if "loss" in e]
+    bleu = [(e["step"], e["eval_bleu"]) for e in history if "eval_bleu" in e]
+    if not train:
+        raise ValueError(f"{state_path} logs no training loss.")
+    figure, loss_axis = plt.subplots(figsize=(8, 4.5))
+    loss_axis.plot(*zip(*train), color="tab:blue", label="training loss (label-smoothed, §5.4)")
+    loss_axis.set_xlabel("step")
+    loss_axis.set_ylabel("training loss", color="tab:blue")
+    if bleu:
+        bleu_axis = loss_axis.twinx()
+        bleu_axis.plot(*zip(*bleu), "o-", color="tab:red", label="val BLEU (greedy, cased sacreBLEU)")
+        bleu_axis.set_ylabel("val BLEU", color="tab:red")
+        for step, value in bleu[-1:]:
+            bleu_axis.annotate(f"{value:.1f}", (step, value), textcoords="offset points", xytext=(-10, 8))
+    figure.legend(loc="center right", bbox_to_anchor=(0.88, 0.55), fontsize=8)
+    loss_axis.set_title(f"Training run {Path(args.run_dir).name}")
+    figure.tight_layout()
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(args.output, dpi=110)
+    print(f"wrote {args.output}: {len(train)} loss points, {len(bleu)} BLEU points")
+
+
+if __name__ == "__main__":
+    run_main(main)
+    sys.exit(0)
