@@ -1,0 +1,45 @@
+"""A `pipeline("translation", ...)` for this model — Hugging Face glue, not from the paper.
+
+transformers 5 no longer ships a "translation" pipeline. A checkpoint can bring its own: the class
+below is copied into every saved model folder and named under `custom_pipelines` in its
+config.json, so `pipeline("translation", model=<folder or Hub id>, trust_remote_code=True)` finds
+it. Text in, `[{"translation_text": ...}]` out, like the pipeline users know from transformers 4.
+"""
+
+from transformers import Pipeline
+
+# What config.json says about this pipeline (read by transformers.pipeline()).
+CUSTOM_PIPELINES = {
+    "translation": {
+        "impl": "pipeline_vaswani.VaswaniTranslationPipeline",
+        "pt": ["AutoModelForSeq2SeqLM"],
+        "type": "text",
+    }
+}
+
+
+class VaswaniTranslationPipeline(Pipeline):
+    """Tokenize → `model.generate` (the model's saved decoding settings) → detokenize."""
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_tokenizer = True
+
+    def _sanitize_parameters(self, max_length=None, **generate_kwargs):
+        preprocess = {"max_length": max_length} if max_length is not None else {}
+        return preprocess, generate_kwargs, {}
+
+    def preprocess(self, text, max_length=None):
+        if not isinstance(text, str):
+            raise ValueError(f"The translation pipeline takes a string (or a list of strings), got {type(text).__name__}.")
+        return self.tokenizer(text, return_tensors="pt", truncation=max_length is not None, max_length=max_length)
+
+    def _forward(self, model_inputs, **generate_kwargs):
+        return {"output_ids": self.model.generate(**model_inputs, **generate_kwargs)}
+
+    def postprocess(self, model_outputs):
+        return [
+            {"translation_text": self.tokenizer.decode(ids, skip_special_tokens=True).strip()}
+            for ids in model_outputs["output_ids"]
+        ]
