@@ -103,6 +103,19 @@ class VaswaniPreTrainedModel(PreTrainedModel):
             )
         return (model, info) if return_info else model
 
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """`PreTrainedModel.save_pretrained`, never leaving old weights beside a new config (Hugging Face glue).
+
+        A folder is a model once its model.safetensors is whole, and `save_pretrained` writes that
+        file last. Saving over an earlier model (a re-saved checkpoint, a rerun into the same
+        output folder), the old weights are removed first: a save stopped half-way then leaves a
+        folder that refuses to load, not the earlier weights under the new config.json.
+        """
+        if kwargs.get("is_main_process", True):
+            for name in ("model.safetensors", "model.safetensors.index.json"):
+                (Path(save_directory) / name).unlink(missing_ok=True)
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
     def _init_weights(self, module):
         """Initialisation is not in the paper; we follow tensor2tensor and fairseq.
 

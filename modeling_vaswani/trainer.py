@@ -78,7 +78,15 @@ class VaswaniTrainer(Seq2SeqTrainer):
             num_workers=self.args.dataloader_num_workers,
             pin_memory=self.args.dataloader_pin_memory,
         )
-        return self.accelerator.prepare(loader)
+        prepared = self.accelerator.prepare(loader)
+        # With several processes accelerate wraps the sampler in a BatchSamplerShard, which has no
+        # set_epoch. A run resumed mid-epoch wraps that once more (to skip the batches already
+        # trained), and the Trainer's set_epoch then stops at the shard: the rest of the epoch would
+        # repeat epoch 0's arrangement. Let the shard pass set_epoch on.
+        shard = getattr(prepared, "batch_sampler", None)
+        if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
+            shard.set_epoch = sampler.set_epoch
+        return prepared
 
     def token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
         src = [len(ids) for ids in dataset["input_ids"]]

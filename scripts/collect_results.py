@@ -23,6 +23,7 @@ import json  # noqa: E402
 
 from modeling_vaswani.cli import run_main  # noqa: E402
 from modeling_vaswani.evaluation import SPLIT_NAMES, multi30k_pairs, score_model  # noqa: E402
+from modeling_vaswani.run_record import read_run_info, summarize  # noqa: E402
 from modeling_vaswani.translation import load_translator  # noqa: E402
 
 
@@ -39,16 +40,16 @@ def parse_args(argv=None):
 
 
 def training_summary(run_dir: Path, procedure: str) -> dict:
-    info_path, state_path = run_dir / "run_info.json", run_dir / "trainer_state.json"
-    for path in (info_path, state_path):
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: not found; is {run_dir} a finished scripts/train.py run?")
-    info = json.loads(info_path.read_text())
+    state_path = run_dir / "trainer_state.json"
+    if not state_path.is_file():
+        raise FileNotFoundError(f"{state_path}: not found; is {run_dir} a finished scripts/train.py run?")
+    info = read_run_info(run_dir)
     state = json.loads(state_path.read_text())
-    runtime = next((entry["train_runtime"] for entry in reversed(state["log_history"]) if "train_runtime" in entry), None)
+    if info["segments"][-1].get("minutes") is None:  # a record from before segments kept their minutes
+        runtime = next((e["train_runtime"] for e in reversed(state["log_history"]) if "train_runtime" in e), None)
+        info["segments"][-1]["minutes"] = runtime / 60 if runtime is not None else None
     return {
-        **info,
-        "minutes": round(runtime / 60) if runtime is not None else None,
+        **summarize(info),
         "steps": state["global_step"],
         "epochs": round(state["epoch"], 1),
         "procedure": procedure,

@@ -44,6 +44,7 @@ from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.checkpoint_averaging import average_checkpoints, check_resumable_checkpoint, find_checkpoints
 from modeling_vaswani.cli import OneLineErrors, run_main
 from modeling_vaswani.data import load_translation_dataset, select_first
+from modeling_vaswani.run_record import RunClock, start_segment
 from modeling_vaswani.tokenization import load_tokenizer, train_tokenizer_for_dataset
 from modeling_vaswani.trainer import VaswaniTrainer, bleu_metrics_fn
 
@@ -197,8 +198,8 @@ def tokenize(data, tokenizer, data_args):
     return data.map(encode, batched=True, remove_columns=data["train"].column_names, desc="Tokenizing")
 
 
-def write_run_info(output_dir, model):
-    """What a model card needs to say how the model was made: the command, machine and size."""
+def record_run(output_dir, model, resuming):
+    """Add this invocation (command, machine) to the run's record, for the model card."""
     import platform
     import shlex
 
@@ -206,16 +207,14 @@ def write_run_info(output_dir, model):
 
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    info = {
+    segment = {
         "command": "python scripts/train.py " + shlex.join(sys.argv[1:]),
         "hardware": (torch.cuda.get_device_name() if torch.cuda.is_available()
                      else f"CPU: {cpu}, {torch.get_num_threads()} threads"),
-        "parameters": f"{model.num_parameters():,}",
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
     }
-    Path(output_dir).mkdir(parents=True, exist_ok=True)
-    (Path(output_dir) / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    about_model = {"parameters": f"{model.num_parameters():,}", "torch": torch.__version__,
+                   "transformers": transformers.__version__}
+    start_segment(output_dir, segment, about_model, resuming=resuming)
 
 
 def main(argv=None):
@@ -267,7 +266,8 @@ def main(argv=None):
         compute_metrics=bleu_metrics_fn(tokenizer),
         max_tokens=data_args.max_tokens or None,
         noam_scale=model_args.noam_scale,
-        callbacks=[TimeBudget(data_args.max_train_minutes)] if data_args.max_train_minutes else None,
+        callbacks=[RunClock(training_args.output_dir),
+                   *([TimeBudget(data_args.max_train_minutes)] if data_args.max_train_minutes else [])],
     )
     if data_args.max_tokens:
         sampler = trainer.token_budget_sampler(trainer._remove_unused_columns(tokenized["train"]))
@@ -276,7 +276,7 @@ def main(argv=None):
                     len(sampler), -(-len(sampler) // training_args.world_size), sampler.padding_efficiency)
 
     if trainer.is_world_process_zero():
-        write_run_info(training_args.output_dir, model)
+        record_run(training_args.output_dir, model, resuming=bool(training_args.resume_from_checkpoint))
     result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)  # model, tokenizer, generation config, code
     trainer.log_metrics("train", result.metrics)

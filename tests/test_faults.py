@@ -140,6 +140,25 @@ def test_an_intact_copy_still_loads_exactly(model_dir, tmp_path):
         assert torch.equal(tensor, loaded.state_dict()[name]), name
 
 
+def test_a_save_interrupted_over_an_earlier_model_never_loads_the_old_weights(model_dir, tmp_path, monkeypatch):
+    """Saving over a folder: killed before the new weights are whole, the folder must not load the
+    earlier weights under the new config.json (here the new config differs only in dropout, so the
+    shapes would fit)."""
+    folder = Path(shutil.copytree(model_dir, tmp_path / "model"))
+    newer = tiny_model(VaswaniForConditionalGeneration.from_pretrained(folder).config.vocab_size)
+    newer.config.dropout = 0.3
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", killed)
+    with pytest.raises(KeyboardInterrupt):
+        newer.save_pretrained(folder)
+    assert json.loads((folder / "config.json").read_text())["dropout"] == 0.3  # the new config is there
+    with pytest.raises(FileNotFoundError, match="has no model.safetensors"):
+        VaswaniForConditionalGeneration.from_pretrained(folder)
+
+
 # --- Trainer checkpoints interrupted -----------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -101,6 +102,10 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
             torch.testing.assert_close(tensor, (last[name] + before[name]) / 2, rtol=1e-6, atol=1e-7)
     assert "eval_averaged_bleu" in json.loads((output / "averaged" / "eval_results.json").read_text())
 
+    # run_info.json: the command and its training minutes, for the model card.
+    (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
+    assert segment["command"].startswith("python scripts/train.py --preset tiny") and segment["minutes"] > 0
+
 
 def test_saved_folder_reloads_translates_and_keeps_its_tokenizer(base_run):
     output, _ = base_run
@@ -170,25 +175,36 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
     base_log = json.loads((output / "trainer_state.json").read_text())["log_history"]
     after = [(e["step"], e["loss"]) for e in state["log_history"] if "loss" in e and e["step"] > 10]
     assert after == [(e["step"], e["loss"]) for e in base_log if "loss" in e and e["step"] > 10]
+    # Both invocations are in the run's record, the killed one with its minutes up to checkpoint-10.
+    killed, resuming = json.loads((resumed / "run_info.json").read_text())["segments"]
+    assert "--resume_from_checkpoint" not in killed["command"] and killed["minutes"] > 0
+    assert "--resume_from_checkpoint" in resuming["command"] and resuming["minutes"] > 0
 
 
 # --- data-parallel ----------------------------------------------------------------------------
 
-def test_torchrun_two_processes_share_the_token_budget_batches(tmp_path):
-    output = tmp_path / "ddp"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", TRAIN,
-               *DATA, "--max_eval_samples", "8", "--num_train_epochs", "1", "--warmup_steps_noam", "10",
-               "--logging_steps", "1", "--eval_strategy", "epoch", "--save_strategy", "no",
-               "--output_dir", str(output)]
-    result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr[-4000:]
+def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(tmp_path):
+    # Two epochs, a checkpoint after every step; then a resume from a checkpoint in the middle of
+    # the second epoch must end with the same weights (its batches are epoch 1's, not epoch 0's).
+    def torchrun(output, *extra):
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", TRAIN,
+                   *DATA, "--max_eval_samples", "8", "--num_train_epochs", "2", "--warmup_steps_noam", "10",
+                   "--seed", "3", "--logging_steps", "1", "--eval_strategy", "epoch", "--save_strategy", "steps",
+                   "--save_steps", "1", "--output_dir", str(output), *extra]
+        result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return result
 
+    output = tmp_path / "ddp"
+    result = torchrun(output)
     # Each process runs its own half of the epoch's batches, as train.py announces.
     total = batches_per_epoch(result.stderr)
-    assert f"token-budget batches: {total} per epoch, {math.ceil(total / 2)} per process" in result.stderr
+    per_process = math.ceil(total / 2)
+    assert f"token-budget batches: {total} per epoch, {per_process} per process" in result.stderr
     state = json.loads((output / "trainer_state.json").read_text())
-    print(f"{total} batches per epoch, {state['global_step']} steps per process")
-    assert total > 4 and state["global_step"] == math.ceil(total / 2)
+    print(f"{total} batches per epoch, {state['global_step']} steps per process in 2 epochs")
+    assert total > 4
+    assert next(e["epoch"] for e in state["log_history"] if e.get("step") == per_process) == 1.0
     assert "eval_bleu" in json.loads((output / "eval_results.json").read_text())
 
     model = AutoModelForSeq2SeqLM.from_pretrained(output).eval()
@@ -196,6 +212,14 @@ def test_torchrun_two_processes_share_the_token_budget_batches(tmp_path):
     with torch.no_grad():
         batch = tokenizer(["A man is running."], text_target=["Ein Mann läuft."], return_tensors="pt")
         assert torch.isfinite(model(**batch).loss)
+
+    resumed = tmp_path / "resumed"
+    middle = f"checkpoint-{per_process + 2}"  # two steps into the second epoch
+    shutil.copytree(output / middle, resumed / middle)
+    torchrun(resumed, "--resume_from_checkpoint", str(resumed / middle))
+    expected, got = weights(output), weights(resumed)
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name
 
 
 # --- fine-tuning ------------------------------------------------------------------------------
