@@ -37,6 +37,8 @@ _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "
 
 # §6.1: "We set the maximum output length during inference to input length + 50".
 MAX_OUTPUT_LENGTH_OFFSET = 50
+# The max_length that GenerationMixin.generate falls back to and writes into generation_config.
+GENERATE_FALLBACK_MAX_LENGTH = 20
 
 
 class VaswaniPreTrainedModel(PreTrainedModel):
@@ -345,7 +347,10 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             _check_batch(source, "input_ids")
         config = generation_config if generation_config is not None else self.generation_config
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
-        if not length_given and config.max_new_tokens is None and config.max_length == GenerationConfig().max_length:
+        # generate() writes its fallback max_length (20) into the model's own generation config, and
+        # the Trainer's evaluation saves it with every checkpoint: 20 means "no limit chosen" here.
+        unset = (None, GenerationConfig().max_length, GENERATE_FALLBACK_MAX_LENGTH)
+        if not length_given and config.max_new_tokens is None and config.max_length in unset:
             if source is not None:
                 kwargs["max_new_tokens"] = source.shape[1] + MAX_OUTPUT_LENGTH_OFFSET
         return super().generate(inputs, generation_config=generation_config, **kwargs)

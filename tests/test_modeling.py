@@ -181,6 +181,14 @@ def test_default_length_limit_is_input_length_plus_50(model):
     # An explicit limit wins.
     assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS], max_new_tokens=3).shape == (1, 4)
     assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS], max_length=9).shape == (1, 9)
+    # generate() leaves its fallback max_length of 20 in the model's generation config (the Trainer's
+    # evaluation then saves it): that is still no chosen limit, and input length + 50 applies.
+    model.generate(input_ids=source, num_beams=1, max_new_tokens=2)
+    model.generation_config.max_length = 20
+    try:
+        assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS]).shape == (1, 1 + 5 + 50)
+    finally:
+        model.generation_config.max_length = None
 
 
 def test_sampling_runs_and_is_reproducible_with_a_seed(model):
