@@ -2,7 +2,7 @@
 
 `score_model` decodes the sources with the given settings (default: the model's own, beam 4 and
 α = 0.6 in the paper) and scores the hypotheses with `scoring.compute_bleu` (sacreBLEU). It is
-shared by scripts/evaluate.py (one model, one split) and scripts/collect_results.py (the grid
+shared by scripts/evaluate_model.py (one model, one split) and scripts/collect_results.py (the grid
 of weights × decoding × split that a model card reports).
 """
 

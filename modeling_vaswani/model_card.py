@@ -31,7 +31,7 @@ REQUIRED_SCORES = ("bleu", "signature", "chrf", "bleu_lowercase_tokenized", "ble
 def load_results(path) -> dict:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no results file; run scripts/evaluate.py and scripts/collect_results.py first.")
+        raise FileNotFoundError(f"{path}: no results file; run scripts/evaluate_model.py and scripts/collect_results.py first.")
     results = json.loads(path.read_text(encoding="utf-8"))
     check_results(results, path)
     return results

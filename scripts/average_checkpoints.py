@@ -11,16 +11,8 @@ the Hugging Face `Trainer`:
 The output folder loads with `from_pretrained`.
 """
 
-import sys
-from pathlib import Path
-
-# scripts/evaluate.py would shadow the `evaluate` library for every script in this folder
-# (Python puts the script's folder first on sys.path); take the folder off the path.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
-
 import argparse
+import sys
 
 from modeling_vaswani.checkpoint_averaging import (
     BASE_CHECKPOINTS,

@@ -10,21 +10,14 @@ model card from that file.
     python scripts/collect_results.py --run_dir outputs/multi30k-en-de
 """
 
-import sys
+import argparse
+import json
 from pathlib import Path
 
-# scripts/evaluate.py would shadow the `evaluate` library for every script in this folder
-# (Python puts the script's folder first on sys.path); take the folder off the path.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-
-from modeling_vaswani.cli import run_main  # noqa: E402
-from modeling_vaswani.evaluation import SPLIT_NAMES, multi30k_pairs, score_model  # noqa: E402
-from modeling_vaswani.run_record import read_run_info, summarize  # noqa: E402
-from modeling_vaswani.translation import load_translator  # noqa: E402
+from modeling_vaswani.cli import run_main
+from modeling_vaswani.evaluation import SPLIT_NAMES, multi30k_pairs, score_model
+from modeling_vaswani.run_record import read_run_info, summarize
+from modeling_vaswani.translation import load_translator
 
 
 def parse_args(argv=None):

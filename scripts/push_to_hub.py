@@ -11,19 +11,12 @@ clean process and translates. --dry_run stops there (works offline); otherwise t
 uploaded (needs `huggingface-cli login` or --token).
 """
 
-import sys
+import argparse
+import tempfile
 from pathlib import Path
 
-# scripts/evaluate.py would shadow the `evaluate` library for every script in this folder
-# (Python puts the script's folder first on sys.path); take the folder off the path.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
-import argparse  # noqa: E402
-import tempfile  # noqa: E402
-
-from modeling_vaswani.cli import ArgumentParser, run_main  # noqa: E402
-from modeling_vaswani.hub_repository import validate_repository, write_repository  # noqa: E402
+from modeling_vaswani.cli import ArgumentParser, run_main
+from modeling_vaswani.hub_repository import validate_repository, write_repository
 
 
 def parse_args(argv=None):

@@ -16,19 +16,13 @@ Every `Seq2SeqTrainingArguments` flag works too (--bf16, --torch_compile, --resu
 --gradient_accumulation_steps, --report_to, ...).
 """
 
-import sys
-from pathlib import Path
-
-# scripts/evaluate.py would shadow the `evaluate` library for every script in this folder
-# (Python puts the script's folder first on sys.path); take the folder off the path.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
 import json
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import transformers
 from transformers import (

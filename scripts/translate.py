@@ -9,16 +9,10 @@ The model defaults to hub_card/, the English→German Multi30k model shipped wit
 Input files are read and translated a batch at a time, so their size does not matter.
 """
 
-import sys
-from pathlib import Path
-
-# scripts/evaluate.py would shadow the `evaluate` library for every script in this folder
-# (Python puts the script's folder first on sys.path); take the folder off the path.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
 import argparse
+import sys
 from contextlib import nullcontext
+from pathlib import Path
 
 from modeling_vaswani.cli import ArgumentParser, run_main
 from modeling_vaswani.translation import load_translator, translate, translate_stream

@@ -7,6 +7,7 @@ offending field, id, file or line; where the library instead produces a sensible
 test says so and checks the result.
 """
 
+import importlib.util
 import json
 import os
 import re
@@ -402,12 +403,20 @@ def run_in_process(monkeypatch, capsys, script, *args):
 # Each script with its required flags, so that only the flag under test is wrong.
 REQUIRED_FLAGS = {
     "train.py": [],
-    "evaluate.py": ["--model", "m"],
+    "evaluate_model.py": ["--model", "m"],
     "translate.py": [],
     "average_checkpoints.py": ["--checkpoints", "a", "--output_dir", "out"],
     "push_to_hub.py": ["--model_dir", "m", "--repo_id", "user/name"],
 }
 SCRIPT_NAMES = list(REQUIRED_FLAGS)
+
+
+def test_no_script_shadows_an_installed_module():
+    """`python scripts/x.py` puts scripts/ first on sys.path: a script named like a library (say
+    evaluate.py) would be imported in place of that library by every script in the folder."""
+    assert sys.path[0] != str(SCRIPTS)
+    shadowing = [p.name for p in SCRIPTS.glob("*.py") if importlib.util.find_spec(p.stem) is not None]
+    assert not shadowing, f"rename {shadowing}: each hides the installed module of the same name"
 
 
 def assert_one_line_error(code, err, *names):
@@ -429,7 +438,7 @@ def test_unknown_flag(monkeypatch, capsys, script):
     "script,args",
     [
         ("train.py", ["--model_name_or_path", "{missing}"]),
-        ("evaluate.py", ["--model", "{missing}"]),
+        ("evaluate_model.py", ["--model", "{missing}"]),
         ("translate.py", ["--model", "{missing}", "Hello"]),
         ("average_checkpoints.py", ["--run_dir", "{missing}", "--output_dir", "{tmp}/out"]),
         ("push_to_hub.py", ["--model_dir", "{missing}", "--repo_id", "user/name", "--dry_run"]),
@@ -449,17 +458,17 @@ def test_translate_script_with_a_broken_model_folder(monkeypatch, capsys, model_
     assert_one_line_error(code, err, folder / "model.safetensors", "truncated or corrupted")
 
 
-@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+@pytest.mark.parametrize("script", ["train.py", "evaluate_model.py"])
 def test_wrong_language_code(monkeypatch, capsys, model_dir, tmp_path, script):
     args = ["--source_lang", "xx", "--output_dir", tmp_path / "out"]
-    if script == "evaluate.py":
+    if script == "evaluate_model.py":
         args += ["--model", model_dir]
     code, err = run_in_process(monkeypatch, capsys, script, *args)
     assert_one_line_error(code, err, "source_lang='xx' is not available")
 
 
 @pytest.mark.parametrize("script,flag", [("train.py", "--num_train_epochs"), ("translate.py", "--batch_size"),
-                                         ("evaluate.py", "--num_beams")])
+                                         ("evaluate_model.py", "--num_beams")])
 def test_flag_value_of_wrong_type(monkeypatch, capsys, script, flag):
     code, err = run_in_process(monkeypatch, capsys, script, *REQUIRED_FLAGS[script], flag, "many")
     assert_one_line_error(code, err, flag, "many")

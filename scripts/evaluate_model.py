@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Translate a test set with a saved model and score it (§6.1: beam 4, α = 0.6, length ≤ input + 50).
 
-    python scripts/evaluate.py --model hub_card --split test
-    python scripts/evaluate.py --model outputs/multi30k-en-de --split validation --num_beams 1
-    python scripts/evaluate.py --model my-model --source_file test.en --reference_file test.de
+    python scripts/evaluate_model.py --model hub_card --split test
+    python scripts/evaluate_model.py --model outputs/multi30k-en-de --split validation --num_beams 1
+    python scripts/evaluate_model.py --model my-model --source_file test.en --reference_file test.de
 
 Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json: cased
 detokenized sacreBLEU with its signature, lowercased tokenized BLEU, the paper's tokenized BLEU
@@ -12,18 +12,12 @@ with compound splitting, and chrF.
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-# Python puts this script's folder first on sys.path, where this file would shadow the
-# `evaluate` library that the scoring code imports; drop it.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
-from modeling_vaswani.cli import ArgumentParser, run_main  # noqa: E402
-from modeling_vaswani.data import read_lines  # noqa: E402
-from modeling_vaswani.evaluation import multi30k_pairs, score_model  # noqa: E402
-from modeling_vaswani.translation import load_translator  # noqa: E402
+from modeling_vaswani.cli import ArgumentParser, run_main
+from modeling_vaswani.data import read_lines
+from modeling_vaswani.evaluation import multi30k_pairs, score_model
+from modeling_vaswani.translation import load_translator
 
 
 def parse_args(argv=None):
