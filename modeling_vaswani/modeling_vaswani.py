@@ -111,11 +111,13 @@ class VaswaniPreTrainedModel(PreTrainedModel):
         A folder is a model once its model.safetensors is whole, and `save_pretrained` writes that
         file last. Saving over an earlier model (a re-saved checkpoint, a rerun into the same
         output folder), the old weights are removed first: a save stopped half-way then leaves a
-        folder that refuses to load, not the earlier weights under the new config.json.
+        folder that refuses to load, not the earlier weights under the new config.json. The saved
+        generation_config.json lists only what was set (`drop_generate_fallbacks`).
         """
         if kwargs.get("is_main_process", True):
             for name in ("model.safetensors", "model.safetensors.index.json"):
                 (Path(save_directory) / name).unlink(missing_ok=True)
+        drop_generate_fallbacks(self.generation_config)
         return super().save_pretrained(save_directory, *args, **kwargs)
 
     def _init_weights(self, module):
@@ -356,6 +358,15 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         return super().generate(inputs, generation_config=generation_config, **kwargs)
 
 
+# §6.1: "beam search with a beam size of 4 and length penalty α = 0.6".
+PAPER_DECODING = dict(
+    num_beams=4,
+    length_penalty=0.6,
+    early_stopping=True,
+    use_cache=True,  # the Trainer may switch config.use_cache off; decoding reads this one
+)
+
+
 def paper_generation_config(config: VaswaniConfig) -> GenerationConfig:
     """§6.1 decoding: beam search with beam size 4 and length penalty α = 0.6.
 
@@ -364,10 +375,7 @@ def paper_generation_config(config: VaswaniConfig) -> GenerationConfig:
     differ.
     """
     return GenerationConfig(
-        num_beams=4,
-        length_penalty=0.6,
-        early_stopping=True,
-        use_cache=True,  # the Trainer may switch config.use_cache off; decoding reads this one
+        **PAPER_DECODING,
         pad_token_id=config.pad_token_id,
         bos_token_id=config.bos_token_id,
         eos_token_id=config.eos_token_id,
@@ -381,6 +389,20 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_to
     shifted[:, 1:] = labels[:, :-1]
     shifted[:, 0] = decoder_start_token_id
     return shifted.masked_fill(shifted == -100, pad_token_id)  # ignored label positions become padding
+
+
+def drop_generate_fallbacks(generation_config: GenerationConfig) -> GenerationConfig:
+    """Unset the values that equal generate()'s own fallbacks, keeping §6.1's (Hugging Face glue).
+
+    Seq2SeqTrainer's evaluation used to write every fallback (max_length 20, top_k 50, ...) into
+    the model's generation config, and checkpoints saved them as if chosen. generate() fills an
+    unset value with that same fallback, so decoding is unchanged; the saved file lists only what
+    was set. Changes `generation_config` in place and returns it.
+    """
+    for key, fallback in generation_config._get_default_generation_params().items():
+        if key not in PAPER_DECODING and fallback is not None and getattr(generation_config, key, None) == fallback:
+            setattr(generation_config, key, None)
+    return generation_config
 
 
 def _check_batch(tensor, name, is_ids=True):

@@ -14,6 +14,8 @@ Everything else — gradient accumulation, mixed precision, checkpoints, resumin
 data-parallel processes — is the Trainer's own.
 """
 
+import copy
+
 import numpy as np
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer
@@ -87,6 +89,21 @@ class VaswaniTrainer(Seq2SeqTrainer):
         if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
             shard.set_epoch = sampler.set_epoch
         return prepared
+
+    # §6.1 evaluation -------------------------------------------------------------------------
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
+        """`Seq2SeqTrainer.prediction_step`, leaving the model's generation config as it was.
+
+        The parent fills every one of generate's fallback values (max_length 20, num_beams 1, ...)
+        into `model.generation_config`, and each checkpoint saved afterwards would carry them as if
+        chosen. Restoring it keeps the saved generation_config.json to what was really set
+        (beam 4, α = 0.6; the length limit of §6.1 applies when none is chosen).
+        """
+        kept = copy.deepcopy(self.model.generation_config)
+        try:
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+        finally:
+            self.model.generation_config = kept
 
     def token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
         src = [len(ids) for ids in dataset["input_ids"]]

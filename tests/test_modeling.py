@@ -1,6 +1,7 @@
 """End-to-end tests for modeling_vaswani.modeling_vaswani: the whole model of §3 (Figure 1) as a
 Hugging Face model — weight sharing (§3.4), Table 3 sizes, the loss (§5.4), generation (§6.1)."""
 
+import json
 import pytest
 import torch
 from safetensors import safe_open
@@ -139,6 +140,26 @@ def test_generation_config_is_the_papers(model, tmp_path):
     loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path)
     assert loaded.generation_config.num_beams == 4 and loaded.generation_config.length_penalty == 0.6
     assert loaded.generation_config.use_cache is True
+
+
+def test_saved_generation_config_lists_only_what_was_set(model, tmp_path):
+    """generate()'s fallbacks written into the config (as Trainer evaluation once did) are not saved as choices."""
+    model.generation_config.update(**model.generation_config._get_default_generation_params(), defaults_only=True)
+    assert model.generation_config.max_length == 20 and model.generation_config.top_k == 50
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "generation_config.json").read_text())
+    saved.pop("transformers_version")
+    assert saved == {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True, "use_cache": True,
+                     "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": EOS, "decoder_start_token_id": 1}
+    loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path)
+    assert loaded.generation_config.max_length is None and loaded.generation_config.num_beams == 4
+    # An explicit choice that differs from the fallback is kept.
+    model.generation_config.no_repeat_ngram_size = 3
+    try:
+        model.save_pretrained(tmp_path)
+    finally:
+        model.generation_config.no_repeat_ngram_size = None
+    assert json.loads((tmp_path / "generation_config.json").read_text())["no_repeat_ngram_size"] == 3
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])

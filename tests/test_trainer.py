@@ -213,3 +213,18 @@ def test_bleu_metrics_fn_decodes_padding_marks(tokenizer):
     wrong[:, 1:4] = tokenizer.unk_token_id
     worse = bleu_metrics_fn(tokenizer)(EvalPrediction(predictions=(wrong,), label_ids=labels))
     assert worse["bleu"] < 90.0
+
+
+def test_evaluation_leaves_the_models_generation_config_as_set(tmp_path, tokenizer):
+    """Seq2SeqTrainer's prediction_step fills generate's fallbacks (max_length 20, ...) into the
+    model's generation config; checkpoints would then save them as chosen limits."""
+    model = _model()
+    trainer = _trainer(tmp_path, tokenizer, model=model, predict_with_generate=True, per_device_eval_batch_size=4,
+                       eval_strategy="no")
+    trainer.compute_metrics = bleu_metrics_fn(tokenizer)  # without it evaluation computes the loss only
+    set_before = model.generation_config.to_diff_dict()
+    metrics = trainer.evaluate(eval_dataset=_dataset(n=4), max_new_tokens=3)
+    assert "eval_bleu" in metrics
+    assert model.generation_config.max_length is None and model.generation_config.top_k is None
+    assert model.generation_config.to_diff_dict() == set_before
+    assert model.generation_config.num_beams == 4 and model.generation_config.length_penalty == 0.6
