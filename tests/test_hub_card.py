@@ -74,7 +74,7 @@ def test_bleu_floor_on_the_first_100_val_sentences(shipped):
     model, tokenizer = shipped
     sources, references = multi30k_pairs("validation", max_samples=100)
     _, scores = score_model(model, tokenizer, sources, references, num_beams=1)
-    assert scores["bleu"] >= 31.0, scores["bleu"]  # measured 34.8 when the model was built
+    assert scores["bleu"] >= 33.0, scores["bleu"]  # measured 36.5 when the model was built
 
 
 def test_loads_and_translates_in_a_clean_process_without_the_package():
