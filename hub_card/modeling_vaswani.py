@@ -112,12 +112,16 @@ class VaswaniPreTrainedModel(PreTrainedModel):
         file last. Saving over an earlier model (a re-saved checkpoint, a rerun into the same
         output folder), the old weights are removed first: a save stopped half-way then leaves a
         folder that refuses to load, not the earlier weights under the new config.json. The saved
-        generation_config.json lists only what was set (`drop_generate_fallbacks`).
+        generation_config.json lists only what was set (`drop_generate_fallbacks`) and always the
+        §6.1 length offset.
         """
         if kwargs.get("is_main_process", True):
             for name in ("model.safetensors", "model.safetensors.index.json"):
                 (Path(save_directory) / name).unlink(missing_ok=True)
         drop_generate_fallbacks(self.generation_config)
+        if getattr(self.generation_config, "max_output_length_offset", None) is None:
+            # A model loaded from a file written before the entry existed: save the limit generate applies.
+            self.generation_config.max_output_length_offset = MAX_OUTPUT_LENGTH_OFFSET
         return super().save_pretrained(save_directory, *args, **kwargs)
 
     def _init_weights(self, module):
@@ -340,8 +344,9 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         """`GenerationMixin.generate` with the paper's length limit when the caller sets none.
 
         §6.1: the output may be at most input length + 50 tokens ("terminating early when
-        possible", i.e. at the end-of-sentence token). With padded batches the longest input sets
-        the limit for the batch.
+        possible", i.e. at the end-of-sentence token); the 50 is the generation config's
+        `max_output_length_offset`. With padded batches the longest input sets the limit for the
+        batch.
         """
         source = inputs if inputs is not None else kwargs.get("input_ids")
         if source is not None:
@@ -349,26 +354,33 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             _check_batch(source, "input_ids")
         config = generation_config if generation_config is not None else self.generation_config
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
-        # generate() writes its fallback max_length (20) into the model's own generation config, and
-        # the Trainer's evaluation saves it with every checkpoint: 20 means "no limit chosen" here.
+        # Checkpoints saved by earlier versions during Trainer evaluation carry generate's fallback
+        # max_length of 20: that means "no limit chosen" here.
         unset = (None, GenerationConfig().max_length, GENERATE_FALLBACK_MAX_LENGTH)
         if not length_given and config.max_new_tokens is None and config.max_length in unset:
             if source is not None:
-                kwargs["max_new_tokens"] = source.shape[1] + MAX_OUTPUT_LENGTH_OFFSET
+                # The "+ 50" is stored in generation_config.json; older files without it get the paper's.
+                offset = getattr(config, "max_output_length_offset", None)
+                offset = MAX_OUTPUT_LENGTH_OFFSET if offset is None else offset
+                kwargs["max_new_tokens"] = source.shape[1] + offset
         return super().generate(inputs, generation_config=generation_config, **kwargs)
 
 
-# §6.1: "beam search with a beam size of 4 and length penalty α = 0.6".
+# §6.1: "beam search with a beam size of 4 and length penalty α = 0.6" and "maximum output length
+# during inference to input length + 50". GenerationConfig has no field for a limit relative to
+# the input, so max_output_length_offset is our own entry, saved with the rest and read by generate.
 PAPER_DECODING = dict(
     num_beams=4,
     length_penalty=0.6,
     early_stopping=True,
     use_cache=True,  # the Trainer may switch config.use_cache off; decoding reads this one
+    max_output_length_offset=MAX_OUTPUT_LENGTH_OFFSET,
 )
 
 
 def paper_generation_config(config: VaswaniConfig) -> GenerationConfig:
-    """§6.1 decoding: beam search with beam size 4 and length penalty α = 0.6.
+    """§6.1 decoding: beam search with beam size 4 and length penalty α = 0.6, outputs of at most
+    input length + 50 tokens (`max_output_length_offset`, applied by `generate`).
 
     Deviation: Hugging Face divides a hypothesis' log-probability by |Y|^α, while the paper (after
     GNMT) divides by ((5 + |Y|) / 6)^α; both favour longer outputs as α grows, but the numbers

@@ -49,7 +49,8 @@ def test_config_and_generation_config_carry_the_paper_decoding():
     assert "translation" in config["custom_pipelines"]
     generation = json.loads((HUB_CARD / "generation_config.json").read_text())
     assert generation["num_beams"] == 4 and generation["length_penalty"] == 0.6
-    # No length limit is saved: §6.1's input length + 50 applies (generate's fallback of 20 is not a choice).
+    # §6.1's limit is input length + 50, saved as an offset (generate's fallback of 20 is not a choice).
+    assert generation["max_output_length_offset"] == 50
     assert "max_length" not in generation and "max_new_tokens" not in generation
 
 

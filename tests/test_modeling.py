@@ -145,11 +145,13 @@ def test_generation_config_is_the_papers(model, tmp_path):
 def test_saved_generation_config_lists_only_what_was_set(model, tmp_path):
     """generate()'s fallbacks written into the config (as Trainer evaluation once did) are not saved as choices."""
     model.generation_config.update(**model.generation_config._get_default_generation_params(), defaults_only=True)
+    del model.generation_config.max_output_length_offset  # as in files saved before the entry existed
     assert model.generation_config.max_length == 20 and model.generation_config.top_k == 50
     model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "generation_config.json").read_text())
     saved.pop("transformers_version")
     assert saved == {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True, "use_cache": True,
+                     "max_output_length_offset": 50,
                      "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": EOS, "decoder_start_token_id": 1}
     loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path)
     assert loaded.generation_config.max_length is None and loaded.generation_config.num_beams == 4
@@ -202,14 +204,22 @@ def test_default_length_limit_is_input_length_plus_50(model):
     # An explicit limit wins.
     assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS], max_new_tokens=3).shape == (1, 4)
     assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS], max_length=9).shape == (1, 9)
-    # generate() leaves its fallback max_length of 20 in the model's generation config (the Trainer's
-    # evaluation then saves it): that is still no chosen limit, and input length + 50 applies.
-    model.generate(input_ids=source, num_beams=1, max_new_tokens=2)
+    # Checkpoints saved during Trainer evaluation by earlier versions carry generate's fallback
+    # max_length of 20: that is still no chosen limit, and input length + 50 applies.
     model.generation_config.max_length = 20
     try:
         assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS]).shape == (1, 1 + 5 + 50)
     finally:
         model.generation_config.max_length = None
+    # The offset is the generation config's (saved in generation_config.json); one without it gets 50.
+    assert model.generation_config.max_output_length_offset == 50
+    model.generation_config.max_output_length_offset = 10
+    try:
+        assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS]).shape == (1, 1 + 5 + 10)
+        del model.generation_config.max_output_length_offset
+        assert model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS]).shape == (1, 1 + 5 + 50)
+    finally:
+        model.generation_config.max_output_length_offset = 50
 
 
 def test_sampling_runs_and_is_reproducible_with_a_seed(model):
