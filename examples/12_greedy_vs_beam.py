@@ -108,7 +108,9 @@ def main():
               f"  score {greedy_scores[i]:7.3f}")
         print(f"    beam {NUM_BEAMS}:    {beam_texts[i].strip():<60}  log P {beam_logp[i]:7.3f}  |Y| {int(beam_len[i]):2d}"
               f"  score {beam_scores[i]:7.3f}  (sequences_scores)")
-    better = int((beam_scores >= greedy_scores - 1e-6).sum())
+    # The same output scored along two code paths (batched beams, a separate greedy pass) differs
+    # by float rounding, so compare with the tolerance of the check above.
+    better = int((beam_scores >= greedy_scores - 1e-4).sum())
     same = sum(g.strip() == b.strip() for g, b in zip(greedy_texts, beam_texts))
     print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences; identical text for {same}.")
 
