@@ -37,8 +37,8 @@ _CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "
 
 # §6.1: "We set the maximum output length during inference to input length + 50".
 MAX_OUTPUT_LENGTH_OFFSET = 50
-# The max_length that GenerationMixin.generate falls back to and writes into generation_config.
-GENERATE_FALLBACK_MAX_LENGTH = 20
+# The max_length (20) that GenerationMixin.generate falls back to when none is set.
+GENERATE_FALLBACK_MAX_LENGTH = GenerationConfig._get_default_generation_params()["max_length"]
 
 
 class VaswaniPreTrainedModel(PreTrainedModel):
@@ -356,8 +356,8 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
         # Checkpoints saved by earlier versions during Trainer evaluation carry generate's fallback
         # max_length of 20: that means "no limit chosen" here.
-        unset = (None, GenerationConfig().max_length, GENERATE_FALLBACK_MAX_LENGTH)
-        if not length_given and config.max_new_tokens is None and config.max_length in unset:
+        limit_set = config.max_new_tokens is not None or config.max_length not in (None, GENERATE_FALLBACK_MAX_LENGTH)
+        if not length_given and not limit_set:
             if source is not None:
                 # The "+ 50" is stored in generation_config.json; older files without it get the paper's.
                 offset = getattr(config, "max_output_length_offset", None)
@@ -403,18 +403,17 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_to
     return shifted.masked_fill(shifted == -100, pad_token_id)  # ignored label positions become padding
 
 
-def drop_generate_fallbacks(generation_config: GenerationConfig) -> GenerationConfig:
+def drop_generate_fallbacks(generation_config: GenerationConfig) -> None:
     """Unset the values that equal generate()'s own fallbacks, keeping §6.1's (Hugging Face glue).
 
     Seq2SeqTrainer's evaluation used to write every fallback (max_length 20, top_k 50, ...) into
     the model's generation config, and checkpoints saved them as if chosen. generate() fills an
     unset value with that same fallback, so decoding is unchanged; the saved file lists only what
-    was set. Changes `generation_config` in place and returns it.
+    was set. Changes `generation_config` in place.
     """
     for key, fallback in generation_config._get_default_generation_params().items():
         if key not in PAPER_DECODING and fallback is not None and getattr(generation_config, key, None) == fallback:
             setattr(generation_config, key, None)
-    return generation_config
 
 
 def _check_batch(tensor, name, is_ids=True):
