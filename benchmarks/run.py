@@ -65,13 +65,14 @@ from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 from transformers import DataCollatorForSeq2Seq, GenerationConfig, MarianConfig, MarianMTModel
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.batching import TokenBudgetBatchSampler, padding_efficiency, token_budget_batches
-from modeling_vaswani.data import load_multi30k
-from modeling_vaswani.decoding import greedy_decode
-from modeling_vaswani.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
-from modeling_vaswani.modeling_vaswani import shift_tokens_right
-from modeling_vaswani.optimization import create_adam
-from modeling_vaswani.tokenization import train_bpe_tokenizer
+from modeling_vaswani.training.batching import TokenBudgetBatchSampler, padding_efficiency, token_budget_batches
+from modeling_vaswani.training.data import load_multi30k
+from modeling_vaswani.evaluation.greedy_decoding import greedy_decode
+from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
+from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS
+from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
+from modeling_vaswani.training.optimization import create_adam
+from modeling_vaswani.training.tokenization import train_bpe_tokenizer
 
 FIGURE_KEYS = {
     1: "figure_1_training_step",
@@ -85,9 +86,9 @@ FIGURE_KEYS = {
 OURS, MARIAN = "modeling_vaswani", "marian"
 FORKSERVER_PRELOAD = (
     "numpy", "torch", "transformers", "transformers.models.marian.modeling_marian", "transformers.generation",
-    "transformers.data.data_collator", "modeling_vaswani", "modeling_vaswani.batching", "modeling_vaswani.data",
-    "modeling_vaswani.decoding", "modeling_vaswani.label_smoothing", "modeling_vaswani.optimization",
-    "modeling_vaswani.tokenization",
+    "transformers.data.data_collator", "modeling_vaswani", "modeling_vaswani.training.batching", "modeling_vaswani.training.data",
+    "modeling_vaswani.evaluation.greedy_decoding", "modeling_vaswani.model.label_smoothing", "modeling_vaswani.training.optimization",
+    "modeling_vaswani.training.tokenization",
 )
 
 
@@ -430,7 +431,7 @@ def figure_1(settings, corpus, device, dtype, log) -> tuple[dict, dict, dict]:
 
 def forced_generation_config(tokenizer, length: int, num_beams: int) -> GenerationConfig:
     """§6.1 decoding (beam 4, α = 0.6) forced to exactly `length` new tokens, identical for both systems."""
-    beam = dict(length_penalty=0.6, early_stopping=True) if num_beams > 1 else {}
+    beam = dict(length_penalty=LENGTH_PENALTY, early_stopping=True) if num_beams > 1 else {}
     return GenerationConfig(num_beams=num_beams, do_sample=False, use_cache=True, min_new_tokens=length,
                             max_new_tokens=length, **beam, **tokenizer_ids(tokenizer))
 
@@ -445,7 +446,7 @@ def figure_2(settings, corpus, device, dtype, log) -> dict:
     sources = corpus.test_src[: settings.beam_sentences]
     length = forced_length(settings, corpus, settings.beam_sentences)  # realistic work, equal for both
     batches = source_batches(sources, settings.beam_batch_size, tok.pad_token_id, device)
-    generation_config = forced_generation_config(tok, length, num_beams=4)
+    generation_config = forced_generation_config(tok, length, num_beams=NUM_BEAMS)
     results = {"forced_output_length": length, "sentences": len(sources), "batch_size": settings.beam_batch_size}
     for preset in settings.presets:
         config = vaswani_config(preset, tokenizer_ids(tok), len(tok))
@@ -687,7 +688,7 @@ def figure_6(settings, corpus, fig1_shared, device, workdir: Path, log) -> dict:
                           for b in fig1_shared["batches"][: settings.memory_train_steps]],
         "translate_batches": [(i.cpu(), m.cpu()) for i, m in source_batches(sources, settings.memory_batch_size,
                                                                               tok.pad_token_id, torch.device("cpu"))],
-        "generation_config": forced_generation_config(tok, length, num_beams=4).to_dict(),
+        "generation_config": forced_generation_config(tok, length, num_beams=NUM_BEAMS).to_dict(),
     }, payload)
     results = {"train_preset": presets["train"], "translate_preset": presets["translate"],
                "train_steps": settings.memory_train_steps, "translate_sentences": len(sources),
@@ -871,7 +872,7 @@ def write_profiles(settings, corpus, fig1_shared, device, dtype, out_dir: Path, 
     length = forced_length(settings, corpus, settings.beam_sentences)
     (input_ids, mask), *_ = source_batches(corpus.test_src[: settings.beam_batch_size], settings.beam_batch_size,
                                            tok.pad_token_id, device)
-    generation_config = forced_generation_config(tok, length, num_beams=4)
+    generation_config = forced_generation_config(tok, length, num_beams=NUM_BEAMS)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     sort = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
     results = {"preset": preset, "files": {}, "training_breakdown": {}, "generation_breakdown": {}}

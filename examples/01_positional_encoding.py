@@ -12,7 +12,7 @@ What this script shows:
    PE(pos + k) = M_k · PE(pos) with M_k block-diagonal, one 2×2 rotation per pair, the same
    matrix for every pos. The script builds M_k and prints the largest error over all positions.
 
-Code: `modeling_vaswani/positional_encoding.py` (`sinusoidal_table`, `SinusoidalPositionalEncoding`).
+Code: `modeling_vaswani/model/positional_encoding.py` (`sinusoidal_table`, `SinusoidalPositionalEncoding`).
 
     python examples/01_positional_encoding.py
 """
@@ -26,7 +26,7 @@ matplotlib.use("Agg")  # draw to files; no display needed
 import matplotlib.pyplot as plt
 import torch
 
-from modeling_vaswani.positional_encoding import sinusoidal_table
+from modeling_vaswani.model.positional_encoding import sinusoidal_table
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 D_MODEL = 64

@@ -12,7 +12,7 @@ What this script shows:
    by √d_k the scores keep unit variance whatever d_k is. The plot shows the largest softmax
    weight and the entropy of the weights against d_k, with and without the scale.
 
-Code: `modeling_vaswani/attention.py` (`scaled_dot_product_attention`).
+Code: `modeling_vaswani/model/attention.py` (`scaled_dot_product_attention`).
 
     python examples/02_scaled_dot_product_attention.py
 """
@@ -27,7 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from modeling_vaswani.attention import scaled_dot_product_attention
+from modeling_vaswani.model.attention import scaled_dot_product_attention
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 NUM_KEYS = 32  # keys each query chooses between in part 2
@@ -54,7 +54,7 @@ def tiny_example():
 
     library_output, library_weights = scaled_dot_product_attention(q, k, v)
     difference = max((library_output - output).abs().max().item(), (library_weights - weights).abs().max().item())
-    print(f"modeling_vaswani.attention.scaled_dot_product_attention agrees: max difference {difference:.1e}")
+    print(f"modeling_vaswani.model.attention.scaled_dot_product_attention agrees: max difference {difference:.1e}")
     assert difference < 1e-6
 
 

@@ -15,7 +15,7 @@ What this script shows:
 The weights come from the eager path (`output_attentions=True`); the fused "sdpa" path computes
 the same output but does not return them.
 
-Code: `modeling_vaswani/attention.py` (`MultiHeadAttention`, `scaled_dot_product_attention`).
+Code: `modeling_vaswani/model/attention.py` (`MultiHeadAttention`, `scaled_dot_product_attention`).
 
     python examples/03_multi_head_attention.py
 """
@@ -31,8 +31,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from modeling_vaswani import VaswaniConfig
-from modeling_vaswani.attention import MultiHeadAttention, scaled_dot_product_attention
-from modeling_vaswani.positional_encoding import sinusoidal_table
+from modeling_vaswani.model.attention import MultiHeadAttention, scaled_dot_product_attention
+from modeling_vaswani.model.positional_encoding import sinusoidal_table
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 WORDS = ["<s>", "two", "dogs", "are", "playing", "in", "the", "snow", "."]

@@ -12,7 +12,7 @@ each position separately and identically." What this script shows:
 4. a picture: input (T × d_model), the hidden layer after the ReLU (T × d_ff, about half of it
    exactly zero) and the output (T × d_model).
 
-Code: `modeling_vaswani/feed_forward.py` (`PositionwiseFeedForward`).
+Code: `modeling_vaswani/model/feed_forward.py` (`PositionwiseFeedForward`).
 
     python examples/04_feed_forward.py
 """
@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from modeling_vaswani.feed_forward import PositionwiseFeedForward
+from modeling_vaswani.model.feed_forward import PositionwiseFeedForward
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 D_MODEL, D_FF, T = 16, 64, 10  # the base model: 512 and 2048 (d_ff = 4 · d_model)

@@ -17,7 +17,7 @@ What this script shows: the three masks drawn for a batch of two sentences, the 
 they produce from equal scores, and a cache-style causal mask for 2 new queries after 3 cached
 positions.
 
-Code: `modeling_vaswani/masking.py` (`padding_mask`, `causal_mask`, `decoder_self_attention_mask`).
+Code: `modeling_vaswani/model/masking.py` (`padding_mask`, `causal_mask`, `decoder_self_attention_mask`).
 
     python examples/05_masks.py
 """
@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from modeling_vaswani.masking import causal_mask, decoder_self_attention_mask, padding_mask
+from modeling_vaswani.model.masking import causal_mask, decoder_self_attention_mask, padding_mask
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 DTYPE = torch.float32

@@ -14,8 +14,8 @@ why the paper makes "all sub-layers ... produce outputs of dimension d_model". O
 cross-attention mixes the two lengths: queries from T target positions, keys and values from S
 source positions. The picture draws the same steps as boxes, wide by their last dimension.
 
-Code: `modeling_vaswani/encoder.py` (`EncoderLayer`, `Encoder`), `modeling_vaswani/decoder.py`
-(`DecoderLayer`, `Decoder`), `modeling_vaswani/sublayer.py` (`SublayerConnection`).
+Code: `modeling_vaswani/model/encoder.py` (`EncoderLayer`, `Encoder`), `modeling_vaswani/model/decoder.py`
+(`DecoderLayer`, `Decoder`), `modeling_vaswani/model/sublayer.py` (`SublayerConnection`).
 
     python examples/06_encoder_decoder_layers.py
 """

@@ -17,7 +17,7 @@ the paper changes (rows B and C). The paper does not say exactly how it counted 
 vocabulary size, so differences of a few percent are expected; the differences are nearly the same
 for every row derived from base, so the layers are counted alike.
 
-Code: `modeling_vaswani/configuration_vaswani.py` (`VaswaniConfig.from_preset`, `PRESETS`).
+Code: `modeling_vaswani/model/configuration_vaswani.py` (`VaswaniConfig.from_preset`, `PRESETS`).
 
     python examples/07_parameter_count.py
 """

@@ -11,7 +11,7 @@ What this script shows: the curve for several warmup lengths and model widths, t
 (at the step and value the formula predicts), and the rate the PyTorch scheduler built by
 `get_noam_schedule` hands to Adam (it must equal Eq. (3) step for step).
 
-Code: `modeling_vaswani/optimization.py` (`noam_lr`, `get_noam_schedule`, `create_adam`).
+Code: `modeling_vaswani/training/optimization.py` (`noam_lr`, `get_noam_schedule`, `create_adam`).
 
     python examples/08_noam_schedule.py
 """
@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from modeling_vaswani.optimization import create_adam, get_noam_schedule, noam_lr
+from modeling_vaswani.training.optimization import create_adam, get_noam_schedule, noam_lr
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 STEPS = range(1, 40_001)

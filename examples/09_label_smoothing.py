@@ -14,7 +14,7 @@ What this script shows:
    (PyTorch's `F.cross_entropy(..., label_smoothing=ε)` mixes in a uniform distribution over all
    V tokens instead, so its minimum sits at 1 − ε + ε/V; drawn for comparison.)
 
-Code: `modeling_vaswani/label_smoothing.py` (`label_smoothed_cross_entropy`, `LABEL_SMOOTHING`).
+Code: `modeling_vaswani/model/label_smoothing.py` (`label_smoothed_cross_entropy`, `LABEL_SMOOTHING`).
 
     python examples/09_label_smoothing.py
 """
@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from modeling_vaswani.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
+from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 V, GOLD = 8, 3  # a toy vocabulary of 8 tokens; the reference token is id 3

@@ -29,8 +29,8 @@ from transformers.utils import logging as hf_logging
 
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.cli import run_main
-from modeling_vaswani.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
-from modeling_vaswani.tokenization import load_tokenizer
+from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
+from modeling_vaswani.training.tokenization import load_tokenizer
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "hub_card"

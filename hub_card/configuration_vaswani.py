@@ -16,10 +16,10 @@ from .pipeline_vaswani import CUSTOM_PIPELINES
 
 # Table 3: "base" and "big" rows; "small" and "tiny" are ours, for CPUs and tests.
 PRESETS = {
-    "base": dict(d_model=512, d_ff=2048, num_heads=8, num_layers=6, dropout=0.1, label_smoothing=0.1, warmup_steps=4000),
-    "big": dict(d_model=1024, d_ff=4096, num_heads=16, num_layers=6, dropout=0.3, label_smoothing=0.1, warmup_steps=4000),
-    "small": dict(d_model=256, d_ff=1024, num_heads=4, num_layers=3, dropout=0.1, label_smoothing=0.1, warmup_steps=1000),
-    "tiny": dict(d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.0, label_smoothing=0.1, warmup_steps=100),
+    "base": dict(d_model=512, d_ff=2048, num_heads=8, num_layers=6, dropout=0.1, label_smoothing=0.1),
+    "big": dict(d_model=1024, d_ff=4096, num_heads=16, num_layers=6, dropout=0.3, label_smoothing=0.1),
+    "small": dict(d_model=256, d_ff=1024, num_heads=4, num_layers=3, dropout=0.1, label_smoothing=0.1),
+    "tiny": dict(d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.0, label_smoothing=0.1),
 }
 
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
@@ -57,7 +57,6 @@ class VaswaniConfig(PretrainedConfig):
         dropout=0.1,
         attention_dropout=0.0,
         label_smoothing=0.1,
-        warmup_steps=4000,
         positional_encoding="sinusoidal",
         max_position_embeddings=1024,
         share_embeddings=True,
@@ -84,7 +83,6 @@ class VaswaniConfig(PretrainedConfig):
         self.dropout = dropout
         self.attention_dropout = attention_dropout
         self.label_smoothing = label_smoothing
-        self.warmup_steps = warmup_steps
         self.positional_encoding = positional_encoding
         self.max_position_embeddings = max_position_embeddings
         self.share_embeddings = share_embeddings
@@ -97,6 +95,9 @@ class VaswaniConfig(PretrainedConfig):
         # §3.4: one weight matrix for both embeddings and the pre-softmax projection. Hugging Face
         # ties weights only when tie_word_embeddings is true, so the two flags must agree.
         kwargs.setdefault("tie_word_embeddings", share_embeddings)
+        # Eq. (3)'s warmup_steps is a training setting (VaswaniTrainer); config.json files written
+        # before it moved there still carry it, and load without it.
+        kwargs.pop("warmup_steps", None)
         kwargs.setdefault("is_encoder_decoder", True)
         # Lets pipeline("translation", model=<saved folder>, trust_remote_code=True) find our pipeline.
         kwargs.setdefault("custom_pipelines", CUSTOM_PIPELINES)
@@ -129,8 +130,6 @@ class VaswaniConfig(PretrainedConfig):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise ValueError(f"VaswaniConfig.{name} must be in [0, 1), got {value!r}.")
-        if not isinstance(self.warmup_steps, int) or self.warmup_steps <= 0:
-            raise ValueError(f"VaswaniConfig.warmup_steps must be a positive integer, got {self.warmup_steps!r}.")
         if self.positional_encoding not in POSITIONAL_ENCODINGS:
             raise ValueError(
                 f"VaswaniConfig.positional_encoding must be one of {POSITIONAL_ENCODINGS}, "

@@ -19,12 +19,14 @@ technique, not part of the paper; the outputs are the same as recomputing everyt
 import torch
 from torch import nn
 from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import BaseModelOutputWithPastAndCrossAttentions
 
 from .attention import MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
 from .masking import attention_dtype, decoder_self_attention_mask, padding_mask
 from .positional_encoding import build_positional_encoding
 from .sublayer import SublayerConnection
+from .transformers_compat import cache_field
 
 
 class DecoderLayer(GradientCheckpointingLayer):
@@ -50,7 +52,7 @@ class DecoderLayer(GradientCheckpointingLayer):
         cache=None,
         output_attentions: bool = False,
     ):
-        weights = {}
+        weights = {}  # the attention weights, kept when output_attentions asks for them
 
         def masked_self_attention(h):
             out, weights["self"] = self.self_attn(
@@ -69,7 +71,7 @@ class DecoderLayer(GradientCheckpointingLayer):
         x = self.self_attn_sublayer(x, masked_self_attention)
         x = self.cross_attn_sublayer(x, encoder_decoder_attention)
         x = self.feed_forward_sublayer(x, self.feed_forward)
-        return x, weights.get("self"), weights.get("cross")
+        return x, weights["self"], weights["cross"]
 
 
 class Decoder(nn.Module):
@@ -89,15 +91,18 @@ class Decoder(nn.Module):
 
     def forward(
         self,
-        input_ids: torch.Tensor | None,
-        encoder_hidden_states: torch.Tensor,
+        input_ids: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
         encoder_attention_mask: torch.Tensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         cache=None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
-    ):
+        **kwargs,
+    ) -> BaseModelOutputWithPastAndCrossAttentions:
+        if encoder_hidden_states is None:
+            raise ValueError("The decoder needs encoder_hidden_states, the encoder's output z (§3).")
         if inputs_embeds is None:
             if input_ids is None:
                 raise ValueError("The decoder needs decoder_input_ids (or labels to derive them from).")
@@ -111,7 +116,9 @@ class Decoder(nn.Module):
             padding_mask(encoder_attention_mask, attention_dtype(x)) if encoder_attention_mask is not None else None
         )
 
-        all_hidden, self_attentions, cross_attentions = [], [], []
+        all_hidden = [] if output_hidden_states else None
+        self_attentions = [] if output_attentions else None
+        cross_attentions = [] if output_attentions else None
         for layer in self.layers:
             if output_hidden_states:
                 all_hidden.append(x)
@@ -119,13 +126,20 @@ class Decoder(nn.Module):
                 x, encoder_hidden_states, self_attn_mask, cross_attn_mask, is_causal=is_causal, cache=cache,
                 output_attentions=output_attentions,
             )
-            self_attentions.append(self_weights)
-            cross_attentions.append(cross_weights)
+            if output_attentions:
+                self_attentions.append(self_weights)
+                cross_attentions.append(cross_weights)
         if self.final_norm is not None:
             x = self.final_norm(x)
         if output_hidden_states:
             all_hidden.append(x)
-        return x, all_hidden, self_attentions, cross_attentions
+        return BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=x,
+            hidden_states=tuple(all_hidden) if output_hidden_states else None,
+            attentions=tuple(self_attentions) if output_attentions else None,
+            cross_attentions=tuple(cross_attentions) if output_attentions else None,
+            **cache_field(cache),
+        )
 
     def _self_attention_mask(self, length, past, decoder_attention_mask, x, output_attentions):
         """The causal (∧ padding) mask, built once per forward call and shared by all layers.

@@ -38,16 +38,15 @@ class EncoderLayer(GradientCheckpointingLayer):
         self.feed_forward_sublayer = SublayerConnection(*args)
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None, output_attentions: bool = False):
-        weights = None
+        weights = {}  # the attention weights, kept when output_attentions asks for them
 
         def self_attention(h):
-            nonlocal weights
-            out, weights = self.self_attn(h, attention_mask=attention_mask, output_attentions=output_attentions)
+            out, weights["self"] = self.self_attn(h, attention_mask=attention_mask, output_attentions=output_attentions)
             return out
 
         x = self.self_attn_sublayer(x, self_attention)  # Q = K = V = x
         x = self.feed_forward_sublayer(x, self.feed_forward)
-        return x, weights
+        return x, weights["self"]
 
 
 class Encoder(nn.Module):

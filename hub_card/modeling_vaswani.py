@@ -12,15 +12,13 @@ the next." (§3)
   shared with both embeddings), the label-smoothed training loss (§5.4) and `generate` with the
   paper's decoding defaults (§6.1: beam 4, length penalty 0.6, output length ≤ input length + 50).
 
-Everything else is Hugging Face glue: weight initialisation, the generation cache, output classes.
+Everything else is Hugging Face glue: weight initialisation and output classes here; strict
+loading and saving in `loading.py`; §6.1's decoding settings in `generation.py`.
 """
 
-from pathlib import Path
-
 import torch
-from safetensors import SafetensorError
 from torch import nn
-from transformers import GenerationConfig, GenerationMixin, PreTrainedModel
+from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 
@@ -28,101 +26,24 @@ from .configuration_vaswani import VaswaniConfig
 from .decoder import Decoder
 from .embeddings import ScaledEmbedding
 from .encoder import Encoder
+from .generation import length_limit_chosen, max_new_tokens_for, paper_generation_config
+from .inputs import check_batch
 from .label_smoothing import label_smoothed_cross_entropy
+from .loading import StrictCheckpoints
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
 from .positional_encoding import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
-
-# transformers 5.24 names the cache field of model outputs "cache"; earlier 5.x "past_key_values".
-_CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
-
-# §6.1: "We set the maximum output length during inference to input length + 50".
-MAX_OUTPUT_LENGTH_OFFSET = 50
-# The max_length (20) that GenerationMixin.generate falls back to when none is set.
-GENERATE_FALLBACK_MAX_LENGTH = GenerationConfig._get_default_generation_params()["max_length"]
+from .transformers_compat import CACHE_FIELD, cache_field, pop_cache
 
 
-class VaswaniPreTrainedModel(PreTrainedModel):
+class VaswaniPreTrainedModel(StrictCheckpoints, PreTrainedModel):
+    """Hugging Face base of both models: config class, weight initialisation, strict loading (loading.py)."""
+
     config_class = VaswaniConfig
     base_model_prefix = "model"
     main_input_name = "input_ids"
     supports_gradient_checkpointing = True
     _supports_sdpa = True
     _no_split_modules = ["EncoderLayer", "DecoderLayer"]
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
-        """`PreTrainedModel.from_pretrained`, strict about the weights (Hugging Face glue, not from the paper).
-
-        Hugging Face only logs a warning when the weights file lacks some parameters, and fills them
-        with random values. `save_pretrained` writes config.json first and model.safetensors last,
-        so a save that was interrupted would then load as a valid-looking but untrained model.
-        Here a loaded model is complete or loading fails:
-        - a folder without model.safetensors → FileNotFoundError;
-        - a truncated or corrupted safetensors file → ValueError naming it;
-        - weights that do not cover every parameter → ValueError naming the missing tensors;
-        - a tensor whose shape differs from the one config.json implies → ValueError naming it
-          (pass `ignore_mismatched_sizes=True` to re-initialise such tensors on purpose).
-        Weights are read from safetensors only: pickled `pytorch_model.bin` files are never
-        unpickled, because unpickling can run arbitrary code.
-        """
-        if kwargs.get("use_safetensors") is False:
-            raise ValueError("use_safetensors=False is not supported: weights are loaded from safetensors only.")
-        kwargs["use_safetensors"] = True
-        folder = Path(pretrained_model_name_or_path) if pretrained_model_name_or_path is not None else None
-        reinit_mismatched = kwargs.pop("ignore_mismatched_sizes", False)
-        return_info = kwargs.pop("output_loading_info", False)
-        try:
-            # Mismatched shapes are let through here and reported below with their names.
-            model, info = super().from_pretrained(
-                pretrained_model_name_or_path, *model_args, ignore_mismatched_sizes=True, output_loading_info=True,
-                **kwargs,
-            )
-        except OSError:
-            if folder is not None and folder.is_dir() and (folder / "config.json").is_file():
-                _check_weights_file(folder)  # a clearer message when the weights file is what is missing
-            raise
-        except SafetensorError as error:
-            local = folder is not None and folder.is_dir()
-            where = folder / "model.safetensors" if local else pretrained_model_name_or_path
-            raise ValueError(
-                f"Cannot read the weights {str(where)!r}: {error}. The file is truncated or corrupted (an "
-                "interrupted save or download?); save or download the model again."
-            ) from None
-        missing = sorted(info["missing_keys"])
-        if missing:
-            raise ValueError(
-                f"The weights of {str(pretrained_model_name_or_path)!r} lack {len(missing)} of the model's tensors "
-                f"(first: {missing[0]!r}); they would start from random values. The weights file is incomplete or "
-                "belongs to another model; save the model again or point to a complete folder."
-            )
-        if info["mismatched_keys"] and not reinit_mismatched:
-            name, stored, expected = sorted(info["mismatched_keys"], key=lambda item: item[0])[0]
-            raise ValueError(
-                f"The weights of {str(pretrained_model_name_or_path)!r} do not match its config: tensor {name!r} has "
-                f"shape {tuple(stored)} in the file but {tuple(expected)} in the model the config describes "
-                f"({len(info['mismatched_keys'])} such tensors). Fix config.json (e.g. d_model, d_ff, vocab_size) "
-                "or pass ignore_mismatched_sizes=True to re-initialise those tensors."
-            )
-        return (model, info) if return_info else model
-
-    def save_pretrained(self, save_directory, *args, **kwargs):
-        """`PreTrainedModel.save_pretrained`, never leaving old weights beside a new config (Hugging Face glue).
-
-        A folder is a model once its model.safetensors is whole, and `save_pretrained` writes that
-        file last. Saving over an earlier model (a re-saved checkpoint, a rerun into the same
-        output folder), the old weights are removed first: a save stopped half-way then leaves a
-        folder that refuses to load, not the earlier weights under the new config.json. The saved
-        generation_config.json lists only what was set (`drop_generate_fallbacks`) and always the
-        §6.1 length offset.
-        """
-        if kwargs.get("is_main_process", True):
-            for name in ("model.safetensors", "model.safetensors.index.json"):
-                (Path(save_directory) / name).unlink(missing_ok=True)
-        drop_generate_fallbacks(self.generation_config)
-        if getattr(self.generation_config, "max_output_length_offset", None) is None:
-            # A model loaded from a file written before the entry existed: save the limit generate applies.
-            self.generation_config.max_output_length_offset = MAX_OUTPUT_LENGTH_OFFSET
-        return super().save_pretrained(save_directory, *args, **kwargs)
 
     def _init_weights(self, module):
         """Initialisation is not in the paper; we follow tensor2tensor and fairseq.
@@ -147,7 +68,8 @@ class VaswaniPreTrainedModel(PreTrainedModel):
 class VaswaniModel(VaswaniPreTrainedModel):
     """Encoder and decoder with their embeddings (§3, Figure 1 without the final Linear + Softmax)."""
 
-    # §3.4: "we share the same weight matrix between the two embedding layers ..."
+    # §3.4: "we share the same weight matrix between the two embedding layers ...". transformers 5
+    # shares a matrix only through this declaration: it ties the Parameters and saves one copy.
     _tied_weights_keys = {
         "encoder.embed_tokens.weight": "shared.weight",
         "decoder.embed_tokens.weight": "shared.weight",
@@ -155,11 +77,14 @@ class VaswaniModel(VaswaniPreTrainedModel):
 
     def __init__(self, config: VaswaniConfig):
         super().__init__(config)
+        def embedding():
+            return ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
+
         if config.share_embeddings:
-            # The one matrix of §3.4; Hugging Face ties the encoder's and decoder's copies to it.
-            self.shared = ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
-        self.encoder = Encoder(config, ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding))
-        self.decoder = Decoder(config, ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding))
+            self.shared = embedding()  # the one matrix of §3.4
+        # With share_embeddings, post_init ties both stacks' weights to self.shared.weight (one Parameter).
+        self.encoder = Encoder(config, embedding())
+        self.decoder = Decoder(config, embedding())
         self.post_init()
 
     def get_input_embeddings(self):
@@ -186,7 +111,6 @@ class VaswaniModel(VaswaniPreTrainedModel):
         decoder_attention_mask=None,
         encoder_outputs=None,
         cache=None,
-        past_key_values=None,
         inputs_embeds=None,
         decoder_inputs_embeds=None,
         use_cache=None,
@@ -195,9 +119,7 @@ class VaswaniModel(VaswaniPreTrainedModel):
         return_dict=None,
         **kwargs,
     ) -> Seq2SeqModelOutput:
-        # Generation hands the cache over as `cache=` (transformers ≥ 5.24) or `past_key_values=`
-        # (earlier 5.x); dropping either would silently decode without the cached prefix.
-        cache = cache if cache is not None else past_key_values
+        cache = pop_cache(cache, kwargs)  # `past_key_values=` before transformers 5.24
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         if not use_cache:
             cache = None
@@ -208,9 +130,9 @@ class VaswaniModel(VaswaniPreTrainedModel):
 
         if encoder_outputs is None:
             if input_ids is not None:
-                _check_batch(input_ids, "input_ids")
+                check_batch(input_ids, "input_ids")
             else:
-                _check_batch(inputs_embeds, "inputs_embeds", is_ids=False)
+                check_batch(inputs_embeds, "inputs_embeds", is_ids=False)
             encoder_outputs = self.encoder(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
@@ -221,11 +143,11 @@ class VaswaniModel(VaswaniPreTrainedModel):
         elif not isinstance(encoder_outputs, BaseModelOutput):
             encoder_outputs = BaseModelOutput(*encoder_outputs)
         if decoder_input_ids is not None:
-            _check_batch(decoder_input_ids, "decoder_input_ids")
+            check_batch(decoder_input_ids, "decoder_input_ids")
 
-        hidden, decoder_hidden, self_attentions, cross_attentions = self.decoder(
-            decoder_input_ids,
-            encoder_outputs.last_hidden_state,
+        decoder_outputs = self.decoder(
+            input_ids=decoder_input_ids,
+            encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
             decoder_attention_mask=decoder_attention_mask,
             inputs_embeds=decoder_inputs_embeds,
@@ -234,14 +156,14 @@ class VaswaniModel(VaswaniPreTrainedModel):
             output_hidden_states=output_hidden_states,
         )
         return Seq2SeqModelOutput(
-            last_hidden_state=hidden,
-            decoder_hidden_states=tuple(decoder_hidden) if output_hidden_states else None,
-            decoder_attentions=tuple(self_attentions) if output_attentions else None,
-            cross_attentions=tuple(cross_attentions) if output_attentions else None,
+            last_hidden_state=decoder_outputs.last_hidden_state,
+            decoder_hidden_states=decoder_outputs.hidden_states,
+            decoder_attentions=decoder_outputs.attentions,
+            cross_attentions=decoder_outputs.cross_attentions,
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
             encoder_hidden_states=encoder_outputs.hidden_states,
             encoder_attentions=encoder_outputs.attentions,
-            **{_CACHE_FIELD: cache},
+            **cache_field(cache),
         )
 
 
@@ -290,7 +212,6 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         decoder_attention_mask=None,
         encoder_outputs=None,
         cache=None,
-        past_key_values=None,
         inputs_embeds=None,
         decoder_inputs_embeds=None,
         labels=None,
@@ -311,7 +232,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             decoder_input_ids=decoder_input_ids,
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
-            cache=cache if cache is not None else past_key_values,
+            cache=pop_cache(cache, kwargs),
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
@@ -336,7 +257,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
-            **{_CACHE_FIELD: getattr(outputs, _CACHE_FIELD)},
+            **cache_field(getattr(outputs, CACHE_FIELD)),
         )
 
     @torch.no_grad()
@@ -351,48 +272,12 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         source = inputs if inputs is not None else kwargs.get("input_ids")
         if source is not None:
             # generate() runs the encoder itself, bypassing forward(); check the batch here.
-            _check_batch(source, "input_ids")
+            check_batch(source, "input_ids")
         config = generation_config if generation_config is not None else self.generation_config
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
-        # Checkpoints saved by earlier versions during Trainer evaluation carry generate's fallback
-        # max_length of 20: that means "no limit chosen" here.
-        limit_set = config.max_new_tokens is not None or config.max_length not in (None, GENERATE_FALLBACK_MAX_LENGTH)
-        if not length_given and not limit_set:
-            if source is not None:
-                # The "+ 50" is stored in generation_config.json; older files without it get the paper's.
-                offset = getattr(config, "max_output_length_offset", None)
-                offset = MAX_OUTPUT_LENGTH_OFFSET if offset is None else offset
-                kwargs["max_new_tokens"] = source.shape[1] + offset
+        if source is not None and not length_given and not length_limit_chosen(config):
+            kwargs["max_new_tokens"] = max_new_tokens_for(config, source.shape[1])
         return super().generate(inputs, generation_config=generation_config, **kwargs)
-
-
-# §6.1: "beam search with a beam size of 4 and length penalty α = 0.6" and "maximum output length
-# during inference to input length + 50". GenerationConfig has no field for a limit relative to
-# the input, so max_output_length_offset is our own entry, saved with the rest and read by generate.
-PAPER_DECODING = dict(
-    num_beams=4,
-    length_penalty=0.6,
-    early_stopping=True,
-    use_cache=True,  # the Trainer may switch config.use_cache off; decoding reads this one
-    max_output_length_offset=MAX_OUTPUT_LENGTH_OFFSET,
-)
-
-
-def paper_generation_config(config: VaswaniConfig) -> GenerationConfig:
-    """§6.1 decoding: beam search with beam size 4 and length penalty α = 0.6, outputs of at most
-    input length + 50 tokens (`max_output_length_offset`, applied by `generate`).
-
-    Deviation: Hugging Face divides a hypothesis' log-probability by |Y|^α, while the paper (after
-    GNMT) divides by ((5 + |Y|) / 6)^α; both favour longer outputs as α grows, but the numbers
-    differ.
-    """
-    return GenerationConfig(
-        **PAPER_DECODING,
-        pad_token_id=config.pad_token_id,
-        bos_token_id=config.bos_token_id,
-        eos_token_id=config.eos_token_id,
-        decoder_start_token_id=config.decoder_start_token_id,
-    )
 
 
 def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:
@@ -401,48 +286,3 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_to
     shifted[:, 1:] = labels[:, :-1]
     shifted[:, 0] = decoder_start_token_id
     return shifted.masked_fill(shifted == -100, pad_token_id)  # ignored label positions become padding
-
-
-def drop_generate_fallbacks(generation_config: GenerationConfig) -> None:
-    """Unset the values that equal generate()'s own fallbacks, keeping §6.1's (Hugging Face glue).
-
-    Seq2SeqTrainer's evaluation used to write every fallback (max_length 20, top_k 50, ...) into
-    the model's generation config, and checkpoints saved them as if chosen. generate() fills an
-    unset value with that same fallback, so decoding is unchanged; the saved file lists only what
-    was set. Changes `generation_config` in place.
-    """
-    for key, fallback in generation_config._get_default_generation_params().items():
-        if key not in PAPER_DECODING and fallback is not None and getattr(generation_config, key, None) == fallback:
-            setattr(generation_config, key, None)
-
-
-def _check_batch(tensor, name, is_ids=True):
-    """Reject malformed inputs at the model's entry, where the message can name the argument."""
-    if tensor is None:
-        raise ValueError("Pass input_ids (B, S) or inputs_embeds (B, S, d_model) for the encoder.")
-    if is_ids and tensor.dim() != 2:
-        raise ValueError(
-            f"{name} must have shape (batch, length), got {tuple(tensor.shape)}; "
-            "for one sentence add a batch dimension, e.g. ids[None]."
-        )
-    if is_ids and (tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool):
-        raise ValueError(f"{name} must hold integer token ids, got dtype {tensor.dtype}; use torch.long.")
-    if tensor.shape[0] == 0:
-        raise ValueError(f"{name} holds an empty batch (0 sentences); pass at least one sentence.")
-    if tensor.dim() > 1 and tensor.shape[1] == 0:
-        raise ValueError(f"{name} has sequences of length 0; every sequence needs at least one token (e.g. </s>).")
-
-
-def _check_weights_file(folder: Path) -> None:
-    """A local model folder must hold safetensors weights (see `VaswaniPreTrainedModel.from_pretrained`)."""
-    if (folder / "model.safetensors").is_file() or (folder / "model.safetensors.index.json").is_file():
-        return
-    if any(folder.glob("pytorch_model*.bin")):
-        raise ValueError(
-            f"{str(folder)!r} holds only pickled weights (pytorch_model.bin), which are not loaded because "
-            "unpickling can run arbitrary code; convert them to model.safetensors with a trusted tool."
-        )
-    raise FileNotFoundError(
-        f"{str(folder)!r} has no model.safetensors: the folder holds no weights (save_pretrained writes them "
-        "last, so an interrupted save leaves this state). Save the model again or point to a complete folder."
-    )

@@ -9,8 +9,8 @@ import argparse
 import sys
 from typing import Callable
 
-from .checkpoint_averaging import CheckpointMismatchError
-from .data import DataError
+from .training.checkpoint_averaging import CheckpointMismatchError
+from .training.data import DataError
 
 # OSError covers missing or unreadable files and folders, permissions and full disks: all fixed
 # by the user, not in the code.

@@ -14,7 +14,7 @@ The output folder loads with `from_pretrained`.
 import argparse
 import sys
 
-from modeling_vaswani.checkpoint_averaging import (
+from modeling_vaswani.training.checkpoint_averaging import (
     BASE_CHECKPOINTS,
     average_checkpoints,
     find_checkpoints,

@@ -15,9 +15,11 @@ import json
 from pathlib import Path
 
 from modeling_vaswani.cli import run_main
-from modeling_vaswani.evaluation import SPLIT_NAMES, multi30k_pairs, score_model
-from modeling_vaswani.run_record import read_run_info, summarize
-from modeling_vaswani.translation import load_translator
+from modeling_vaswani.evaluation.scoring import score_model
+from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
+from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
+from modeling_vaswani.training.run_record import read_run_info, summarize
+from modeling_vaswani.evaluation.translation import load_translator
 
 
 def parse_args(argv=None):
@@ -64,8 +66,8 @@ def main(argv=None):
         model, tokenizer = load_translator(str(folder))
         for split in args.splits:
             sources, references = multi30k_pairs(split, args.source_lang, args.target_lang)
-            for num_beams in (4, 1):
-                decoding = {"num_beams": num_beams, **({"length_penalty": 0.6} if num_beams > 1 else {})}
+            for num_beams in (NUM_BEAMS, 1):
+                decoding = {"num_beams": num_beams, **({"length_penalty": LENGTH_PENALTY} if num_beams > 1 else {})}
                 hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
                                                  **decoding)
                 name = f"{split}-{'averaged' if averaged else 'final'}-beam{num_beams}"
@@ -79,7 +81,7 @@ def main(argv=None):
         "source_lang": args.source_lang,
         "target_lang": args.target_lang,
         "example_source": "Two dogs are playing in the snow.",
-        "decoding": "beam search with beam size 4 and length penalty α = 0.6, at most input length + 50 tokens",
+        "decoding": PAPER_DECODING_TEXT,
         "evaluations": evaluations,
         "training": training,
     }

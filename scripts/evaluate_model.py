@@ -15,9 +15,11 @@ import json
 from pathlib import Path
 
 from modeling_vaswani.cli import ArgumentParser, run_main
-from modeling_vaswani.data import read_lines
-from modeling_vaswani.evaluation import multi30k_pairs, score_model
-from modeling_vaswani.translation import load_translator
+from modeling_vaswani.training.data import read_lines
+from modeling_vaswani.evaluation.scoring import score_model
+from modeling_vaswani.training.data import multi30k_pairs
+from modeling_vaswani.evaluation.translation import load_translator
+from modeling_vaswani.model.generation import LENGTH_PENALTY, MAX_OUTPUT_LENGTH_OFFSET, NUM_BEAMS
 
 
 def parse_args(argv=None):
@@ -30,9 +32,10 @@ def parse_args(argv=None):
     parser.add_argument("--source_file", help="Score on these local sources instead of Multi30k ...")
     parser.add_argument("--reference_file", help="... against these references.")
     parser.add_argument("--max_samples", type=int, help="Only the first N sentences.")
-    parser.add_argument("--num_beams", type=int, default=4, help="§6.1: beam size 4.")
-    parser.add_argument("--length_penalty", type=float, default=0.6, help="§6.1: α = 0.6.")
-    parser.add_argument("--max_new_tokens", type=int, help="Default: input length + 50 (§6.1).")
+    parser.add_argument("--num_beams", type=int, default=NUM_BEAMS, help=f"§6.1: beam size {NUM_BEAMS}.")
+    parser.add_argument("--length_penalty", type=float, default=LENGTH_PENALTY, help=f"§6.1: α = {LENGTH_PENALTY}.")
+    parser.add_argument("--max_new_tokens", type=int,
+                        help=f"Default: input length + {MAX_OUTPUT_LENGTH_OFFSET} (§6.1).")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--output_dir", help="Where to write results (default: the model folder).")
     parser.add_argument("--name", help="File name stem (default: <split>-beam<N>).")

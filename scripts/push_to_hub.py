@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from modeling_vaswani.cli import ArgumentParser, run_main
-from modeling_vaswani.hub_repository import validate_repository, write_repository
+from modeling_vaswani.hub.repository import validate_repository, write_repository
 
 
 def parse_args(argv=None):

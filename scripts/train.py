@@ -35,12 +35,13 @@ from transformers import (
 
 import modeling_vaswani  # noqa: F401  (registers the model with the Auto classes)
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.checkpoint_averaging import average_checkpoints, check_resumable_checkpoint, find_checkpoints
+from modeling_vaswani.training.checkpoint_averaging import average_checkpoints, check_resumable_checkpoint, find_checkpoints
 from modeling_vaswani.cli import OneLineErrors, run_main
-from modeling_vaswani.data import load_translation_dataset, select_first
-from modeling_vaswani.run_record import RunClock, start_segment
-from modeling_vaswani.tokenization import load_tokenizer, train_tokenizer_for_dataset
-from modeling_vaswani.trainer import VaswaniTrainer, bleu_metrics_fn
+from modeling_vaswani.training.data import load_translation_dataset, select_first
+from modeling_vaswani.training.optimization import PRESET_WARMUP_STEPS
+from modeling_vaswani.training.run_record import RunClock, start_segment
+from modeling_vaswani.training.tokenization import load_tokenizer, train_tokenizer_for_dataset
+from modeling_vaswani.training.trainer import VaswaniTrainer, bleu_metrics_fn
 
 logger = logging.getLogger("train")
 
@@ -58,7 +59,9 @@ class ModelArguments:
     dropout: float | None = field(default=None, metadata={"help": "Override P_drop (§5.4)."})
     label_smoothing: float | None = field(default=None, metadata={"help": "Override ε_ls (§5.4)."})
     positional_encoding: str | None = field(default=None, metadata={"help": "sinusoidal or learned (Table 3 E)."})
-    warmup_steps_noam: int | None = field(default=None, metadata={"help": "Eq. (3) warmup_steps (preset's if unset)."})
+    warmup_steps_noam: int | None = field(
+        default=None, metadata={"help": "Eq. (3) warmup_steps (default: the preset's; 4000 for base and big)."}
+    )
     noam_scale: float = field(default=1.0, metadata={"help": "Factor on the Eq. (3) learning rate."})
     vocab_size: int = field(default=8000, metadata={"help": "Shared BPE vocabulary size for a new tokenizer."})
 
@@ -164,8 +167,6 @@ def build_model(model_args, tokenizer):
         for name in ("d_model", "d_ff", "num_heads", "num_layers", "dropout", "label_smoothing", "positional_encoding")
         if getattr(model_args, name) is not None
     }
-    if model_args.warmup_steps_noam is not None:
-        overrides["warmup_steps"] = model_args.warmup_steps_noam
     config = VaswaniConfig.from_preset(
         model_args.preset,
         vocab_size=len(tokenizer),
@@ -260,6 +261,7 @@ def main(argv=None):
         compute_metrics=bleu_metrics_fn(tokenizer),
         max_tokens=data_args.max_tokens or None,
         noam_scale=model_args.noam_scale,
+        warmup_steps=model_args.warmup_steps_noam or PRESET_WARMUP_STEPS[model_args.preset],
         callbacks=[RunClock(training_args.output_dir),
                    *([TimeBudget(data_args.max_train_minutes)] if data_args.max_train_minutes else [])],
     )

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from modeling_vaswani.cli import ArgumentParser, run_main
-from modeling_vaswani.translation import load_translator, translate, translate_stream
+from modeling_vaswani.evaluation.translation import load_translator, translate, translate_stream
 
 DEFAULT_MODEL = str(Path(__file__).resolve().parent.parent / "hub_card")
 

@@ -1,0 +1,44 @@
+"""§3 "auto-regressive" decoding, written out by hand — greedy search for teaching.
+
+"At each step the model is auto-regressive, consuming the previously generated symbols as
+additional input when generating the next." (§3)
+
+`greedy_decode` is that sentence as a loop: encode the source once, start the output with the
+start token, and repeatedly run the decoder on everything produced so far, take the most likely
+next token, and append it — until every sentence has produced the end-of-sentence token or the
+length limit (§6.1: input length + 50, the offset saved in the model's generation config) is
+reached.
+
+It recomputes the whole decoder at every step (no key/value cache), so step t costs O(t) layer
+passes and a whole output O(n²): the simplest correct decoder, and the baseline against which
+`model.generate` (cached, O(n) per output) is checked and measured. It returns exactly what
+`model.generate(..., num_beams=1, do_sample=False)` returns.
+"""
+
+import torch
+
+from ..model.generation import max_new_tokens_for
+
+
+@torch.no_grad()
+def greedy_decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                  max_new_tokens: int | None = None) -> torch.Tensor:
+    """Greedy decoding without a cache. Returns (B, 1 + generated) ids starting with the start token."""
+    config = model.config
+    if max_new_tokens is None:
+        max_new_tokens = max_new_tokens_for(model.generation_config, input_ids.shape[1])  # §6.1
+    encoder_output = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    batch = input_ids.shape[0]
+    output = torch.full((batch, 1), config.decoder_start_token_id, dtype=torch.long, device=input_ids.device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=input_ids.device)
+    for _ in range(max_new_tokens):
+        logits = model(
+            encoder_outputs=(encoder_output,), attention_mask=attention_mask, decoder_input_ids=output, use_cache=False
+        ).logits  # the decoder re-reads the whole prefix: (B, t, V)
+        next_token = logits[:, -1].argmax(dim=-1)  # most likely next symbol
+        next_token = next_token.masked_fill(finished, config.pad_token_id)  # finished rows only pad
+        output = torch.cat([output, next_token[:, None]], dim=1)
+        finished |= next_token == config.eos_token_id
+        if finished.all():  # §6.1: "terminating early when possible"
+            break
+    return output

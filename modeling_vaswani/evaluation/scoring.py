@@ -1,0 +1,74 @@
+"""§6.1 — scoring translations with BLEU.
+
+The paper reports BLEU on newstest2014, computed on tokenized text with hyphenated compounds
+split. The `vaswani_bleu` metric in `metrics/vaswani_bleu/` (an `evaluate` metric that works
+offline, from its folder) computes that score next to the one to report today, cased
+detokenized sacreBLEU with its signature, plus lowercased tokenized BLEU and chrF. See that
+module for what each score means.
+
+`METRIC_PATH` is the metric's folder, for `evaluate.load(METRIC_PATH)`; `load_bleu_metric`
+does that load and `compute_bleu` scores a list of translations in one call.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import evaluate
+
+from .translation import translate
+
+METRIC_PATH = str(Path(__file__).resolve().parent / "metrics" / "vaswani_bleu")
+
+
+def load_bleu_metric(**kwargs) -> evaluate.EvaluationModule:
+    """`evaluate.load(METRIC_PATH, **kwargs)`: the metric, loaded from disk with no network access."""
+    return evaluate.load(METRIC_PATH, **kwargs)
+
+
+@lru_cache(maxsize=1)
+def _shared_metric() -> evaluate.EvaluationModule:
+    # Loading copies and imports the script; do it once per process. keep_in_memory avoids
+    # writing the inputs to a cache file on disk.
+    return load_bleu_metric(keep_in_memory=True)
+
+
+def compute_bleu(predictions: list[str], references: list[str] | list[list[str]]) -> dict:
+    """Score detokenized `predictions` against `references` (one string, or a list of strings, each).
+
+    Returns the dictionary of the `vaswani_bleu` metric: `bleu` (cased sacreBLEU, the number to
+    report) with its `signature`, `bleu_lowercase_tokenized`, `bleu_paper_tokenized`, `chrf`
+    and the n-gram statistics behind `bleu`.
+
+    Raises:
+        ValueError: if the inputs are not lists of strings, are empty, or differ in length.
+    """
+    if isinstance(predictions, str) or isinstance(references, str):
+        raise ValueError("predictions and references must be lists of strings (one per segment), not a single string.")
+    predictions = list(predictions)
+    references = list(references)
+    if not predictions:
+        raise ValueError("no predictions to score: pass at least one segment.")
+    if len(predictions) != len(references):
+        raise ValueError(
+            f"got {len(predictions)} predictions but {len(references)} references; pass one per prediction."
+        )
+    if not all(isinstance(p, str) for p in predictions):
+        raise ValueError("every prediction must be a string (decode token ids before scoring).")
+    return _shared_metric().compute(predictions=predictions, references=references)
+
+
+def score_model(model, tokenizer, sources, references, batch_size: int = 64, **generate_kwargs):
+    """Translate and score. Returns (hypotheses, scores) with timing and settings in `scores`."""
+    if len(sources) != len(references):
+        raise ValueError(f"{len(sources)} sources but {len(references)} references; they must be parallel.")
+    if not sources:
+        raise ValueError("Nothing to evaluate: no source sentences.")
+    start = time.perf_counter()
+    hypotheses = translate(model, tokenizer, sources, batch_size=batch_size, **generate_kwargs)
+    seconds = time.perf_counter() - start
+    scores = compute_bleu(hypotheses, references)
+    scores.update(sentences=len(sources), translate_seconds=round(seconds, 2), **generate_kwargs)
+    return hypotheses, scores

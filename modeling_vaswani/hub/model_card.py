@@ -1,0 +1,140 @@
+"""The Hub model card of a trained model, rendered from its measured results (not from the paper).
+
+`render_model_card(model_dir, results, repo_id)` fills `model_card_template.md` with the model's
+own config and a results dictionary (the `results.json` that evaluation writes beside a trained
+model), and puts the scores into the card's YAML metadata as a `model-index`, so the Hub shows
+them. Nothing in the card is typed in by hand: every number comes from `results` or the config.
+
+results.json holds:
+    {"source_lang": "en", "target_lang": "de", "example_source": "...", "decoding": "...",
+     "evaluations": [{"split": "test", "split_name": "test_2016_flickr", "sentences": 1000,
+                      "weights": "average of the last 5 checkpoints", "averaged": true,
+                      "num_beams": 4, "scores": {"bleu": ..., "signature": ..., "chrf": ...,
+                      "bleu_lowercase_tokenized": ..., "bleu_paper_tokenized": ...}}, ...],
+     "training": {"command": "...", "hardware": "...", "minutes": ..., "steps": ..., "epochs": ...,
+                  "procedure": "..."}}
+The shipped configuration is the evaluation with `"averaged": true` and `"num_beams": 4`.
+"""
+
+import json
+from pathlib import Path
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from ..model.configuration_vaswani import VaswaniConfig
+from ..model.generation import LENGTH_PENALTY, PAPER_DECODING_TEXT
+
+TEMPLATE_PATH = Path(__file__).resolve().parent / "model_card_template.md"
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French"}
+REQUIRED_SCORES = ("bleu", "signature", "chrf", "bleu_lowercase_tokenized", "bleu_paper_tokenized")
+
+
+def load_results(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no results file; run scripts/evaluate_model.py and scripts/collect_results.py first.")
+    results = json.loads(path.read_text(encoding="utf-8"))
+    check_results(results, path)
+    return results
+
+
+def check_results(results: dict, origin="results") -> None:
+    for key in ("source_lang", "target_lang", "evaluations", "training"):
+        if key not in results:
+            raise ValueError(f"{origin}: missing the key {key!r}.")
+    for i, evaluation in enumerate(results["evaluations"]):
+        missing = [k for k in REQUIRED_SCORES if k not in evaluation.get("scores", {})]
+        if missing:
+            raise ValueError(f"{origin}: evaluation {i} lacks the scores {missing}.")
+    if not shipped_evaluations(results):
+        raise ValueError(f"{origin}: no evaluation of the shipped configuration (averaged, beam 4).")
+
+
+def shipped_evaluations(results: dict) -> list[dict]:
+    return [e for e in results["evaluations"] if e.get("averaged") and e.get("num_beams") == 4]
+
+
+def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
+    """A `ModelCard` for the model saved in `model_dir`, with the scores of `results`."""
+    check_results(results)
+    config = VaswaniConfig.from_pretrained(model_dir)
+    src, tgt = results["source_lang"], results["target_lang"]
+    model_name = repo_id.split("/")[-1]
+    shipped = shipped_evaluations(results)
+    card_data = ModelCardData(
+        language=[src, tgt],
+        license="apache-2.0",
+        library_name="transformers",
+        pipeline_tag="translation",
+        tags=["translation", "transformer", "attention-is-all-you-need", "vaswani", "seq2seq", "custom_code"],
+        datasets=["multi30k"],
+        metrics=["bleu", "chrf"],
+        model_name=model_name,
+        eval_results=[result for e in shipped for result in _eval_results(e, src, tgt)],
+    )
+    training = results["training"]
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(TEMPLATE_PATH),
+        model_name=model_name,
+        repo_id=repo_id,
+        source_name=LANGUAGE_NAMES.get(src, src),
+        target_name=LANGUAGE_NAMES.get(tgt, tgt),
+        source_lang=src,
+        target_lang=tgt,
+        example_source=results.get("example_source", "Two dogs are playing in the snow."),
+        num_layers=config.num_layers,
+        num_decoder_layers=config.num_decoder_layers,
+        d_model=config.d_model,
+        d_ff=config.d_ff,
+        num_heads=config.num_heads,
+        d_k=config.d_k,
+        dropout=config.dropout,
+        label_smoothing=config.label_smoothing,
+        positional_encoding=config.positional_encoding,
+        vocab_size=f"{config.vocab_size:,}",
+        parameters=training.get("parameters", "?"),
+        training_procedure=training.get("procedure", ""),
+        training_hardware=training.get("hardware", ""),
+        training_minutes=training.get("minutes", "?"),
+        training_steps=training.get("steps", "?"),
+        training_epochs=training.get("epochs", "?"),
+        training_command=training.get("command", ""),
+        decoding=results.get("decoding", PAPER_DECODING_TEXT),
+        signature=shipped[0]["scores"]["signature"],
+        results_table="\n".join(_result_row(e) for e in shipped),
+        ablation_table="\n".join(_ablation_row(e) for e in results["evaluations"]),
+    )
+
+
+def _eval_results(evaluation: dict, src: str, tgt: str) -> list[EvalResult]:
+    scores = evaluation["scores"]
+    common = dict(
+        task_type="translation",
+        task_name=f"Translation {src}→{tgt}",
+        dataset_type="multi30k",
+        dataset_name=f"Multi30k {evaluation.get('split_name', evaluation['split'])}",
+        dataset_config=f"{src}-{tgt}",
+        dataset_split=evaluation["split"],
+    )
+    return [
+        EvalResult(metric_type="bleu", metric_name="BLEU (cased, detokenized sacreBLEU)",
+                   metric_value=round(scores["bleu"], 2), metric_config=scores["signature"], **common),
+        EvalResult(metric_type="bleu", metric_name="BLEU (lowercased, tokenized)",
+                   metric_value=round(scores["bleu_lowercase_tokenized"], 2), **common),
+        EvalResult(metric_type="chrf", metric_name="chrF", metric_value=round(scores["chrf"], 2), **common),
+    ]
+
+
+def _result_row(evaluation: dict) -> str:
+    s = evaluation["scores"]
+    return (f"| {evaluation.get('split_name', evaluation['split'])} | {evaluation.get('sentences', '')} | "
+            f"{s['bleu']:.2f} | {s['bleu_lowercase_tokenized']:.2f} | {s['bleu_paper_tokenized']:.2f} | {s['chrf']:.2f} |")
+
+
+def _ablation_row(evaluation: dict) -> str:
+    s = evaluation["scores"]
+    alpha = s.get("length_penalty", LENGTH_PENALTY)
+    decoding = "greedy" if evaluation.get("num_beams") == 1 else f"beam {evaluation.get('num_beams')}, α = {alpha}"
+    return (f"| {evaluation.get('split_name', evaluation['split'])} | {evaluation.get('weights', '')} | "
+            f"{decoding} | {s['bleu']:.2f} | {s['chrf']:.2f} |")

@@ -1,0 +1,136 @@
+"""§5 Training, wired into Hugging Face's `Seq2SeqTrainer`.
+
+`VaswaniTrainer` is a `Seq2SeqTrainer` that trains the way §5 describes:
+- §5.1 batches of about `max_tokens` source and `max_tokens` target tokens, sentences grouped by
+  length (`batching.TokenBudgetBatchSampler`), instead of a fixed number of sentences;
+- §5.3 Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9 and the learning rate of Eq. (3)
+  (`optimization.create_adam`, `optimization.get_noam_schedule`);
+- §5.4 label smoothing ε_ls: the model's own loss (`label_smoothing.label_smoothed_cross_entropy`
+  with `config.label_smoothing`), so the Trainer's `label_smoothing_factor`, which smooths
+  differently, must stay 0;
+- §6.1 evaluation by BLEU of generated translations (`predict_with_generate`, `scoring`).
+
+Everything else — gradient accumulation, mixed precision, checkpoints, resuming, logging,
+data-parallel processes — is the Trainer's own.
+"""
+
+import copy
+
+import numpy as np
+from torch.utils.data import DataLoader
+from transformers import Seq2SeqTrainer
+
+from .batching import TokenBudgetBatchSampler
+from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
+from ..evaluation.scoring import compute_bleu
+
+
+class VaswaniTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` with the paper's batching, optimizer, schedule and loss.
+
+    Args (besides the Trainer's):
+        max_tokens: token budget per batch on each side (§5.1 used 25,000); None keeps the
+            Trainer's fixed `per_device_train_batch_size`.
+        noam_scale: a factor on Eq. (3) (1.0 = the paper's rate).
+        warmup_steps: Eq. (3)'s warmup_steps (default: the paper's 4000).
+    """
+
+    def __init__(self, *args, max_tokens: int | None = None, noam_scale: float = 1.0,
+                 warmup_steps: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.args.label_smoothing_factor:
+            raise ValueError(
+                "VaswaniTrainer uses the model's §5.4 label smoothing (config.label_smoothing); set "
+                "label_smoothing_factor=0 and pass the smoothing rate to the model config instead."
+            )
+        if max_tokens is not None and max_tokens <= 0:
+            raise ValueError(f"max_tokens must be a positive number of tokens per batch, got {max_tokens}.")
+        self.max_tokens = max_tokens
+        self.noam_scale = noam_scale
+        self.warmup_steps = warmup_steps if warmup_steps is not None else WARMUP_STEPS
+
+    # §5.3 -------------------------------------------------------------------------------------
+    def create_optimizer(self, model=None):
+        if self.optimizer is None:
+            model = model if model is not None else self.model
+            params = [p for p in model.parameters() if p.requires_grad]
+            self.optimizer = create_adam(params, weight_decay=self.args.weight_decay)
+        return self.optimizer
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        if self.lr_scheduler is None:
+            optimizer = optimizer if optimizer is not None else self.optimizer
+            self.lr_scheduler = get_noam_schedule(
+                optimizer, self.model.config.d_model, self.warmup_steps, scale=self.noam_scale
+            )
+        return self.lr_scheduler
+
+    # §5.1 -------------------------------------------------------------------------------------
+    def get_train_dataloader(self) -> DataLoader:
+        if self.max_tokens is None:
+            return super().get_train_dataloader()
+        dataset = self._remove_unused_columns(self.train_dataset, description="training")
+        sampler = self.token_budget_sampler(dataset)
+        # One process sees the whole batch list; accelerate gives each data-parallel process its
+        # own share of the batches (and the Trainer calls sampler.set_epoch every epoch).
+        loader = DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=self.data_collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+        )
+        prepared = self.accelerator.prepare(loader)
+        # With several processes accelerate wraps the sampler in a BatchSamplerShard, which has no
+        # set_epoch. A run resumed mid-epoch wraps that once more (to skip the batches already
+        # trained), and the Trainer's set_epoch then stops at the shard: the rest of the epoch would
+        # repeat epoch 0's arrangement. Let the shard pass set_epoch on.
+        shard = getattr(prepared, "batch_sampler", None)
+        if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
+            shard.set_epoch = sampler.set_epoch
+        return prepared
+
+    # §6.1 evaluation -------------------------------------------------------------------------
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
+        """`Seq2SeqTrainer.prediction_step`, leaving the model's generation config as it was.
+
+        The parent fills every one of generate's fallback values (max_length 20, num_beams 1, ...)
+        into `model.generation_config`, and each checkpoint saved afterwards would carry them as if
+        chosen. Restoring it keeps the saved generation_config.json to what was really set
+        (beam 4, α = 0.6; the length limit of §6.1 applies when none is chosen).
+        """
+        kept = copy.deepcopy(self.model.generation_config)
+        try:
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+        finally:
+            self.model.generation_config = kept
+
+    def token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
+        src = [len(ids) for ids in dataset["input_ids"]]
+        tgt = [len(ids) for ids in dataset["labels"]]
+        # As for the Trainer's own samplers, --data_seed (when given) fixes the data order apart from --seed.
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        return TokenBudgetBatchSampler(src, tgt, self.max_tokens, shuffle=True, seed=seed, num_replicas=1, rank=0)
+
+
+def bleu_metrics_fn(tokenizer):
+    """`compute_metrics` for `predict_with_generate`: decode, then cased sacreBLEU and friends (§6.1)."""
+
+    def compute_metrics(eval_prediction):
+        predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
+        if isinstance(predictions, tuple):
+            predictions = predictions[0]
+        # Padding is -100 in labels (and in predictions gathered across batches); decode needs ids.
+        predictions = np.where(predictions < 0, tokenizer.pad_token_id, predictions)
+        labels = np.where(labels < 0, tokenizer.pad_token_id, labels)
+        hypotheses = [t.strip() for t in tokenizer.batch_decode(predictions, skip_special_tokens=True)]
+        references = [t.strip() for t in tokenizer.batch_decode(labels, skip_special_tokens=True)]
+        scores = compute_bleu(hypotheses, references)
+        return {
+            "bleu": scores["bleu"],
+            "bleu_lowercase_tokenized": scores["bleu_lowercase_tokenized"],
+            "chrf": scores["chrf"],
+            "gen_len": float(np.mean([np.count_nonzero(p != tokenizer.pad_token_id) for p in predictions])),
+        }
+
+    return compute_metrics

@@ -1,0 +1,79 @@
+"""The model card renders from a results JSON, and its metadata carries exactly those numbers."""
+
+import copy
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard
+
+from modeling_vaswani import VaswaniConfig
+from modeling_vaswani.hub.model_card import check_results, render_model_card
+
+SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+
+
+def _evaluation(split, averaged, beams, bleu):
+    return {
+        "split": split, "split_name": {"test": "test_2016_flickr", "validation": "val"}[split],
+        "sentences": 1000, "weights": "averaged" if averaged else "final", "averaged": averaged,
+        "num_beams": beams,
+        "scores": {"bleu": bleu, "signature": SIGNATURE, "chrf": bleu + 20.5,
+                   "bleu_lowercase_tokenized": bleu + 3.25, "bleu_paper_tokenized": bleu + 1.5},
+    }
+
+
+@pytest.fixture()
+def results():
+    return {
+        "source_lang": "en", "target_lang": "de", "example_source": "Two dogs are playing in the snow.",
+        "decoding": "beam 4",
+        "evaluations": [_evaluation("test", True, 4, 37.11), _evaluation("validation", True, 4, 38.42),
+                        _evaluation("test", False, 1, 33.33)],
+        "training": {"command": "python scripts/train.py --preset small", "hardware": "CPU", "minutes": 99,
+                     "steps": 1234, "epochs": 9.8, "parameters": "2,900,000", "procedure": "Noam, ε_ls 0.1."},
+    }
+
+
+@pytest.fixture()
+def model_dir(tmp_path):
+    VaswaniConfig.from_preset("tiny", vocab_size=100).save_pretrained(tmp_path)
+    return tmp_path
+
+
+def test_metadata_carries_the_numbers_of_the_results(model_dir, results):
+    card = render_model_card(model_dir, results, "someone/vaswani-test")
+    saved = model_dir / "README.md"
+    card.save(saved)
+    metadata = ModelCard.load(saved).data.to_dict()
+    assert metadata["pipeline_tag"] == "translation"
+    assert metadata["language"] == ["en", "de"]
+    entries = {(r["dataset"]["split"], m["name"]): m for r in metadata["model-index"][0]["results"] for m in r["metrics"]}
+    assert entries[("test", "BLEU (cased, detokenized sacreBLEU)")]["value"] == 37.11
+    assert entries[("test", "BLEU (cased, detokenized sacreBLEU)")]["config"] == SIGNATURE
+    assert entries[("validation", "BLEU (cased, detokenized sacreBLEU)")]["value"] == 38.42
+    assert entries[("test", "chrF")]["value"] == pytest.approx(57.61)
+    assert entries[("test", "BLEU (lowercased, tokenized)")]["value"] == pytest.approx(40.36)
+    # Only the shipped configuration (averaged, beam 4) goes into model-index.
+    assert all(m["value"] != 33.33 for m in entries.values())
+
+
+def test_body_has_the_tables_config_and_citation(model_dir, results):
+    text = str(render_model_card(model_dir, results, "someone/vaswani-test"))
+    front, body = text.split("---", 2)[1:]
+    yaml.safe_load(front)
+    assert "| test_2016_flickr | 1000 | 37.11 | 40.36 | 38.61 | 57.61 |" in body
+    assert "| test_2016_flickr | final | greedy | 33.33 | 53.83 |" in body  # the ablation table
+    assert "python scripts/train.py --preset small" in body
+    assert "| d_model | 32 | 512 |" in body
+    assert "Attention Is All You Need" in body and "non-commercial" in body
+    assert 'pipeline("translation", model="someone/vaswani-test", trust_remote_code=True)' in body
+
+
+def test_results_without_the_shipped_configuration_are_refused(results):
+    broken = copy.deepcopy(results)
+    broken["evaluations"] = [e for e in broken["evaluations"] if not e["averaged"]]
+    with pytest.raises(ValueError, match="averaged, beam 4"):
+        check_results(broken)
+    del broken["training"]
+    with pytest.raises(ValueError, match="training"):
+        check_results(broken)

@@ -1,0 +1,191 @@
+"""Tests for modeling_vaswani.model.attention: Eq. (1) and §3.2.2 multi-head attention."""
+
+import math
+
+import pytest
+import torch
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+from modeling_vaswani import VaswaniConfig
+from modeling_vaswani.model.attention import MultiHeadAttention, scaled_dot_product_attention, sdpa_attention
+from modeling_vaswani.model.masking import causal_mask, padding_mask
+
+
+def by_hand(Q, K, V):
+    """softmax(Q Kᵀ / √d_k) V with plain Python lists (Eq. 1)."""
+    d_k = len(K[0])
+    out, all_weights = [], []
+    for q in Q:
+        scores = [sum(a * b for a, b in zip(q, k)) / math.sqrt(d_k) for k in K]
+        top = max(scores)
+        exps = [math.exp(s - top) for s in scores]
+        weights = [e / sum(exps) for e in exps]
+        all_weights.append(weights)
+        out.append([sum(w * v[j] for w, v in zip(weights, V)) for j in range(len(V[0]))])
+    return out, all_weights
+
+
+Q = [[1.0, 0.0, 2.0, -1.0], [0.5, -1.0, 0.0, 3.0]]
+K = [[1.0, 1.0, 0.0, 0.0], [0.0, 2.0, -1.0, 1.0], [-1.0, 0.5, 0.5, 2.0]]
+V = [[1.0, 2.0], [3.0, -1.0], [0.0, 4.0]]
+
+
+def test_equation_1_by_hand():
+    expected_out, expected_weights = by_hand(Q, K, V)
+    out, weights = scaled_dot_product_attention(torch.tensor(Q), torch.tensor(K), torch.tensor(V))
+    assert out.shape == (2, 2) and weights.shape == (2, 3)
+    torch.testing.assert_close(out, torch.tensor(expected_out), rtol=0, atol=1e-6)
+    torch.testing.assert_close(weights, torch.tensor(expected_weights), rtol=0, atol=1e-6)
+
+
+def test_scale_is_sqrt_d_k():
+    # One query, two keys: scores 4 and 0 before scaling; with d_k = 4 the softmax sees 2 and 0.
+    q = torch.tensor([[2.0, 2.0, 0.0, 0.0]])
+    k = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    v = torch.eye(2)
+    _, weights = scaled_dot_product_attention(q, k, v)
+    expected = math.exp(2) / (math.exp(2) + 1)
+    assert weights[0, 0].item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_weights_rows_sum_to_one_and_masked_key_gets_zero():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 6, 4), torch.randn(2, 3, 6, 2)
+    keep = torch.ones(2, 6, dtype=torch.long)
+    keep[0, 4:] = 0
+    keep[1, 1] = 0
+    out, weights = scaled_dot_product_attention(q, k, v, padding_mask(keep, torch.float32))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 5))
+    assert torch.all(weights[0, :, :, 4:] == 0) and torch.all(weights[1, :, :, 1] == 0)
+    # The masked keys' values do not matter at all.
+    v2 = v.clone()
+    v2[0, :, 4:] = 1e6
+    v2[1, :, 1] = -1e6
+    out2, _ = scaled_dot_product_attention(q, k, v2, padding_mask(keep, torch.float32))
+    torch.testing.assert_close(out, out2, rtol=0, atol=0)
+
+
+def test_sdpa_function_matches_eager_function():
+    torch.manual_seed(1)
+    q, k, v = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
+    mask = causal_mask(5, 5, "cpu", torch.float32)
+    eager, _ = scaled_dot_product_attention(q, k, v, mask)
+    fused, none = sdpa_attention(q, k, v, mask)
+    builtin_causal, _ = sdpa_attention(q, k, v, is_causal=True)
+    assert none is None
+    torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
+    torch.testing.assert_close(builtin_causal, eager, rtol=0, atol=1e-5)
+
+
+def make_attention(is_cross=False, **overrides):
+    torch.manual_seed(0)
+    config = VaswaniConfig(vocab_size=20, d_model=16, d_ff=32, num_heads=4, num_layers=1, **overrides)
+    return MultiHeadAttention(config, is_cross_attention=is_cross, layer_idx=0).eval()
+
+
+def run_both(module, *args, **kwargs):
+    outputs = {}
+    for impl in ("eager", "sdpa"):
+        module.config._attn_implementation = impl
+        outputs[impl] = module(*args, **kwargs)
+    return outputs["eager"], outputs["sdpa"]
+
+
+def test_eager_and_sdpa_agree_self_attention_with_padding():
+    module = make_attention()
+    x = torch.randn(2, 5, 16)
+    keep = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    (eager, weights), (fused, no_weights) = run_both(module, x, attention_mask=padding_mask(keep, x.dtype))
+    assert eager.shape == fused.shape == (2, 5, 16)
+    assert weights.shape == (2, 4, 5, 5) and no_weights is None
+    torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
+    assert torch.all(weights[1, :, :, 3:] == 0)
+
+
+def test_eager_and_sdpa_agree_causal():
+    module = make_attention()
+    x = torch.randn(2, 6, 16)
+    mask = causal_mask(6, 6, "cpu", x.dtype)
+    (eager, weights), (fused, _) = run_both(module, x, attention_mask=mask)
+    torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
+    assert torch.all(weights.triu(diagonal=1) == 0)  # no query looks ahead
+    module.config._attn_implementation = "sdpa"
+    builtin, _ = module(x, is_causal=True)  # the fused kernel's own causal mode
+    torch.testing.assert_close(builtin, eager, rtol=0, atol=1e-5)
+
+
+def test_eager_path_refuses_implicit_causal_mask():
+    module = make_attention()
+    module.config._attn_implementation = "eager"
+    with pytest.raises(ValueError, match="causal"):
+        module(torch.randn(1, 3, 16), is_causal=True)
+
+
+def test_eager_and_sdpa_agree_cross_attention():
+    module = make_attention(is_cross=True)
+    x, memory = torch.randn(2, 3, 16), torch.randn(2, 7, 16)
+    keep = torch.tensor([[1] * 7, [1, 1, 1, 1, 0, 0, 0]])
+    mask = padding_mask(keep, x.dtype)
+    (eager, weights), (fused, _) = run_both(module, x, key_value_states=memory, attention_mask=mask)
+    assert eager.shape == (2, 3, 16) and weights.shape == (2, 4, 3, 7)
+    torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
+    assert torch.all(weights[1, :, :, 4:] == 0)
+
+
+def test_output_attentions_forces_eager_weights():
+    module = make_attention()
+    module.config._attn_implementation = "sdpa"
+    x = torch.randn(1, 4, 16)
+    out, weights = module(x, output_attentions=True)
+    assert weights.shape == (1, 4, 4, 4)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(1, 4, 4))
+    torch.testing.assert_close(module(x)[0], out, rtol=0, atol=1e-5)
+
+
+def test_multi_head_is_concat_of_heads_times_w_o():
+    """§3.2.2 by hand: head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V), then Concat · W^O."""
+    module = make_attention(d_k=3, d_v=5)  # head sizes different from d_model / h
+    module.config._attn_implementation = "eager"
+    assert module.q_proj.weight.shape == (12, 16) and module.v_proj.weight.shape == (20, 16)
+    assert module.out_proj.weight.shape == (16, 20)
+    x = torch.randn(2, 4, 16)
+    assert module._split_heads(module.q_proj(x), 3).shape == (2, 4, 4, 3)  # (B, h, T, d_k)
+    assert module._split_heads(module.v_proj(x), 5).shape == (2, 4, 4, 5)  # (B, h, T, d_v)
+    heads = []
+    for i in range(4):
+        wq = module.q_proj.weight[3 * i:3 * i + 3]
+        wk = module.k_proj.weight[3 * i:3 * i + 3]
+        wv = module.v_proj.weight[5 * i:5 * i + 5]
+        q = x @ wq.T + module.q_proj.bias[3 * i:3 * i + 3]
+        k = x @ wk.T + module.k_proj.bias[3 * i:3 * i + 3]
+        v = x @ wv.T + module.v_proj.bias[5 * i:5 * i + 5]
+        heads.append(torch.softmax(q @ k.transpose(1, 2) / math.sqrt(3), dim=-1) @ v)
+    expected = module.out_proj(torch.cat(heads, dim=-1))
+    out, _ = module(x)
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
+
+
+def test_cross_attention_reuses_cached_keys_and_values():
+    module = make_attention(is_cross=True)
+    x, memory = torch.randn(1, 1, 16), torch.randn(1, 6, 16)
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    first, _ = module(x, key_value_states=memory, cache=cache)
+    assert cache.is_updated[0]
+    assert cache.cross_attention_cache.layers[0].keys.shape == (1, 4, 6, 4)
+    # A second step with a different memory still attends to the cached projections.
+    second, _ = module(x, key_value_states=torch.zeros_like(memory), cache=cache)
+    torch.testing.assert_close(second, first, rtol=0, atol=0)
+    uncached, _ = module(x, key_value_states=torch.zeros_like(memory))
+    assert not torch.allclose(uncached, first)
+    assert cache.self_attention_cache.get_seq_length() == 0  # cross-attention never writes there
+
+
+def test_self_attention_cache_appends_each_step():
+    module = make_attention()
+    module.config._attn_implementation = "eager"
+    x = torch.randn(1, 4, 16)
+    full, _ = module(x, attention_mask=causal_mask(4, 4, "cpu", x.dtype))
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    steps = [module(x[:, t:t + 1], cache=cache)[0] for t in range(4)]  # one new query sees all earlier keys
+    assert cache.self_attention_cache.get_seq_length() == 4
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)

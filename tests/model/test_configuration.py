@@ -1,0 +1,147 @@
+"""Tests for modeling_vaswani.model.configuration_vaswani: Table 3 as a Hugging Face config."""
+
+import json
+
+import pytest
+from transformers import AutoConfig
+
+import modeling_vaswani  # noqa: F401  (registers "vaswani" with the Auto classes)
+from modeling_vaswani import VaswaniConfig
+
+TINY = dict(vocab_size=50, d_model=16, d_ff=32, num_heads=4, num_layers=2)
+
+
+@pytest.mark.parametrize(
+    "name, d_model, d_ff, heads, p_drop",
+    [("base", 512, 2048, 8, 0.1), ("big", 1024, 4096, 16, 0.3)],
+)
+def test_presets_are_table_3(name, d_model, d_ff, heads, p_drop):
+    config = VaswaniConfig.from_preset(name)
+    assert config.num_layers == config.num_decoder_layers == 6  # N
+    assert (config.d_model, config.d_ff, config.num_heads) == (d_model, d_ff, heads)
+    assert config.d_k == config.d_v == 64
+    assert config.dropout == p_drop
+    assert config.label_smoothing == 0.1
+    assert not hasattr(config, "warmup_steps")  # a training setting, not the model's
+    assert config.positional_encoding == "sinusoidal"
+    assert config.share_embeddings and config.tie_word_embeddings and config.scale_embedding
+    assert config.norm_first is False  # post-LN, as in the paper
+    assert config.is_encoder_decoder
+
+
+def test_preset_overrides_win():
+    config = VaswaniConfig.from_preset("base", vocab_size=37000, dropout=0.2, num_layers=4)
+    assert (config.vocab_size, config.dropout, config.num_layers, config.num_decoder_layers) == (37000, 0.2, 4, 4)
+    assert config.d_model == 512  # the rest of the row is kept
+
+
+def test_unknown_preset_lists_choices():
+    with pytest.raises(ValueError, match="huge") as info:
+        VaswaniConfig.from_preset("huge")
+    assert "base" in str(info.value) and "big" in str(info.value)
+
+
+def test_defaults_and_derived_head_sizes():
+    config = VaswaniConfig(**TINY)
+    assert config.d_k == config.d_v == 4  # d_model / h
+    ids = (config.pad_token_id, config.bos_token_id, config.eos_token_id, config.decoder_start_token_id)
+    assert ids == (0, 1, 2, 1)
+    assert config.num_decoder_layers == 2
+    assert VaswaniConfig(**TINY, num_decoder_layers=3).num_decoder_layers == 3
+
+
+def test_attribute_map_gives_hugging_face_names():
+    config = VaswaniConfig(**TINY, num_decoder_layers=3)
+    assert config.hidden_size == 16
+    assert config.num_attention_heads == 4
+    assert config.intermediate_size == 32
+    # The generation cache sizes itself from num_hidden_layers: the decoder's depth.
+    assert config.num_hidden_layers == 3
+    assert (config.encoder_layers, config.decoder_layers) == (2, 3)
+    config.hidden_size = 24  # writes through to the paper's name
+    assert config.d_model == 24
+
+
+def test_indivisible_d_model_needs_explicit_head_sizes():
+    with pytest.raises(ValueError, match="d_model") as info:
+        VaswaniConfig(**{**TINY, "d_model": 18})
+    assert "num_heads" in str(info.value) and "d_k" in str(info.value)
+    config = VaswaniConfig(**{**TINY, "d_model": 18}, d_k=5, d_v=7)
+    assert (config.d_k, config.d_v) == (5, 7)
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decoder_layers", "max_position_embeddings",
+     "d_k", "d_v"],
+)
+@pytest.mark.parametrize("value", [0, -3])
+def test_non_positive_sizes_name_the_field(field, value):
+    with pytest.raises(ValueError, match=rf"\b{field}\b"):
+        VaswaniConfig(**{**TINY, field: value})
+
+
+@pytest.mark.parametrize("field", ["d_model", "num_heads", "num_layers"])
+def test_non_integer_sizes_are_rejected(field):
+    with pytest.raises(ValueError, match=rf"\b{field}\b"):
+        VaswaniConfig(**{**TINY, field: 2.0})
+
+
+@pytest.mark.parametrize("field", ["dropout", "attention_dropout", "label_smoothing"])
+@pytest.mark.parametrize("value", [-0.1, 1.0, 1.5])
+def test_rates_outside_unit_interval_name_the_field(field, value):
+    with pytest.raises(ValueError, match=rf"\b{field}\b"):
+        VaswaniConfig(**{**TINY, field: value})
+
+
+@pytest.mark.parametrize("field", ["dropout", "attention_dropout", "label_smoothing"])
+def test_rates_at_lower_edge_are_valid(field):
+    assert getattr(VaswaniConfig(**{**TINY, field: 0.0}), field) == 0.0
+
+
+def test_unknown_positional_encoding_is_rejected():
+    with pytest.raises(ValueError, match="positional_encoding"):
+        VaswaniConfig(**TINY, positional_encoding="rotary")
+    assert VaswaniConfig(**TINY, positional_encoding="learned").positional_encoding == "learned"
+
+
+@pytest.mark.parametrize("field", ["pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"])
+@pytest.mark.parametrize("value", [50, -1])
+def test_token_ids_outside_vocab_name_the_field(field, value):
+    with pytest.raises(ValueError, match=rf"\b{field}\b"):
+        VaswaniConfig(**{**TINY, field: value})
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_tie_word_embeddings_must_match_share_embeddings(share):
+    assert VaswaniConfig(**TINY, share_embeddings=share).tie_word_embeddings is share
+    with pytest.raises(ValueError, match="tie_word_embeddings"):
+        VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share)
+
+
+def test_save_load_round_trip_and_auto_config(tmp_path):
+    config = VaswaniConfig(
+        **TINY, num_decoder_layers=3, d_k=8, d_v=6, dropout=0.2, attention_dropout=0.05, label_smoothing=0.0,
+        positional_encoding="learned", max_position_embeddings=77, norm_first=True, share_embeddings=False,
+        scale_embedding=False, layer_norm_eps=1e-5, init_std=0.02,
+    )
+    config.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model_type"] == "vaswani"
+    assert saved["auto_map"]["AutoConfig"] == "configuration_vaswani.VaswaniConfig"
+
+    for loaded in (VaswaniConfig.from_pretrained(tmp_path), AutoConfig.from_pretrained(tmp_path)):
+        assert type(loaded) is VaswaniConfig
+        got, want = loaded.to_dict(), config.to_dict()
+        got.pop("_name_or_path"), want.pop("_name_or_path")  # where it was loaded from
+        assert got == want
+        assert (loaded.d_k, loaded.d_v, loaded.num_decoder_layers) == (8, 6, 3)
+        assert loaded.tie_word_embeddings is False
+
+
+def test_loading_an_invalid_saved_config_fails_clearly(tmp_path):
+    VaswaniConfig(**TINY).save_pretrained(tmp_path)
+    path = tmp_path / "config.json"
+    path.write_text(path.read_text().replace('"dropout": 0.1', '"dropout": 1.5'))
+    with pytest.raises(ValueError, match="dropout"):
+        AutoConfig.from_pretrained(tmp_path)

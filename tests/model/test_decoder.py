@@ -1,0 +1,107 @@
+"""Tests for modeling_vaswani.model.decoder: the decoder stack of §3.1 and its auto-regressive property."""
+
+import pytest
+import torch
+from torch import nn
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+from modeling_vaswani import VaswaniConfig
+from modeling_vaswani.model.decoder import Decoder
+from modeling_vaswani.model.embeddings import ScaledEmbedding
+
+
+def make_decoder(**overrides):
+    torch.manual_seed(0)
+    config = VaswaniConfig(**{**dict(vocab_size=30, d_model=16, d_ff=32, num_heads=4, num_layers=2,
+                                     num_decoder_layers=3, dropout=0.0), **overrides})
+    return Decoder(config, ScaledEmbedding(30, 16)).eval()
+
+
+MEMORY = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(1))
+
+
+def test_shapes_and_layer_count():
+    decoder = make_decoder()
+    assert len(decoder.layers) == 3
+    out = decoder(torch.randint(4, 30, (2, 5)), MEMORY, output_attentions=True, output_hidden_states=True)
+    # The same kind of output as the encoder's, plus the cross-attention weights.
+    x, hidden, self_w, cross_w = out.last_hidden_state, out.hidden_states, out.attentions, out.cross_attentions
+    assert x.shape == (2, 5, 16)
+    assert len(hidden) == 4 and all(h.shape == (2, 5, 16) for h in hidden)
+    assert len(self_w) == 3 and all(w.shape == (2, 4, 5, 5) for w in self_w)
+    assert len(cross_w) == 3 and all(w.shape == (2, 4, 5, 6) for w in cross_w)
+    assert all(torch.all(w.triu(diagonal=1) == 0) for w in self_w)  # masked self-attention
+
+
+def test_layer_has_three_sublayers_in_order():
+    decoder = make_decoder()
+    layer = decoder.layers[0]
+    x = torch.randn(2, 4, 16)
+    causal = torch.full((4, 4), torch.finfo(x.dtype).min).triu(1)[None, None]
+    h = layer.self_attn_sublayer.norm(x + layer.self_attn(x, attention_mask=causal)[0])
+    h = layer.cross_attn_sublayer.norm(h + layer.cross_attn(h, key_value_states=MEMORY)[0])
+    expected = layer.feed_forward_sublayer.norm(h + layer.feed_forward(h))
+    out, _, _ = layer(x, MEMORY, causal, None)
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+def test_position_i_does_not_see_later_tokens(impl):
+    decoder = make_decoder()
+    decoder.config._attn_implementation = impl
+    ids = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
+    base = decoder(ids, MEMORY)[0]
+    for i in range(ids.shape[1] - 1):
+        changed = ids.clone()
+        changed[:, i + 1:] = torch.randint(4, 30, changed[:, i + 1:].shape, generator=torch.Generator().manual_seed(i))
+        out = decoder(changed, MEMORY)[0]
+        torch.testing.assert_close(out[:, :i + 1], base[:, :i + 1], rtol=0, atol=1e-5)
+        assert not torch.allclose(out[:, i + 1:], base[:, i + 1:])
+
+
+def test_encoder_padding_is_hidden_from_cross_attention():
+    decoder = make_decoder()
+    ids = torch.tensor([[1, 5, 6]])
+    keep = torch.tensor([[1, 1, 1, 1, 0, 0]])
+    memory = MEMORY[:1]
+    masked = decoder(ids, memory, encoder_attention_mask=keep)[0]
+    garbage = memory.clone()
+    garbage[:, 4:] = 100.0
+    torch.testing.assert_close(decoder(ids, garbage, encoder_attention_mask=keep)[0], masked, rtol=0, atol=1e-6)
+    torch.testing.assert_close(decoder(ids, memory[:, :4])[0], masked, rtol=0, atol=1e-5)
+
+
+def test_cached_steps_equal_full_pass():
+    decoder = make_decoder()
+    ids = torch.tensor([[1, 5, 6, 7], [1, 9, 10, 11]])
+    full = decoder(ids, MEMORY)[0]
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    steps = [decoder(ids[:, t:t + 1], MEMORY, cache=cache)[0] for t in range(4)]  # positions come from the cache
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
+    assert cache.get_seq_length() == 4
+
+
+def test_post_ln_has_no_final_layernorm_pre_ln_has_one():
+    post = make_decoder()
+    assert post.final_norm is None
+    assert sum(isinstance(m, nn.LayerNorm) for m in post.modules()) == 3 * 3
+    ids = torch.tensor([[1, 5, 6]])
+    decoded = post(ids, MEMORY[:1], output_hidden_states=True)
+    out, hidden = decoded.last_hidden_state, decoded.hidden_states
+    causal = torch.full((3, 3), torch.finfo(torch.float32).min).triu(1)[None, None]
+    torch.testing.assert_close(out, post.layers[-1](hidden[-2], MEMORY[:1], causal, None)[0], rtol=0, atol=1e-6)
+
+    pre = make_decoder(norm_first=True)
+    assert isinstance(pre.final_norm, nn.LayerNorm)
+    assert sum(isinstance(m, nn.LayerNorm) for m in pre.modules()) == 3 * 3 + 1
+    with torch.no_grad():
+        pre.final_norm.bias.fill_(0.5)
+    decoded = pre(ids, MEMORY[:1], output_hidden_states=True)
+    out, hidden = decoded.last_hidden_state, decoded.hidden_states
+    last = pre.layers[-1](hidden[-2], MEMORY[:1], causal, None)[0]
+    torch.testing.assert_close(out, pre.final_norm(last), rtol=0, atol=1e-6)
+
+
+def test_missing_input_is_a_clear_error():
+    with pytest.raises(ValueError, match="decoder_input_ids"):
+        make_decoder()(None, MEMORY)

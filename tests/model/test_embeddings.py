@@ -1,0 +1,45 @@
+"""Tests for modeling_vaswani.model.embeddings: learned embeddings scaled by √d_model (§3.4)."""
+
+import math
+
+import pytest
+import torch
+
+from modeling_vaswani.model.embeddings import ScaledEmbedding
+
+
+def test_lookup_is_scaled_by_sqrt_d_model():
+    torch.manual_seed(0)
+    embedding = ScaledEmbedding(10, 16)
+    ids = torch.tensor([[3, 0, 9], [1, 1, 4]])
+    out = embedding(ids)
+    assert out.shape == (2, 3, 16)
+    torch.testing.assert_close(out, embedding.weight[ids] * 4.0)  # √16 = 4
+    assert embedding.embed_scale == math.sqrt(16)
+
+
+def test_scale_can_be_switched_off():
+    embedding = ScaledEmbedding(10, 16, scale=False)
+    ids = torch.tensor([[2, 5]])
+    torch.testing.assert_close(embedding(ids), embedding.weight[ids])
+
+
+def test_gradient_reaches_only_used_rows():
+    embedding = ScaledEmbedding(6, 4)
+    embedding(torch.tensor([[1, 3, 3]])).sum().backward()
+    used = embedding.weight.grad.abs().sum(-1) != 0
+    assert used.tolist() == [False, True, False, True, False, False]
+    # d/dw (√d · w) = √d = 2, once for id 1 and twice for id 3.
+    torch.testing.assert_close(embedding.weight.grad[1], torch.full((4,), 2.0))
+    torch.testing.assert_close(embedding.weight.grad[3], torch.full((4,), 4.0))
+
+
+@pytest.mark.parametrize("bad", [10, 11, -1])
+def test_token_ids_outside_vocabulary_are_a_clear_error(bad):
+    embedding = ScaledEmbedding(10, 4)
+    with pytest.raises(ValueError, match=rf"Token id {bad} .*vocab_size=10"):
+        embedding(torch.tensor([[1, bad, 2]]))
+
+
+def test_empty_input_is_allowed():
+    assert ScaledEmbedding(10, 4)(torch.zeros(2, 0, dtype=torch.long)).shape == (2, 0, 4)

@@ -1,0 +1,95 @@
+"""Tests for modeling_vaswani.model.encoder: the encoder stack of §3.1."""
+
+import pytest
+import torch
+from torch import nn
+
+from modeling_vaswani import VaswaniConfig
+from modeling_vaswani.model.embeddings import ScaledEmbedding
+from modeling_vaswani.model.encoder import Encoder
+from modeling_vaswani.model.masking import padding_mask
+from modeling_vaswani.model.positional_encoding import sinusoidal_table
+
+
+def make_encoder(**overrides):
+    torch.manual_seed(0)
+    config = VaswaniConfig(**{**dict(vocab_size=30, d_model=16, d_ff=32, num_heads=4, num_layers=3, dropout=0.0),
+                              **overrides})
+    return Encoder(config, ScaledEmbedding(30, 16)).eval()
+
+
+def test_shapes_and_layer_count():
+    encoder = make_encoder()
+    assert len(encoder.layers) == 3
+    out = encoder(input_ids=torch.randint(4, 30, (2, 7)), output_hidden_states=True, output_attentions=True)
+    assert out.last_hidden_state.shape == (2, 7, 16)
+    assert len(out.hidden_states) == 4 and all(h.shape == (2, 7, 16) for h in out.hidden_states)
+    assert len(out.attentions) == 3 and all(a.shape == (2, 4, 7, 7) for a in out.attentions)
+
+
+def test_bottom_is_scaled_embedding_plus_positional_encoding():
+    encoder = make_encoder()
+    ids = torch.tensor([[5, 6, 7]])
+    out = encoder(input_ids=ids, output_hidden_states=True)
+    expected = encoder.embed_tokens.weight[ids] * 4.0 + sinusoidal_table(3, 16)
+    torch.testing.assert_close(out.hidden_states[0], expected)
+
+
+def test_post_ln_has_no_final_layernorm():
+    encoder = make_encoder()
+    assert encoder.final_norm is None
+    assert sum(isinstance(m, nn.LayerNorm) for m in encoder.modules()) == 3 * 2  # one per sub-layer
+    ids = torch.randint(4, 30, (2, 5))
+    out = encoder(input_ids=ids, output_hidden_states=True)
+    last_layer, _ = encoder.layers[-1](out.hidden_states[-2], None)
+    torch.testing.assert_close(out.last_hidden_state, last_layer, rtol=0, atol=0)
+
+
+def test_pre_ln_ends_with_one_layernorm():
+    encoder = make_encoder(norm_first=True)
+    assert isinstance(encoder.final_norm, nn.LayerNorm)
+    assert sum(isinstance(m, nn.LayerNorm) for m in encoder.modules()) == 3 * 2 + 1
+    with torch.no_grad():
+        encoder.final_norm.weight.fill_(2.0)
+    out = encoder(input_ids=torch.randint(4, 30, (2, 5)), output_hidden_states=True)
+    # hidden_states[-2] is the input of the last layer; the output is final_norm(last layer).
+    last_layer, _ = encoder.layers[-1](out.hidden_states[-2], None)
+    torch.testing.assert_close(out.last_hidden_state, encoder.final_norm(last_layer))
+
+
+def test_padding_does_not_change_real_positions():
+    encoder = make_encoder()
+    ids = torch.tensor([[5, 6, 7, 2, 0, 0]])
+    keep = torch.tensor([[1, 1, 1, 1, 0, 0]])
+    padded = encoder(input_ids=ids, attention_mask=keep).last_hidden_state
+    alone = encoder(input_ids=ids[:, :4]).last_hidden_state
+    torch.testing.assert_close(padded[:, :4], alone, rtol=0, atol=1e-5)
+    other_pad = encoder(input_ids=torch.tensor([[5, 6, 7, 2, 9, 13]]), attention_mask=keep).last_hidden_state
+    torch.testing.assert_close(other_pad[:, :4], padded[:, :4], rtol=0, atol=1e-6)
+
+
+def test_layer_is_self_attention_then_feed_forward():
+    encoder = make_encoder()
+    layer = encoder.layers[0]
+    x = torch.randn(2, 4, 16)
+    keep = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
+    mask = padding_mask(keep, x.dtype)
+    h = layer.self_attn_sublayer.norm(x + layer.self_attn(x, attention_mask=mask)[0])
+    expected = layer.feed_forward_sublayer.norm(h + layer.feed_forward(h))
+    torch.testing.assert_close(layer(x, mask)[0], expected, rtol=0, atol=1e-6)
+
+
+def test_every_position_sees_every_other():
+    encoder = make_encoder()
+    ids = torch.tensor([[5, 6, 7, 8]])
+    changed = torch.tensor([[5, 6, 7, 9]])  # only the last token differs
+    a, b = encoder(input_ids=ids).last_hidden_state, encoder(input_ids=changed).last_hidden_state
+    assert not torch.allclose(a[:, 0], b[:, 0])  # no causal mask in the encoder
+
+
+def test_bad_inputs_are_clear_errors():
+    encoder = make_encoder()
+    with pytest.raises(ValueError, match="input_ids"):
+        encoder()
+    with pytest.raises(ValueError, match="attention_mask"):
+        encoder(input_ids=torch.tensor([[5, 6, 7]]), attention_mask=torch.ones(1, 4))

@@ -1,0 +1,90 @@
+"""Tests for modeling_vaswani.model.masking: the padding and causal masks of §3.2.3."""
+
+import pytest
+import torch
+
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani.model.masking import causal_mask, decoder_self_attention_mask, padding_mask
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_padding_mask_is_zero_where_allowed_and_min_where_pad(dtype):
+    keep = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    mask = padding_mask(keep, dtype)
+    assert mask.shape == (2, 1, 1, 3) and mask.dtype == dtype
+    low = torch.finfo(dtype).min
+    assert mask[:, 0, 0].tolist() == [[0.0, 0.0, low], [0.0, low, low]]
+    assert not torch.isinf(mask).any()  # finite, so a fully hidden row cannot give NaN
+
+
+def test_causal_mask_is_lower_triangular():
+    mask = causal_mask(4, 4, "cpu", torch.float32)
+    assert mask.shape == (1, 1, 4, 4)
+    allowed = mask[0, 0] == 0
+    assert torch.equal(allowed, torch.ones(4, 4, dtype=torch.bool).tril())
+    assert torch.all(mask[0, 0][~allowed] == torch.finfo(torch.float32).min)
+
+
+def test_causal_mask_with_cache_offset():
+    # Two new queries after three cached positions: they sit at absolute positions 3 and 4.
+    mask = causal_mask(2, 5, "cpu", torch.float32)
+    assert mask.shape == (1, 1, 2, 5)
+    assert (mask[0, 0] == 0).tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
+    # One new query sees everything before it.
+    assert torch.all(causal_mask(1, 7, "cpu", torch.float32) == 0)
+
+
+def test_decoder_mask_combines_causal_and_padding():
+    keep = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    mask = decoder_self_attention_mask(4, 4, keep, "cpu", torch.float32)
+    assert mask.shape == (2, 1, 4, 4)
+    allowed = mask[:, 0] == 0
+    tril = torch.ones(4, 4, dtype=torch.bool).tril()
+    assert torch.equal(allowed[0], tril)
+    assert torch.equal(allowed[1], tril & torch.tensor([True, True, False, False]))
+    # Without a padding mask it is just the causal mask.
+    torch.testing.assert_close(decoder_self_attention_mask(4, 4, None, "cpu", torch.float32),
+                               causal_mask(4, 4, "cpu", torch.float32))
+
+
+def test_decoder_mask_with_cache_and_padding():
+    keep = torch.tensor([[1, 0, 1, 1, 1]])  # key 1 is padding
+    mask = decoder_self_attention_mask(2, 5, keep, "cpu", torch.float32)
+    assert (mask[0, 0] == 0).tolist() == [[True, False, True, True, False], [True, False, True, True, True]]
+
+
+def test_decoder_mask_of_wrong_length_is_an_error():
+    with pytest.raises(ValueError, match="decoder_attention_mask"):
+        decoder_self_attention_mask(3, 5, torch.ones(1, 3), "cpu", torch.float32)
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    config = VaswaniConfig(vocab_size=30, d_model=16, d_ff=32, num_heads=4, num_layers=2)
+    return VaswaniForConditionalGeneration(config)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+def test_fully_padded_row_gives_no_nan(model, dtype, impl):
+    model = model.to(dtype).train()
+    model.config._attn_implementation = impl
+    input_ids = torch.tensor([[5, 6, 7, 2], [0, 0, 0, 0]])
+    attention_mask = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0]])  # the second source is all padding
+    labels = torch.tensor([[8, 9, 2], [4, 2, -100]])
+    decoder_attention_mask = torch.tensor([[1, 1, 1], [0, 0, 0]])  # and so is its target
+    model.zero_grad()
+    out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels,
+                decoder_input_ids=model.prepare_decoder_input_ids_from_labels(labels),
+                decoder_attention_mask=decoder_attention_mask)
+    assert torch.isfinite(out.logits).all() and torch.isfinite(out.loss)
+    out.loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+def test_model_rejects_decoder_mask_of_wrong_length(model):
+    with pytest.raises(ValueError, match="decoder_attention_mask"):
+        model(input_ids=torch.tensor([[5, 6, 2]]), decoder_input_ids=torch.tensor([[1, 7, 8]]),
+              decoder_attention_mask=torch.ones(1, 2, dtype=torch.long))

@@ -1,0 +1,113 @@
+"""Tests for modeling_vaswani.model.positional_encoding: the sinusoids of §3.5 and the learned variant (Table 3 E)."""
+
+import math
+
+import pytest
+import torch
+
+from modeling_vaswani.model.positional_encoding import (
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    build_positional_encoding,
+    sinusoidal_table,
+)
+
+D = 8
+
+
+def pe(pos, dim, d_model=D):
+    """§3.5 written with the math module: sine on even dimensions, cosine on odd ones."""
+    i = dim // 2
+    angle = pos / 10000 ** (2 * i / d_model)
+    return math.sin(angle) if dim % 2 == 0 else math.cos(angle)
+
+
+def test_position_zero_is_zero_one_alternating():
+    table = sinusoidal_table(3, D)
+    assert table[0].tolist() == [0.0, 1.0] * (D // 2)
+
+
+def test_position_one_by_hand():
+    row = sinusoidal_table(2, D, dtype=torch.float64)[1]
+    expected = [
+        math.sin(1), math.cos(1),
+        math.sin(1 / 10000 ** (2 / D)), math.cos(1 / 10000 ** (2 / D)),
+        math.sin(1 / 10000 ** (4 / D)), math.cos(1 / 10000 ** (4 / D)),
+        math.sin(1 / 10000 ** (6 / D)), math.cos(1 / 10000 ** (6 / D)),
+    ]
+    assert row.tolist() == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("d_model", [6, 8, 16])
+def test_every_entry_matches_the_formula(d_model):
+    table = sinusoidal_table(40, d_model, dtype=torch.float64)
+    assert table.shape == (40, d_model)
+    for pos in range(40):
+        for dim in range(d_model):
+            assert table[pos, dim].item() == pytest.approx(pe(pos, dim, d_model), abs=1e-12)
+
+
+def test_interleaved_not_concatenated():
+    table = sinusoidal_table(50, D, dtype=torch.float64)
+    pos = torch.arange(50, dtype=torch.float64)
+    for i in range(D // 2):
+        angle = pos / 10000 ** (2 * i / D)
+        # Dimensions 2i and 2i+1 share one frequency: sine then cosine.
+        torch.testing.assert_close(table[:, 2 * i], torch.sin(angle), rtol=0, atol=1e-12)
+        torch.testing.assert_close(table[:, 2 * i + 1], torch.cos(angle), rtol=0, atol=1e-12)
+    # sin² + cos² = 1 for each pair, which a sines-then-cosines layout would break.
+    pairs = table.view(50, D // 2, 2)
+    torch.testing.assert_close((pairs ** 2).sum(-1), torch.ones(50, D // 2, dtype=torch.float64))
+
+
+def test_odd_d_model_ends_with_a_sine():
+    table = sinusoidal_table(5, 7, dtype=torch.float64)
+    assert table[3, 6].item() == pytest.approx(math.sin(3 / 10000 ** (6 / 7)), abs=1e-12)
+
+
+def test_buffer_is_not_saved():
+    module = SinusoidalPositionalEncoding(D, 16)
+    assert "table" not in module.state_dict()
+    assert dict(module.named_buffers())["table"].shape == (16, D)
+    assert list(module.parameters()) == []
+
+
+def test_forward_slices_with_offset():
+    module = SinusoidalPositionalEncoding(D, 16)
+    out = module(4, offset=3)
+    assert out.shape == (4, D)
+    torch.testing.assert_close(out, sinusoidal_table(16, D)[3:7])
+    assert out[0, 0].item() == pytest.approx(math.sin(3), abs=1e-6)
+    assert out[0, 1].item() == pytest.approx(math.cos(3), abs=1e-6)
+
+
+def test_table_grows_on_demand_and_keeps_the_formula():
+    module = SinusoidalPositionalEncoding(D, 10)
+    out = module(5, offset=20)  # positions 20 … 24, beyond the 10 precomputed
+    assert module.table.shape[0] >= 25
+    for row, pos in zip(out, range(20, 25)):
+        assert row.tolist() == pytest.approx([pe(pos, dim) for dim in range(D)], abs=1e-6)
+    # The grown table agrees with a fresh one at every position, old and new.
+    torch.testing.assert_close(module.table, sinusoidal_table(module.table.shape[0], D))
+    assert "table" not in module.state_dict()
+
+
+def test_learned_variant_is_a_trainable_table():
+    module = LearnedPositionalEmbedding(D, 12)
+    assert [name for name, _ in module.named_parameters()] == ["weight"]
+    torch.testing.assert_close(module(3, offset=2), module.weight[2:5])
+    assert module(12).shape == (12, D)
+
+
+def test_learned_variant_cannot_extrapolate():
+    module = LearnedPositionalEmbedding(D, 12)
+    with pytest.raises(ValueError, match="max_position_embeddings") as info:
+        module(5, offset=10)
+    assert "sinusoidal" in str(info.value)
+
+
+def test_builder():
+    assert isinstance(build_positional_encoding("sinusoidal", D, 4), SinusoidalPositionalEncoding)
+    assert isinstance(build_positional_encoding("learned", D, 4), LearnedPositionalEmbedding)
+    with pytest.raises(ValueError, match="positional_encoding"):
+        build_positional_encoding("rotary", D, 4)

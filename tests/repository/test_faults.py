@@ -1,0 +1,299 @@
+"""Interrupted jobs and large inputs: no half-written folder loads as a model, memory stays flat.
+
+- `save_pretrained` writes code, config.json, generation_config.json and the weights last, each
+  straight into the final folder; a process killed on the way leaves one of the states built
+  below, and each must fail to load instead of giving a valid-looking, wrong model.
+- The Trainer writes a `checkpoint-<step>` folder in place too, with trainer_state.json last;
+  checkpoint averaging and resuming refuse a folder without it.
+- scripts/translate.py reads a file a batch at a time, so its peak memory does not grow with the
+  file.
+"""
+
+import json
+import os
+import runpy
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import pytest
+import torch
+import transformers.modeling_utils
+from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
+from transformers.trainer_callback import TrainerState
+
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani.training.checkpoint_averaging import average_checkpoints, find_checkpoints, is_complete_checkpoint
+from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
+from modeling_vaswani.training.tokenization import train_bpe_tokenizer
+from modeling_vaswani.training.trainer import VaswaniTrainer
+
+REPO = Path(__file__).resolve().parents[2]
+CODE_FILES = {"configuration_vaswani.py", "modeling_vaswani.py"}  # two of the copied modules, enough to recognise
+
+
+@pytest.fixture(scope="module")
+def english():
+    return read_lines(DEFAULT_DATA_DIR / "train.en.gz")[:1000]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(english):
+    german = read_lines(DEFAULT_DATA_DIR / "train.de.gz")[:300]
+    return train_bpe_tokenizer(english[:300] + german, vocab_size=250)
+
+
+def tiny_model(vocab_size):
+    torch.manual_seed(0)
+    config = VaswaniConfig.from_preset("tiny", vocab_size=vocab_size, d_model=16, d_ff=32, num_heads=2, num_layers=1)
+    return VaswaniForConditionalGeneration(config)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tokenizer):
+    folder = tmp_path_factory.mktemp("saved") / "model"
+    tiny_model(len(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+# --- save_pretrained interrupted ---------------------------------------------------------------
+
+
+def test_save_pretrained_writes_the_weights_last(tmp_path, monkeypatch):
+    """The states simulated below rest on this order (transformers 5.24, `save_pretrained`)."""
+    seen = []
+    original = transformers.modeling_utils.safe_save_file
+
+    def recording_save(tensors, filename, *args, **kwargs):
+        seen.append(sorted(os.listdir(os.path.dirname(filename))))
+        return original(tensors, filename, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", recording_save)
+    tiny_model(40).save_pretrained(tmp_path / "m")
+    assert len(seen) == 1
+    assert {"config.json", "generation_config.json"} | CODE_FILES <= set(seen[0])
+    assert sorted(os.listdir(tmp_path / "m")) == sorted(seen[0] + ["model.safetensors"])
+
+
+def _header_end(data: bytes) -> int:
+    # safetensors layout: 8-byte little-endian header length, the JSON header, then the tensor data.
+    return 8 + struct.unpack("<Q", data[:8])[0]
+
+
+INTERRUPTED_STATES = {
+    # killed while copying the code: nothing else written yet
+    "code-only": dict(drop=["config.json", "generation_config.json", "model.safetensors"]),
+    # killed while writing config.json
+    "config-cut": dict(drop=["generation_config.json", "model.safetensors"], cut=("config.json", 0.5)),
+    # killed before or while writing generation_config.json
+    "config-only": dict(drop=["generation_config.json", "model.safetensors"]),
+    "no-weights-yet": dict(drop=["model.safetensors"]),
+    # killed while writing model.safetensors, at several points of the file
+    "weights-0-bytes": dict(cut=("model.safetensors", 0)),
+    "weights-in-length-field": dict(cut=("model.safetensors", 5)),
+    "weights-in-header": dict(cut=("model.safetensors", "header-middle")),
+    "weights-header-only": dict(cut=("model.safetensors", "header-end")),
+    "weights-half": dict(cut=("model.safetensors", 0.5)),
+    "weights-last-byte-missing": dict(cut=("model.safetensors", -1)),
+}
+
+
+def _interrupt(folder: Path, drop=(), cut=None):
+    for name in drop:
+        (folder / name).unlink()
+    if cut is not None:
+        name, where = cut
+        data = (folder / name).read_bytes()
+        if where == "header-middle":
+            size = _header_end(data) // 2
+        elif where == "header-end":
+            size = _header_end(data)
+        elif isinstance(where, float):
+            size = int(len(data) * where)
+        else:
+            size = where if where >= 0 else len(data) + where
+        (folder / name).write_bytes(data[:size])
+
+
+@pytest.mark.parametrize("state", list(INTERRUPTED_STATES))
+def test_interrupted_save_never_loads(model_dir, tmp_path, state):
+    folder = Path(shutil.copytree(model_dir, tmp_path / "model"))
+    _interrupt(folder, **INTERRUPTED_STATES[state])
+    for load in (VaswaniForConditionalGeneration.from_pretrained,
+                 lambda path: AutoModelForSeq2SeqLM.from_pretrained(path, trust_remote_code=True)):
+        with pytest.raises((OSError, ValueError)) as error:
+            load(folder)
+        message = str(error.value)
+        assert str(folder) in message, message  # every message says which folder or file is damaged
+
+
+def test_an_intact_copy_still_loads_exactly(model_dir, tmp_path):
+    """Control for the test above: the same copy, undamaged, loads with the saved weights."""
+    folder = Path(shutil.copytree(model_dir, tmp_path / "model"))
+    loaded = VaswaniForConditionalGeneration.from_pretrained(folder)
+    reference = tiny_model(loaded.config.vocab_size)
+    for name, tensor in reference.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[name]), name
+
+
+def test_a_save_interrupted_over_an_earlier_model_never_loads_the_old_weights(model_dir, tmp_path, monkeypatch):
+    """Saving over a folder: killed before the new weights are whole, the folder must not load the
+    earlier weights under the new config.json (here the new config differs only in dropout, so the
+    shapes would fit)."""
+    folder = Path(shutil.copytree(model_dir, tmp_path / "model"))
+    newer = tiny_model(VaswaniForConditionalGeneration.from_pretrained(folder).config.vocab_size)
+    newer.config.dropout = 0.3
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", killed)
+    with pytest.raises(KeyboardInterrupt):
+        newer.save_pretrained(folder)
+    assert json.loads((folder / "config.json").read_text())["dropout"] == 0.3  # the new config is there
+    with pytest.raises(FileNotFoundError, match="has no model.safetensors"):
+        VaswaniForConditionalGeneration.from_pretrained(folder)
+
+
+# --- Trainer checkpoints interrupted -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, tokenizer, english):
+    """A 2-step training run that saves checkpoint-1 and checkpoint-2, recording what each save held
+    at the moment trainer_state.json was written."""
+    run = tmp_path_factory.mktemp("run")
+    encoded = tokenizer(english[:8], truncation=True, max_length=16)
+    data = datasets.Dataset.from_dict({"input_ids": encoded["input_ids"], "labels": encoded["input_ids"]})
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(run), max_steps=2, save_steps=1, save_strategy="steps", per_device_train_batch_size=4,
+        report_to="none", logging_strategy="no", eval_strategy="no", use_cpu=True, disable_tqdm=True,
+    )
+    model = tiny_model(len(tokenizer))
+    trainer = VaswaniTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                             data_collator=DataCollatorForSeq2Seq(tokenizer, model=model))
+    before_state = {}
+    original = TrainerState.save_to_json
+
+    def recording_save(self, json_path):
+        folder = os.path.dirname(json_path)
+        if os.path.basename(folder).startswith("checkpoint-"):
+            before_state[os.path.basename(folder)] = sorted(os.listdir(folder))
+        return original(self, json_path)
+
+    TrainerState.save_to_json = recording_save
+    try:
+        trainer.train()
+    finally:
+        TrainerState.save_to_json = original
+    return run, before_state
+
+
+def test_trainer_writes_trainer_state_json_last(run_dir):
+    """`is_complete_checkpoint` rests on this order (transformers 5.24, `Trainer._save_checkpoint`)."""
+    run, before_state = run_dir
+    assert sorted(before_state) == ["checkpoint-1", "checkpoint-2"]
+    for name, listing in before_state.items():
+        assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "config.json"} <= set(listing)
+        assert "trainer_state.json" not in listing
+        assert sorted(os.listdir(run / name)) == sorted(listing + ["trainer_state.json"])
+        assert is_complete_checkpoint(run / name)
+
+
+@pytest.fixture
+def killed_run(run_dir, tmp_path):
+    """The run as a kill during the save of checkpoint-2 leaves it: weights cut, no trainer_state.json."""
+    run = Path(shutil.copytree(run_dir[0], tmp_path / "run"))
+    last = run / "checkpoint-2"
+    (last / "trainer_state.json").unlink()
+    (last / "optimizer.pt").unlink()
+    weights = last / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    return run
+
+
+def test_find_checkpoints_skips_an_interrupted_checkpoint(killed_run):
+    assert not is_complete_checkpoint(killed_run / "checkpoint-2")
+    assert find_checkpoints(killed_run, 1) == [killed_run / "checkpoint-1"]
+    expected = r"only 1 complete checkpoint-<step> folders \(skipped incomplete: checkpoint-2\)"
+    with pytest.raises(ValueError, match=expected):
+        find_checkpoints(killed_run, 2)
+
+
+def test_average_checkpoints_refuses_an_interrupted_checkpoint(killed_run, tmp_path):
+    with pytest.raises(ValueError, match=r"checkpoint-2' is incomplete \(no trainer_state.json"):
+        average_checkpoints([killed_run / "checkpoint-1", killed_run / "checkpoint-2"], tmp_path / "averaged")
+    assert not (tmp_path / "averaged").exists()
+
+
+def test_average_last_after_a_kill_uses_complete_checkpoints(killed_run, tmp_path):
+    weights = average_checkpoints(find_checkpoints(killed_run, 1), tmp_path / "averaged")
+    model = VaswaniForConditionalGeneration.from_pretrained(weights.parent)
+    saved = VaswaniForConditionalGeneration.from_pretrained(killed_run / "checkpoint-1")
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), saved.state_dict().values()))
+
+
+def test_resuming_from_an_interrupted_checkpoint_is_refused(killed_run, monkeypatch, capsys):
+    script = REPO / "scripts" / "train.py"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", [str(script), "--output_dir", str(killed_run),
+                                      "--resume_from_checkpoint", str(killed_run / "checkpoint-2")])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_path(str(script), run_name="__main__")
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code != 0
+    assert err.count("\n") == 0 and err.startswith("error: "), err
+    assert "checkpoint-2' is incomplete" in err and "Traceback" not in err
+
+
+def test_the_interrupted_checkpoint_itself_does_not_load(killed_run):
+    with pytest.raises(ValueError, match="truncated or corrupted"):
+        VaswaniForConditionalGeneration.from_pretrained(killed_run / "checkpoint-2")
+
+
+# --- streaming a large file through translate.py -----------------------------------------------
+
+# In a fresh process, translate the small file and then the large one with scripts/translate.py's
+# own main(), and report the peak resident memory after each.
+_MEASURE = """
+import json, resource, runpy, sys
+main = runpy.run_path(sys.argv[1])["main"]
+peaks = []
+for path in sys.argv[3:]:
+    main(["--model", sys.argv[2], "--file", path, "--output", path + ".out", "--num_beams", "1",
+          "--max_new_tokens", "5", "--batch_size", "500", "--device", "cpu"])
+    peaks.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(json.dumps(peaks))
+"""
+# Whitespace-only lines are copied through without decoding; these make the large file 80 MB, so
+# reading it whole (instead of a batch at a time) would raise the peak far above the margin.
+_PAD = " " * 8000
+MARGIN_MB = 30
+
+
+def test_translating_a_file_streams_it_in_batches(model_dir, english, tmp_path):
+    files = []
+    for lines in (1_000, 10_000):
+        path = tmp_path / f"{lines}.en"
+        with path.open("w", encoding="utf-8") as handle:
+            for i in range(lines):
+                handle.write(f"{english[i % len(english)]}\n{_PAD}\n")
+        files.append(str(path))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(REPO / "scripts" / "translate.py"), str(model_dir), *files],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    small, large = json.loads(result.stdout.strip().splitlines()[-1])
+    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss counts bytes on macOS, KiB on Linux
+    growth_mb = (large - small) * unit / 2**20
+    assert growth_mb <= MARGIN_MB, f"peak memory grew by {growth_mb:.1f} MB from 1,000 to 10,000 lines"
+    for path, lines in zip(files, (1_000, 10_000)):
+        outputs = Path(path + ".out").read_text(encoding="utf-8").split("\n")
+        assert len(outputs) == 2 * lines + 1  # one output line per input line, then the final newline
+        assert outputs[1] == outputs[-2] == ""  # whitespace-only lines give empty translations

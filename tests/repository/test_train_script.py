@@ -1,0 +1,306 @@
+"""End to end: scripts/train.py as a user runs it, in a subprocess, on a tiny model.
+
+One short run on 300 Multi30k pairs (shared by the tests below) must learn something, evaluate
+BLEU, save a folder that reloads and translates, and average its last checkpoints (§6.1). A run
+killed mid-training and resumed from a checkpoint must end with exactly the weights of a run that
+was never interrupted. `torchrun` must split the §5.1 token-budget batches between two processes.
+Fine-tuning a saved model on local files must keep its tokenizer and fit the new pairs. Mistakes
+on the command line must end in one `error: ...` line, not a traceback.
+"""
+
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset
+from safetensors.torch import load_file
+from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+from transformers.utils import logging as hf_logging
+
+import modeling_vaswani  # noqa: F401  (registers the model with the Auto classes)
+from modeling_vaswani.training.data import load_multi30k
+from modeling_vaswani.training.tokenization import load_tokenizer
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN = str(REPO / "scripts" / "train.py")
+# Single-threaded subprocesses: reproducible float sums, and two ranks of torchrun share 2 cores.
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+       "TOKENIZERS_PARALLELISM": "false"}
+TIMEOUT = 300
+
+# A tiny model on 300 pairs; dropout is 0 in the tiny preset and the data order comes from the
+# seeds, so two runs with these flags take exactly the same steps.
+DATA = ["--preset", "tiny", "--max_train_samples", "300", "--max_eval_samples", "30", "--vocab_size", "500",
+        "--max_tokens", "1024", "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true",
+        "--dataloader_pin_memory", "false"]
+RUN = DATA + ["--warmup_steps_noam", "30", "--seed", "7", "--data_seed", "7", "--logging_steps", "5",
+              "--save_strategy", "steps", "--save_steps", "10", "--eval_strategy", "steps", "--eval_steps", "40"]
+STEPS = 40
+
+
+def train(*args, check=True):
+    result = subprocess.run([sys.executable, TRAIN, *map(str, args)], cwd=REPO, env=ENV, capture_output=True,
+                            text=True, timeout=TIMEOUT)
+    if check:
+        assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def weights(folder):
+    return load_file(str(Path(folder) / "model.safetensors"))
+
+
+def batches_per_epoch(log):
+    """The count train.py logs for §5.1 batching (all processes together)."""
+    return int(re.search(r"token-budget batches: (\d+) per epoch", log).group(1))
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory):
+    """40 steps of the tiny preset with a checkpoint every 10 steps and --average_last 2."""
+    output = tmp_path_factory.mktemp("base")
+    result = train(*RUN, "--max_steps", STEPS, "--average_last", "2", "--output_dir", output)
+    return output, result.stderr
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    hf_logging.set_verbosity_error()
+
+
+# --- a short run ------------------------------------------------------------------------------
+
+def test_short_run_learns_evaluates_saves_and_averages(base_run):
+    output, log = base_run
+    state = json.loads((output / "trainer_state.json").read_text())
+    assert state["global_step"] == STEPS
+    losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
+    assert len(losses) == STEPS // 5
+    print(f"training loss {losses[0]:.3f} → {losses[-1]:.3f}")
+    assert losses[-1] < losses[0] - 0.5  # starts near ln(500) ≈ 6.2
+
+    metrics = json.loads((output / "eval_results.json").read_text())
+    assert 0.0 <= metrics["eval_bleu"] <= 100.0 and metrics["eval_loss"] < losses[0]
+    total = batches_per_epoch(log)
+    assert f"token-budget batches: {total} per epoch, {total} per process" in log and total > 1
+
+    # §6.1: averaged/ holds the mean of the last two checkpoints and loads like any model.
+    assert sorted(p.name for p in output.glob("checkpoint-*")) == [f"checkpoint-{s}" for s in (10, 20, 30, 40)]
+    last, before = weights(output / "checkpoint-40"), weights(output / "checkpoint-30")
+    averaged = AutoModelForSeq2SeqLM.from_pretrained(output / "averaged")
+    for name, tensor in averaged.state_dict().items():
+        if name in last:
+            torch.testing.assert_close(tensor, (last[name] + before[name]) / 2, rtol=1e-6, atol=1e-7)
+    assert "eval_averaged_bleu" in json.loads((output / "averaged" / "eval_results.json").read_text())
+
+    # run_info.json: the command and its training minutes, for the model card.
+    (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
+    assert segment["command"].startswith("python scripts/train.py --preset tiny") and segment["minutes"] > 0
+
+
+def test_saved_folder_reloads_translates_and_keeps_its_tokenizer(base_run):
+    output, _ = base_run
+    model = AutoModelForSeq2SeqLM.from_pretrained(output).eval()
+    tokenizer = load_tokenizer(output)
+    assert type(model).__name__ == "VaswaniForConditionalGeneration"
+    assert model.config.vocab_size == len(tokenizer) <= 500
+    for name, tensor in weights(output).items():
+        assert torch.equal(model.state_dict()[name], tensor)
+    assert model.generation_config.num_beams == 4 and model.generation_config.length_penalty == 0.6
+
+    sentence = load_multi30k()["train"][0]["translation"]["en"]  # its characters were seen in training
+    ids = tokenizer(sentence)["input_ids"]
+    assert ids[-1] == tokenizer.eos_token_id
+    assert tokenizer.decode(ids, skip_special_tokens=True) == sentence
+
+    batch = tokenizer([sentence, "A dog runs."], padding=True, return_tensors="pt")
+    generated = model.generate(**batch, num_beams=1, max_new_tokens=12)
+    assert generated.shape[0] == 2 and 1 < generated.shape[1] <= 13
+    assert (generated[:, 0] == model.config.decoder_start_token_id).all()
+    assert ((0 <= generated) & (generated < len(tokenizer))).all()
+    texts = tokenizer.batch_decode(generated, skip_special_tokens=True)  # 40 steps: words, if any, are not yet German
+    assert len(texts) == 2 and all(isinstance(t, str) for t in texts)
+
+
+# --- resuming ---------------------------------------------------------------------------------
+
+def _complete(checkpoint):
+    """trainer_state.json is written last; once it parses, the checkpoint is whole."""
+    try:
+        json.loads((checkpoint / "trainer_state.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return False
+    return (checkpoint / "model.safetensors").is_file()
+
+
+def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
+    output, _ = base_run
+    resumed = tmp_path / "resumed"
+    checkpoint = resumed / "checkpoint-10"
+    # The same run, but told to go on far longer, so that it is surely still training when killed
+    # (Eq. (3) and the batch order do not depend on the total number of steps).
+    process = subprocess.Popen([sys.executable, TRAIN, *RUN, "--max_steps", "100000", "--output_dir", str(resumed)],
+                               cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not _complete(checkpoint):
+            assert process.poll() is None, "the run ended before writing checkpoint-10"
+            assert time.monotonic() < deadline, "no checkpoint-10 in time"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert not (resumed / "model.safetensors").exists()  # it never got to the end
+
+    train(*RUN, "--max_steps", STEPS, "--output_dir", resumed, "--resume_from_checkpoint", checkpoint)
+    state = json.loads((resumed / "trainer_state.json").read_text())
+    assert state["global_step"] == STEPS
+    expected, got = weights(output), weights(resumed)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name
+    # The losses logged after the resume point are the uninterrupted run's, step for step.
+    base_log = json.loads((output / "trainer_state.json").read_text())["log_history"]
+    after = [(e["step"], e["loss"]) for e in state["log_history"] if "loss" in e and e["step"] > 10]
+    assert after == [(e["step"], e["loss"]) for e in base_log if "loss" in e and e["step"] > 10]
+    # Both invocations are in the run's record, the killed one with its minutes up to checkpoint-10.
+    killed, resuming = json.loads((resumed / "run_info.json").read_text())["segments"]
+    assert "--resume_from_checkpoint" not in killed["command"] and killed["minutes"] > 0
+    assert "--resume_from_checkpoint" in resuming["command"] and resuming["minutes"] > 0
+
+
+# --- data-parallel ----------------------------------------------------------------------------
+
+def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(tmp_path):
+    # Two epochs, a checkpoint after every step; then a resume from a checkpoint in the middle of
+    # the second epoch must end with the same weights (its batches are epoch 1's, not epoch 0's).
+    def torchrun(output, *extra):
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", TRAIN,
+                   *DATA, "--max_eval_samples", "8", "--num_train_epochs", "2", "--warmup_steps_noam", "10",
+                   "--seed", "3", "--logging_steps", "1", "--eval_strategy", "epoch", "--save_strategy", "steps",
+                   "--save_steps", "1", "--output_dir", str(output), *extra]
+        result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return result
+
+    output = tmp_path / "ddp"
+    result = torchrun(output)
+    # Each process runs its own half of the epoch's batches, as train.py announces.
+    total = batches_per_epoch(result.stderr)
+    per_process = math.ceil(total / 2)
+    assert f"token-budget batches: {total} per epoch, {per_process} per process" in result.stderr
+    state = json.loads((output / "trainer_state.json").read_text())
+    print(f"{total} batches per epoch, {state['global_step']} steps per process in 2 epochs")
+    assert total > 4
+    assert next(e["epoch"] for e in state["log_history"] if e.get("step") == per_process) == 1.0
+    assert "eval_bleu" in json.loads((output / "eval_results.json").read_text())
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(output).eval()
+    tokenizer = load_tokenizer(output)
+    with torch.no_grad():
+        batch = tokenizer(["A man is running."], text_target=["Ein Mann läuft."], return_tensors="pt")
+        assert torch.isfinite(model(**batch).loss)
+
+    resumed = tmp_path / "resumed"
+    middle = f"checkpoint-{per_process + 2}"  # two steps into the second epoch
+    shutil.copytree(output / middle, resumed / middle)
+    torchrun(resumed, "--resume_from_checkpoint", str(resumed / middle))
+    expected, got = weights(output), weights(resumed)
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name
+
+
+# --- fine-tuning ------------------------------------------------------------------------------
+
+SUBJECTS = [("A man", "Ein Mann"), ("A woman", "Eine Frau"), ("A child", "Ein Kind"), ("A dog", "Ein Hund")]
+VERBS = [("is running", "läuft"), ("is sitting", "sitzt"), ("is waiting", "wartet")]
+PLACES = [("in the park.", "im Park."), ("on the street.", "auf der Straße."), ("at the beach.", "am Strand.")]
+PAIRS = [(f"{s} {v} {p}", f"{sd} {vd} {pd}") for s, sd in SUBJECTS for v, vd in VERBS for p, pd in PLACES]
+
+
+def _pair_loss(model, tokenizer):
+    """The model's loss (§5.4, label-smoothed) on PAIRS."""
+    batch = tokenizer([s for s, _ in PAIRS], text_target=[t for _, t in PAIRS], padding=True, return_tensors="pt")
+    batch["labels"] = batch["labels"].masked_fill(batch["labels"] == tokenizer.pad_token_id, -100)
+    model.eval()
+    with torch.no_grad():
+        return model(**batch).loss.item()
+
+
+def test_fine_tuning_on_local_files_keeps_the_tokenizer(base_run, tmp_path):
+    base, _ = base_run
+    (tmp_path / "a.en").write_text("".join(s + "\n" for s, _ in PAIRS), encoding="utf-8")
+    (tmp_path / "a.de").write_text("".join(t + "\n" for _, t in PAIRS), encoding="utf-8")
+    output = tmp_path / "fine-tuned"
+    train("--model_name_or_path", base, "--train_source", tmp_path / "a.en", "--train_target", tmp_path / "a.de",
+          "--max_steps", "15", "--warmup_steps_noam", "30", "--max_tokens", "512", "--save_strategy", "no",
+          "--report_to", "none",
+          "--disable_tqdm", "true", "--use_cpu", "true", "--output_dir", output)
+
+    assert json.loads((output / "tokenizer.json").read_text())["model"]["vocab"] == \
+        json.loads((base / "tokenizer.json").read_text())["model"]["vocab"]
+    tokenizer = load_tokenizer(base)
+    before = _pair_loss(AutoModelForSeq2SeqLM.from_pretrained(base), tokenizer)
+    after = _pair_loss(AutoModelForSeq2SeqLM.from_pretrained(output), load_tokenizer(output))
+    print(f"loss on the new pairs: {before:.3f} → {after:.3f}")
+    assert after < before - 0.3
+
+
+def test_fine_tuning_with_a_plain_seq2seq_trainer(base_run, tmp_path):
+    """The saved model also trains under the stock Trainer and its own label smoothing."""
+    base, _ = base_run
+    tokenizer = load_tokenizer(base)
+    model = AutoModelForSeq2SeqLM.from_pretrained(base)
+    before = _pair_loss(model, tokenizer)
+    encoded = tokenizer([s for s, _ in PAIRS], text_target=[t for _, t in PAIRS])
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(tmp_path), label_smoothing_factor=0.1, learning_rate=3e-3, max_steps=15,
+        per_device_train_batch_size=12, report_to="none", save_strategy="no", use_cpu=True, disable_tqdm=True,
+        dataloader_pin_memory=False, seed=0,
+    )
+    trainer = Seq2SeqTrainer(
+        model=model, args=args, train_dataset=Dataset.from_dict(dict(encoded)),
+        # Trainer's label smoothing takes `labels` away from the model, so the collator must build
+        # decoder_input_ids (through model.prepare_decoder_input_ids_from_labels).
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+    )
+    trainer.train()
+    after = _pair_loss(model, tokenizer)
+    print(f"loss on the new pairs: {before:.3f} → {after:.3f}")
+    assert after < before - 0.3
+
+
+# --- user mistakes ----------------------------------------------------------------------------
+
+def test_command_line_mistakes_end_in_one_error_line(tmp_path):
+    mistakes = {
+        "unknown flag": (["--bogus_flag", "1"], "bogus_flag"),
+        "missing model folder": (["--model_name_or_path", tmp_path / "no-such-model"], "no-such-model"),
+        "unknown language": (["--source_lang", "xx"], "xx"),
+    }
+    # Started together: most of their time is spent importing.
+    processes = {
+        name: subprocess.Popen([sys.executable, TRAIN, *map(str, args), "--output_dir", str(tmp_path / "out")],
+                               cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, (args, _) in mistakes.items()
+    }
+    for name, process in processes.items():
+        stdout, stderr = process.communicate(timeout=TIMEOUT)
+        assert process.returncode not in (0, None), name
+        assert "Traceback" not in stderr + stdout, (name, stderr)
+        errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and stderr.strip().splitlines()[-1] == errors[0], (name, stderr)
+        assert mistakes[name][1] in errors[0], (name, errors[0])
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,158 @@
+"""Checkpoint averaging of §6.1."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from modeling_vaswani.training.checkpoint_averaging import (
+    average_checkpoints,
+    average_state_dicts,
+    find_checkpoints,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = {"model_type": "vaswani", "d_model": 4, "vocab_size": 10, "num_layers": 1}
+
+
+def test_elementwise_mean_of_three_state_dicts():
+    dicts = [
+        {"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([[0.0]])},
+        {"w": torch.tensor([4.0, 5.0]), "b": torch.tensor([[3.0]])},
+        {"w": torch.tensor([7.0, -1.0]), "b": torch.tensor([[6.0]])},
+    ]
+    averaged = average_state_dicts(dicts)
+    assert torch.equal(averaged["w"], torch.tensor([4.0, 2.0]))
+    assert torch.equal(averaged["b"], torch.tensor([[3.0]]))
+
+
+def test_dtype_is_kept_and_integer_buffers_are_not_averaged():
+    dicts = [
+        {"h": torch.tensor([1.0, 2.0], dtype=torch.bfloat16), "n": torch.tensor([1])},
+        {"h": torch.tensor([2.0, 4.0], dtype=torch.bfloat16), "n": torch.tensor([4])},
+    ]
+    averaged = average_state_dicts(dicts)
+    assert averaged["h"].dtype == torch.bfloat16
+    assert torch.equal(averaged["h"], torch.tensor([1.5, 3.0], dtype=torch.bfloat16))
+    assert torch.equal(averaged["n"], torch.tensor([4]))
+
+
+def test_mismatched_shapes_name_the_tensor_and_checkpoint():
+    dicts = [{"encoder.w": torch.zeros(2)}, {"encoder.w": torch.zeros(2)}, {"encoder.w": torch.zeros(3)}]
+    with pytest.raises(ValueError, match=r"checkpoint 2.*'encoder\.w'.*shape"):
+        average_state_dicts(dicts)
+
+
+def test_mismatched_keys_name_the_tensor():
+    with pytest.raises(ValueError, match=r"checkpoint 1 lacks tensor 'b'"):
+        average_state_dicts([{"a": torch.zeros(1), "b": torch.zeros(1)}, {"a": torch.zeros(1)}])
+    with pytest.raises(ValueError, match=r"checkpoint 1 has tensor 'c'"):
+        average_state_dicts([{"a": torch.zeros(1)}, {"a": torch.zeros(1), "c": torch.zeros(1)}])
+
+
+def test_empty_list_is_rejected():
+    with pytest.raises(ValueError, match="at least one"):
+        average_state_dicts([])
+
+
+def _make_checkpoint(folder: Path, value: float, config=CONFIG, extra_files=True) -> Path:
+    folder.mkdir(parents=True)
+    save_file({"w": torch.full((2, 2), value), "b": torch.tensor([value])}, str(folder / "model.safetensors"),
+              metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(config))
+    if extra_files:
+        (folder / "generation_config.json").write_text("{}")
+        (folder / "tokenizer.json").write_text("{}")
+        (folder / "modeling_vaswani.py").write_text("# code\n")
+        for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "training_args.bin"):
+            (folder / name).write_bytes(b"state")
+    return folder
+
+
+def test_find_checkpoints_sorts_numerically(tmp_path):
+    for step in (9, 10, 100, 8):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-final").mkdir()
+    (tmp_path / "runs").mkdir()
+    assert [p.name for p in find_checkpoints(tmp_path, 3)] == ["checkpoint-9", "checkpoint-10", "checkpoint-100"]
+    with pytest.raises(ValueError, match="only 4"):
+        find_checkpoints(tmp_path, 5)
+    with pytest.raises(FileNotFoundError):
+        find_checkpoints(tmp_path / "missing", 1)
+
+
+def test_average_checkpoints_writes_mean_and_model_files(tmp_path):
+    dirs = [_make_checkpoint(tmp_path / f"checkpoint-{i}", v) for i, v in ((1, 1.0), (2, 2.0), (3, 6.0))]
+    out = tmp_path / "averaged"
+    weights = average_checkpoints(dirs, out)
+    assert weights == out / "model.safetensors"
+    tensors = load_file(weights)
+    assert torch.equal(tensors["w"], torch.full((2, 2), 3.0))
+    assert torch.equal(tensors["b"], torch.tensor([3.0]))
+    files = {p.name for p in out.iterdir()}
+    assert {"config.json", "generation_config.json", "tokenizer.json", "modeling_vaswani.py"} <= files
+    assert not files & {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "training_args.bin"}
+    assert json.loads((out / "config.json").read_text()) == CONFIG
+
+
+def test_average_checkpoints_refuses_different_configs(tmp_path):
+    a = _make_checkpoint(tmp_path / "a", 1.0)
+    b = _make_checkpoint(tmp_path / "b", 1.0, config=CONFIG | {"d_model": 8})
+    with pytest.raises(ValueError, match="d_model"):
+        average_checkpoints([a, b], tmp_path / "out")
+
+
+def test_average_checkpoints_missing_or_sharded_weights(tmp_path):
+    a = _make_checkpoint(tmp_path / "a", 1.0)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="empty"):
+        average_checkpoints([a, empty], tmp_path / "out")
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    (sharded / "model.safetensors.index.json").write_text("{}")
+    with pytest.raises(ValueError, match="sharded"):
+        average_checkpoints([a, sharded], tmp_path / "out")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ValueError, match="broken"):
+        average_checkpoints([a, broken], tmp_path / "out")
+
+
+def _run_cli(*args):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "average_checkpoints.py"), *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+
+
+def test_cli_averages_the_last_checkpoints(tmp_path):
+    for step, value in ((5, 100.0), (10, 1.0), (20, 3.0)):
+        _make_checkpoint(tmp_path / "run" / f"checkpoint-{step}", value)
+    result = _run_cli("--run_dir", str(tmp_path / "run"), "--last", "2", "--output_dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "checkpoint-10" in result.stdout and "checkpoint-20" in result.stdout
+    assert torch.equal(load_file(tmp_path / "out" / "model.safetensors")["b"], torch.tensor([2.0]))
+
+
+def test_cli_missing_folder_is_a_one_line_error(tmp_path):
+    result = _run_cli("--checkpoints", str(tmp_path / "nope"), "--output_dir", str(tmp_path / "out"))
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "nope" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_bad_flags_are_a_one_line_error(tmp_path):
+    result = _run_cli("--checkpoints", "a", "--run_dir", "b", "--output_dir", str(tmp_path))
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")

@@ -1,0 +1,97 @@
+"""Eq. (3) and the Adam settings of §5.3."""
+
+import math
+
+import pytest
+import torch
+
+from modeling_vaswani.training.optimization import create_adam, get_noam_schedule, noam_lr
+
+D_MODEL, WARMUP = 512, 4000
+
+
+def test_eq3_at_step_one_warmup_and_four_times_warmup():
+    # step 1: 512^-0.5 * 1 * 4000^-1.5 = 0.04419417 * 3.9528471e-06
+    assert noam_lr(1, D_MODEL, WARMUP) == pytest.approx(1.746928107e-07, rel=1e-9)
+    # step = warmup: both branches equal (512 * 4000)^-0.5 = 1 / 1431.0835
+    assert noam_lr(WARMUP, D_MODEL, WARMUP) == pytest.approx(6.987712430e-04, rel=1e-9)
+    # step = 4 * warmup: (512 * 16000)^-0.5, half the peak
+    assert noam_lr(4 * WARMUP, D_MODEL, WARMUP) == pytest.approx(3.493856215e-04, rel=1e-9)
+
+
+def test_peak_is_at_warmup_and_about_7e_4():
+    rates = [noam_lr(step, D_MODEL, WARMUP) for step in range(1, 3 * WARMUP)]
+    assert rates.index(max(rates)) + 1 == WARMUP
+    assert max(rates) == pytest.approx(7.0e-4, rel=0.01)
+    # linear during warm-up
+    assert noam_lr(200, D_MODEL, WARMUP) == pytest.approx(2 * noam_lr(100, D_MODEL, WARMUP), rel=1e-12)
+
+
+def test_scale_multiplies_the_schedule():
+    assert noam_lr(10, 64, 8, scale=2.0) == pytest.approx(2 * noam_lr(10, 64, 8), rel=1e-12)
+
+
+@pytest.mark.parametrize("step", [0, -1])
+def test_step_below_one_is_rejected(step):
+    with pytest.raises(ValueError, match="step must be >= 1"):
+        noam_lr(step, D_MODEL, WARMUP)
+
+
+@pytest.mark.parametrize("kwargs", [dict(d_model=0), dict(warmup_steps=-5), dict(scale=0.0)])
+def test_nonpositive_sizes_are_rejected(kwargs):
+    args = dict(step=1, d_model=D_MODEL, warmup_steps=WARMUP) | kwargs
+    with pytest.raises(ValueError):
+        noam_lr(**args)
+
+
+def test_adam_hyperparameters_are_the_papers():
+    optimizer = create_adam([torch.nn.Parameter(torch.zeros(2))])
+    group = optimizer.param_groups[0]
+    assert isinstance(optimizer, torch.optim.Adam)
+    assert group["betas"] == (0.9, 0.98)
+    assert group["eps"] == 1e-9
+    assert group["weight_decay"] == 0.0
+
+
+@pytest.mark.parametrize("base_lr", [1.0, 0.5])
+def test_scheduler_drives_adam_with_eq3_rates(base_lr):
+    d_model, warmup = 16, 4
+    weight = torch.nn.Parameter(torch.ones(3))
+    optimizer = create_adam([weight], lr=base_lr)
+    scheduler = get_noam_schedule(optimizer, d_model, warmup)
+    for k in range(8):
+        # After k completed updates the next update uses step_num = k + 1.
+        expected = d_model**-0.5 * min((k + 1) ** -0.5, (k + 1) * warmup**-1.5)
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(expected, rel=1e-12)
+        before = weight.detach().clone()
+        weight.grad = torch.ones(3)
+        optimizer.step()
+        scheduler.step()
+        if k == 0:
+            # Adam's first step moves each weight by lr * g / (|g| + eps) ~= lr.
+            assert (before - weight.detach()) == pytest.approx([expected] * 3, rel=1e-6)
+
+
+def test_scheduler_handles_several_param_groups_with_different_base_lr():
+    a, b = torch.nn.Parameter(torch.ones(1)), torch.nn.Parameter(torch.ones(1))
+    optimizer = torch.optim.Adam([{"params": [a], "lr": 1.0}, {"params": [b], "lr": 3.0}])
+    scheduler = get_noam_schedule(optimizer, 64, 10)
+    for _ in range(5):
+        optimizer.step()
+        scheduler.step()
+    for group in optimizer.param_groups:
+        assert group["lr"] == pytest.approx(noam_lr(6, 64, 10), rel=1e-12)
+
+
+def test_scheduler_state_round_trips():
+    weight = torch.nn.Parameter(torch.ones(1))
+    optimizer = create_adam([weight])
+    scheduler = get_noam_schedule(optimizer, 64, 10)
+    for _ in range(3):
+        optimizer.step()
+        scheduler.step()
+    state = scheduler.state_dict()
+    fresh = get_noam_schedule(create_adam([torch.nn.Parameter(torch.ones(1))]), 64, 10)
+    fresh.load_state_dict(state)
+    assert fresh.last_epoch == 3
+    assert math.isclose(fresh.get_last_lr()[0], noam_lr(4, 64, 10))

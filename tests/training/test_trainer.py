@@ -1,0 +1,239 @@
+"""Tests for modeling_vaswani.training.trainer: `VaswaniTrainer` trains the way §5 says.
+
+§5.1 token-budget batches, §5.3 Adam (β1 0.9, β2 0.98, ε 1e-9) with the Eq. (3) schedule, §5.4
+label smoothing in the model's loss, and §6.1 BLEU from generated ids.
+"""
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset
+from transformers import DataCollatorForSeq2Seq, EvalPrediction, Seq2SeqTrainingArguments
+from transformers.utils import logging as hf_logging
+
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
+from modeling_vaswani.training.optimization import noam_lr
+from modeling_vaswani.training.tokenization import train_bpe_tokenizer
+from modeling_vaswani.training.trainer import VaswaniTrainer, bleu_metrics_fn
+
+SENTENCES = [
+    "A man in a blue shirt is standing on a ladder.",
+    "Two young girls are playing in the sand.",
+    "A dog runs across the green field.",
+    "Ein Mann in einem blauen Hemd steht auf einer Leiter.",
+    "Zwei junge Mädchen spielen im Sand.",
+    "Ein Hund rennt über die grüne Wiese.",
+] * 5
+VOCAB = 300
+N_EXAMPLES = 120
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    hf_logging.set_verbosity_error()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_bpe_tokenizer(SENTENCES, vocab_size=120, min_frequency=1)
+
+
+def _model(label_smoothing=0.1, seed=0):
+    torch.manual_seed(seed)
+    config = VaswaniConfig(vocab_size=VOCAB, d_model=16, d_ff=32, num_heads=2, num_layers=1, dropout=0.0,
+                           label_smoothing=label_smoothing)
+    return VaswaniForConditionalGeneration(config)
+
+
+def _dataset(n=N_EXAMPLES, seed=0):
+    """Example i starts with token 4 + i (so batches tell which examples they hold); lengths 2–32."""
+    rng = np.random.default_rng(seed)
+    rows = {"input_ids": [], "labels": []}
+    for i in range(n):
+        src_len = int(rng.integers(2, 31))
+        tgt_len = max(2, src_len + int(rng.integers(-2, 3)))  # a translation is about as long as its source
+        rows["input_ids"].append([4 + i] + rng.integers(4, VOCAB, src_len - 2).tolist() + [2])
+        rows["labels"].append(rng.integers(4, VOCAB, tgt_len - 1).tolist() + [2])
+    rows["attention_mask"] = [[1] * len(ids) for ids in rows["input_ids"]]
+    return Dataset.from_dict(rows)
+
+
+def _trainer(tmp_path, tokenizer, model=None, dataset=None, **kwargs):
+    trainer_kwargs = {k: kwargs.pop(k) for k in ("max_tokens", "noam_scale", "warmup_steps") if k in kwargs}
+    trainer_kwargs.setdefault("warmup_steps", 4)
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(tmp_path), report_to="none", save_strategy="no", use_cpu=True, disable_tqdm=True,
+        dataloader_pin_memory=False, per_device_train_batch_size=8, seed=0, **kwargs,
+    )
+    model = model if model is not None else _model()
+    return VaswaniTrainer(
+        model=model, args=args, train_dataset=dataset if dataset is not None else _dataset(),
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+        **trainer_kwargs,
+    )
+
+
+# §5.3 ------------------------------------------------------------------------------------------
+
+def test_adam_settings_and_noam_rate_after_each_step(tmp_path, tokenizer):
+    steps = 6
+    trainer = _trainer(tmp_path, tokenizer, max_steps=steps, logging_steps=1, learning_rate=5e-5)
+    trainer.train()
+
+    optimizer = trainer.optimizer.optimizer if hasattr(trainer.optimizer, "optimizer") else trainer.optimizer
+    assert type(optimizer) is torch.optim.Adam
+    for group in optimizer.param_groups:
+        assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9 and group["weight_decay"] == 0.0
+    assert isinstance(trainer.lr_scheduler, torch.optim.lr_scheduler.LambdaLR)
+
+    # After k updates the rate (for update k + 1) is Eq. (3) at step k + 1, whatever
+    # --learning_rate says: the schedule divides the optimizer's base rate out.
+    d_model, warmup = trainer.model.config.d_model, trainer.warmup_steps
+    for lr in trainer.lr_scheduler.get_last_lr():
+        assert lr == pytest.approx(noam_lr(steps + 1, d_model, warmup), rel=1e-12)
+    # The Trainer logs, at step j, the rate update j was taken with: Eq. (3) at step_num = j.
+    logged = [(entry["step"], entry["learning_rate"]) for entry in trainer.state.log_history if "learning_rate" in entry]
+    assert [step for step, _ in logged] == list(range(1, steps + 1))
+    for step, lr in logged:
+        assert lr == pytest.approx(noam_lr(step, d_model, warmup), rel=1e-6)
+    # Warm-up: it rose for the first warmup_steps updates, then decays.
+    rates = [lr for _, lr in logged]
+    assert rates[:warmup] == sorted(rates[:warmup]) and rates[warmup - 1] > rates[warmup] > rates[-1]
+
+
+def test_warmup_defaults_to_the_papers_4000(tmp_path, tokenizer):
+    model = _model()
+    args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True)
+    trainer = VaswaniTrainer(model=model, args=args, train_dataset=_dataset(),
+                             data_collator=DataCollatorForSeq2Seq(tokenizer, model=model))
+    assert trainer.warmup_steps == 4000
+
+
+def test_warmup_and_scale_arguments_set_the_schedule(tmp_path, tokenizer):
+    trainer = _trainer(tmp_path, tokenizer, max_steps=2, warmup_steps=50, noam_scale=2.0)
+    trainer.train()
+    assert trainer.lr_scheduler.get_last_lr()[0] == pytest.approx(2.0 * noam_lr(3, 16, 50), rel=1e-12)
+
+
+# §5.4 ------------------------------------------------------------------------------------------
+
+def test_refuses_the_trainers_own_label_smoothing(tmp_path, tokenizer):
+    with pytest.raises(ValueError, match=r"label_smoothing_factor.*config\.label_smoothing|config\.label_smoothing"):
+        _trainer(tmp_path, tokenizer, label_smoothing_factor=0.1)
+
+
+def test_loss_is_the_label_smoothed_cross_entropy(tmp_path, tokenizer):
+    model = _model(label_smoothing=0.1)
+    trainer = _trainer(tmp_path, tokenizer, model=model)
+    features = [_dataset()[i] for i in range(6)]
+    batch = trainer.data_collator(features)
+    assert (batch["labels"] == -100).any()  # padding is present and must be ignored
+    model.eval()
+    with torch.no_grad():
+        logits = model(**{k: v for k, v in batch.items() if k != "labels"}).logits
+        loss = trainer.compute_loss(model, batch)
+    expected = label_smoothed_cross_entropy(logits, batch["labels"], 0.1)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    plain = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["labels"], ignore_index=-100)
+    assert abs(loss.item() - plain.item()) > 1e-3  # the smoothing term is really there
+    # Under gradient accumulation the Trainer passes the token count of the whole accumulated batch.
+    with torch.no_grad():
+        summed = model(**batch, num_items_in_batch=torch.tensor(1000)).loss
+    total = label_smoothed_cross_entropy(logits, batch["labels"], 0.1, reduction="sum")
+    assert summed.item() == pytest.approx(total.item() / 1000, rel=1e-5)
+
+
+# §5.1 ------------------------------------------------------------------------------------------
+
+def _epoch_batches(loader):
+    return [(batch["input_ids"].shape, batch["labels"].shape, batch["input_ids"][:, 0].tolist()) for batch in loader]
+
+
+def test_token_budget_dataloader(tmp_path, tokenizer):
+    max_tokens = 120
+    trainer = _trainer(tmp_path, tokenizer, max_tokens=max_tokens)
+    loader = trainer.get_train_dataloader()
+    epoch0 = _epoch_batches(loader)
+
+    sizes = [src_shape[0] for src_shape, _, _ in epoch0]
+    assert len(set(sizes)) > 2  # sentence counts follow the lengths, not a fixed batch size
+    assert max(sizes) > 8  # the fixed per_device_train_batch_size (8) is not used
+    seen = sorted(i - 4 for _, _, firsts in epoch0 for i in firsts)
+    assert seen == list(range(N_EXAMPLES))  # every example exactly once
+    for (n, src_len), (_, tgt_len), _ in epoch0:
+        assert n * src_len <= max_tokens and n * tgt_len <= max_tokens  # padded tokens per side
+    assert len(loader) == len(epoch0)
+
+    # Each epoch gets a new arrangement (the Trainer calls set_epoch), still covering everything.
+    loader.set_epoch(1)
+    epoch1 = _epoch_batches(loader)
+    assert [firsts for *_, firsts in epoch1] != [firsts for *_, firsts in epoch0]
+    assert sorted(i - 4 for _, _, firsts in epoch1 for i in firsts) == list(range(N_EXAMPLES))
+
+
+def test_data_seed_drives_the_batch_order(tmp_path, tokenizer):
+    def order(**kwargs):
+        loader = _trainer(tmp_path, tokenizer, max_tokens=120, **kwargs).get_train_dataloader()
+        return [firsts for *_, firsts in _epoch_batches(loader)]
+
+    assert order(data_seed=3) == order(data_seed=3)
+    assert order(data_seed=3) != order(data_seed=4)
+
+
+def test_fixed_batches_without_max_tokens_and_bad_budget(tmp_path, tokenizer):
+    loader = _trainer(tmp_path, tokenizer).get_train_dataloader()
+    assert {b["input_ids"].shape[0] for b in loader} == {8}  # 120 examples in batches of 8
+    with pytest.raises(ValueError, match="max_tokens"):
+        _trainer(tmp_path, tokenizer, max_tokens=0)
+
+
+def test_training_with_a_token_budget_lowers_the_loss(tmp_path, tokenizer):
+    """Memorising 16 short pairs: the loss must fall well below its starting value."""
+    data = _dataset(n=16).map(lambda row: {"input_ids": row["input_ids"][:6], "labels": row["labels"][:6],
+                                           "attention_mask": row["attention_mask"][:6]})
+    trainer = _trainer(tmp_path, tokenizer, dataset=data, max_tokens=64, num_train_epochs=25, logging_steps=1,
+                       warmup_steps=20, noam_scale=2.0)
+    trainer.train()
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert trainer.state.global_step == 25 * len(trainer.get_train_dataloader())
+    assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:5])
+
+
+# §6.1 ------------------------------------------------------------------------------------------
+
+def test_bleu_metrics_fn_decodes_padding_marks(tokenizer):
+    references = ["A dog runs across the green field.", "Zwei junge Mädchen spielen im Sand."]
+    encoded = [tokenizer(text)["input_ids"] for text in references]
+    width = max(map(len, encoded)) + 3
+    # Labels are padded with -100 by the collator; generated ids start with <s> and are padded
+    # with <pad>, or with -100 where the Trainer gathered batches of different widths.
+    labels = np.array([ids + [-100] * (width - len(ids)) for ids in encoded])
+    predictions = np.array([[tokenizer.bos_token_id] + ids + [-100] * (width - len(ids) - 1) for ids in encoded])
+    predictions[0, len(encoded[0]) + 1] = tokenizer.pad_token_id
+
+    metrics = bleu_metrics_fn(tokenizer)(EvalPrediction(predictions=predictions, label_ids=labels))
+    assert metrics["bleu"] == pytest.approx(100.0)
+    assert metrics["chrf"] == pytest.approx(100.0)
+    # gen_len counts the real generated tokens (<s>, the text, </s>), not the padding.
+    assert metrics["gen_len"] == pytest.approx(np.mean([len(ids) + 1 for ids in encoded]))
+
+    wrong = predictions.copy()
+    wrong[:, 1:4] = tokenizer.unk_token_id
+    worse = bleu_metrics_fn(tokenizer)(EvalPrediction(predictions=(wrong,), label_ids=labels))
+    assert worse["bleu"] < 90.0
+
+
+def test_evaluation_leaves_the_models_generation_config_as_set(tmp_path, tokenizer):
+    """Seq2SeqTrainer's prediction_step fills generate's fallbacks (max_length 20, ...) into the
+    model's generation config; checkpoints would then save them as chosen limits."""
+    model = _model()
+    trainer = _trainer(tmp_path, tokenizer, model=model, predict_with_generate=True, per_device_eval_batch_size=4,
+                       eval_strategy="no")
+    trainer.compute_metrics = bleu_metrics_fn(tokenizer)  # without it evaluation computes the loss only
+    set_before = model.generation_config.to_diff_dict()
+    metrics = trainer.evaluate(eval_dataset=_dataset(n=4), max_new_tokens=3)
+    assert "eval_bleu" in metrics
+    assert model.generation_config.max_length is None and model.generation_config.top_k is None
+    assert model.generation_config.to_diff_dict() == set_before
+    assert model.generation_config.num_beams == 4 and model.generation_config.length_penalty == 0.6
