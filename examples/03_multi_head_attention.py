@@ -74,9 +74,10 @@ def main():
         heads = []
         for i in range(h):
             rows_k, rows_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
-            q_i = x @ attention.q_proj.weight[rows_k].T + attention.q_proj.bias[rows_k]  # Q W_i^Q
-            k_i = x @ attention.k_proj.weight[rows_k].T + attention.k_proj.bias[rows_k]  # K W_i^K
-            v_i = x @ attention.v_proj.weight[rows_v].T + attention.v_proj.bias[rows_v]  # V W_i^V
+            # The W are matrices: §3.2.2 has no biases (neither has the module, by default).
+            q_i = x @ attention.q_proj.weight[rows_k].T  # Q W_i^Q
+            k_i = x @ attention.k_proj.weight[rows_k].T  # K W_i^K
+            v_i = x @ attention.v_proj.weight[rows_v].T  # V W_i^V
             heads.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1) @ v_i)
         by_hand = attention.out_proj(torch.cat(heads, dim=-1))  # Concat(head_1, …, head_h) W^O
     difference = (by_hand - output).abs().max().item()

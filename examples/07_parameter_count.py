@@ -8,8 +8,8 @@ a moment — and counts the parameters of each component:
 
 - the embedding matrix, stored once: both embedding layers and the pre-softmax projection share
   it (§3.4), so the output projection adds no parameters;
-- per encoder layer: self-attention 4·(d_model² + d_model), FFN 2·d_model·d_ff + d_ff + d_model,
-  two LayerNorms;
+- per encoder layer: self-attention 4·d_model² (W^Q, W^K, W^V, W^O: matrices without biases,
+  §3.2.2), FFN 2·d_model·d_ff + d_ff + d_model (Eq. (2) has biases b_1, b_2), two LayerNorms;
 - per decoder layer: the same plus a second (encoder–decoder) attention and a third LayerNorm.
 
 It then counts the other Table 3 rows that report a size, by changing the same config fields
@@ -97,6 +97,7 @@ def main():
         for name, value in parts.items():
             print(f"    {name:<28} {value:>12,}  {100 * value / total:5.1f}%")
         print(f"    {'lm_head (tied, no extra)':<28} {0:>12,}")
+        assert not config.attention_bias, "§3.2.2: W^Q, W^K, W^V and W^O have no biases"
 
     print("\nTable 3 rows with a reported size (same V):")
     measured = []

@@ -27,18 +27,17 @@ import matplotlib.pyplot as plt
 import torch
 from transformers.utils import logging as hf_logging
 
-from modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
 from modeling_vaswani.training.tokenization import load_tokenizer
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "hub_card"
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=str(DEFAULT_MODEL), help="a saved model folder (default: hub_card/)")
+    parser.add_argument("--model", help="a saved model folder (default: the shipped model, hub_card/)")
     parser.add_argument("--index", type=int, default=6, help="which Multi30k validation sentence (default 6)")
     parser.add_argument("--source_lang", default="en", help="the model's source language (default en)")
     return parser.parse_args()
@@ -59,7 +58,7 @@ def load_model(folder: str):
 
 def main():
     args = parse_args()
-    model, tokenizer = load_model(args.model)
+    model, tokenizer = load_model(args.model or shipped_model_path())
     sentences = read_lines(DEFAULT_DATA_DIR / f"{MULTI30K_SPLITS['validation']}.{args.source_lang}.gz")
     if not 0 <= args.index < len(sentences):
         raise ValueError(f"--index must be in [0, {len(sentences)}), got {args.index}")

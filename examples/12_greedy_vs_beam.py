@@ -6,15 +6,25 @@ partial translations at every step and finally picks the one with the best score
     score(Y) = log P(Y | X) / |Y|^α          (Hugging Face's length penalty, α = 0.6)
 
 Dividing by a power of the length keeps the search from preferring short outputs just because
-every extra token lowers log P. (The paper's α = 0.6 belongs to GNMT's penalty ((5 + |Y|)/6)^α;
-Hugging Face's |Y|^α is a different formula with the same purpose.)
+every extra token lowers log P. The paper's α = 0.6 belongs to GNMT's penalty [38]
+
+    lp(Y) = ((5 + |Y|) / 6)^α          (the paper's, beam_search.py's default for new models)
+
+Hugging Face's |Y|^α is a different formula with the same purpose: it grows faster with |Y|, so it
+favours longer outputs more.
 
 What this script does: translates a few real Multi30k validation sentences both ways with
 `generate(..., output_scores=True, return_dict_in_generate=True)`, prints each translation with
 its log-probability and its length-normalised score — for beam search that is generate's own
 `sequences_scores`, for greedy search the same formula applied to the per-token log-probabilities
 from `compute_transition_scores` — and draws the scores side by side. Beam search usually finds a
-score at least as good, and sometimes a different translation.
+score at least as good, and sometimes a different translation. (These beam searches use Hugging
+Face's |Y|^α, whatever the model's generation config says, so that greedy's score is comparable.)
+
+Then the two length penalties: it tabulates both, decodes the first `--scan` validation sentences
+with the paper's search (beam 4, stopping by tensor2tensor's bound) once with each formula, counts
+the sentences where they choose different translations, and prints the first such sentence with
+both translations scored under both formulas. The second panel draws both penalties against |Y|.
 
     python examples/12_greedy_vs_beam.py                       # the shipped model in hub_card/
     python examples/12_greedy_vs_beam.py --model outputs/multi30k-en-de --count 8
@@ -32,20 +42,25 @@ import matplotlib.pyplot as plt
 import torch
 from transformers.utils import logging as hf_logging
 
-from modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
 from modeling_vaswani.cli import run_main
+from modeling_vaswani.model.beam_search import gnmt_length_penalty, hf_length_penalty
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
 from modeling_vaswani.training.tokenization import load_tokenizer
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "hub_card"
 NUM_BEAMS, ALPHA = 4, 0.6  # §6.1
+# beam_search.py with Hugging Face's own rules: exactly transformers' beam search (|Y|^α).
+HF_SEARCH = dict(length_penalty_formula="hf", beam_termination="early_stopping")
+PENALTIES = {"gnmt": gnmt_length_penalty, "hf": hf_length_penalty}
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=str(DEFAULT_MODEL), help="a saved model folder (default: hub_card/)")
+    parser.add_argument("--model", help="a saved model folder (default: the shipped model, hub_card/)")
     parser.add_argument("--count", type=int, default=5, help="how many validation sentences (default 5)")
+    parser.add_argument("--scan", type=int, default=100,
+                        help="how many validation sentences to search for a length-penalty difference (default 100)")
     parser.add_argument("--source_lang", default="en", help="the model's source language (default en)")
     parser.add_argument("--target_lang", default="de", help="the model's target language (default de)")
     return parser.parse_args()
@@ -75,7 +90,7 @@ def greedy(model, encoded, pad_token_id):
 def beam(model, encoded):
     """Beam search (beam 4, α = 0.6); returns ids, log P(Y|X), |Y| and generate's sequences_scores."""
     out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, do_sample=False,
-                         output_scores=True, return_dict_in_generate=True)
+                         output_scores=True, return_dict_in_generate=True, **HF_SEARCH)
     token_log_probs = model.compute_transition_scores(out.sequences, out.scores, out.beam_indices)
     real = out.beam_indices[:, : token_log_probs.shape[1]] >= 0  # -1 marks steps after the hypothesis ended
     return out.sequences, (token_log_probs * real).sum(-1), real.sum(-1), out.sequences_scores
@@ -85,7 +100,7 @@ def main():
     args = parse_args()
     if args.count < 1:
         raise ValueError(f"--count must be at least 1, got {args.count}")
-    model, tokenizer = load_model(args.model)
+    model, tokenizer = load_model(args.model or shipped_model_path())
     stem = MULTI30K_SPLITS["validation"]
     sources = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.source_lang}.gz")[: args.count]
     references = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.target_lang}.gz")[: args.count]
@@ -114,19 +129,73 @@ def main():
     same = sum(g.strip() == b.strip() for g, b in zip(greedy_texts, beam_texts))
     print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences; identical text for {same}.")
 
-    fig, axis = plt.subplots(figsize=(1.4 * len(sources) + 3, 4))
+    lengths_shown, differing = compare_length_penalties(model, tokenizer, args)
+
+    fig, (axis, right) = plt.subplots(1, 2, figsize=(1.4 * len(sources) + 9, 4),
+                                      gridspec_kw={"width_ratios": [1.4 * len(sources) + 3, 6]})
     positions = range(len(sources))
     axis.bar([p - 0.2 for p in positions], greedy_scores.numpy(), width=0.4, label="greedy")
     axis.bar([p + 0.2 for p in positions], beam_scores.numpy(), width=0.4, label=f"beam {NUM_BEAMS}, α = {ALPHA}")
     axis.set_xticks(list(positions), [f"val #{i}" for i in positions])
     axis.set(ylabel=f"log P(Y|X) / |Y|^{ALPHA}  (higher is better)", title="Greedy vs beam search on Multi30k sentences")
     axis.axhline(0, color="black", lw=0.8)
-    axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: the bars grow downwards
+    axis.legend(loc="lower right")  # the bars grow downwards from 0
+    lengths = list(range(1, 41))
+    for name, label in (("gnmt", "GNMT (paper): ((5 + |Y|) / 6)^α"), ("hf", "Hugging Face: |Y|^α")):
+        right.plot(lengths, [PENALTIES[name](n, ALPHA) for n in lengths], label=label)
+    for n in lengths_shown:
+        right.axvline(n, color="grey", lw=0.8, ls=":")
+    right.set(xlabel="|Y| (generated tokens, </s> included)", ylabel=f"lp(Y), α = {ALPHA}",
+              title=f"Length penalties ({differing} of {args.scan} sentences decode differently)")
+    right.legend(loc="upper left")
     fig.tight_layout()
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUTPUT_DIR / "12_greedy_vs_beam.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     print(f"saved {path}")
+
+
+def generated_length(sequence, eos_token_id) -> int:
+    """|Y|: the tokens after the start token, up to and including the first </s> (all, if none)."""
+    tokens = sequence[1:].tolist()
+    return tokens.index(eos_token_id) + 1 if eos_token_id in tokens else len(tokens)
+
+
+def compare_length_penalties(model, tokenizer, args):
+    """Decode `--scan` sentences with each formula; print the first whose translations differ.
+    Returns the |Y| of that sentence's two translations (for the figure) and how many differ."""
+    print(f"\nlength penalty with α = {ALPHA}:   |Y| " + "".join(f"{n:>7d}" for n in (1, 5, 10, 20, 40)))
+    for name in PENALTIES:
+        print(f"    {name:<4} " + " " * 22 + "".join(f"{PENALTIES[name](n, ALPHA):7.3f}" for n in (1, 5, 10, 20, 40)))
+    stem = MULTI30K_SPLITS["validation"]
+    sources = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.source_lang}.gz")[: args.scan]
+    results = {}
+    for name in PENALTIES:  # the paper's search; only the formula changes
+        texts, scores, lengths = [], [], []
+        for start in range(0, len(sources), 32):
+            encoded = tokenizer(sources[start:start + 32], return_tensors="pt", padding=True)
+            out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, output_scores=True,
+                                 return_dict_in_generate=True, length_penalty_formula=name, beam_termination="bound")
+            texts += tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
+            scores += out.sequences_scores.tolist()
+            lengths += [generated_length(seq, tokenizer.eos_token_id) for seq in out.sequences]
+        results[name] = texts, scores, lengths
+    differ = [i for i in range(len(sources)) if results["gnmt"][0][i].strip() != results["hf"][0][i].strip()]
+    print(f"\nbeam {NUM_BEAMS} with the paper's stopping rule: GNMT's and Hugging Face's length penalty choose "
+          f"different translations for {len(differ)} of {len(sources)} validation sentences.")
+    if not differ:
+        return [], 0
+    i = differ[0]
+    print(f"[val #{i}] source: {sources[i]}")
+    shown = []
+    for name in PENALTIES:
+        text, score, length = (column[i] for column in results[name])
+        log_p = score * PENALTIES[name](length, ALPHA)  # the search's score is log P / lp(Y)
+        under = "   ".join(f"{other}: {log_p / PENALTIES[other](length, ALPHA):7.3f}" for other in PENALTIES)
+        print(f"    chosen with {name:<4}: {text.strip():<60}  log P {log_p:7.3f}  |Y| {length:2d}  score {under}")
+        shown.append(length)
+    print("    Each formula scores both translations; dividing by |Y|^α favours the longer one more.")
+    return shown, len(differ)
 
 
 if __name__ == "__main__":

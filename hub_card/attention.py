@@ -47,6 +47,9 @@ def scaled_dot_product_attention(
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # Q Kᵀ / √d_k, (…, T, K)
     if mask is not None:
         scores = scores + mask  # §3.2.3: hidden positions get a very negative score (see masking.py)
+        # In float16 finfo.min plus a score below about −16 rounds to −∞, and a row of −∞ (all keys
+        # hidden) would give NaN: back to the most negative finite number (masking.py).
+        scores = scores.clamp(min=torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)  # each query's weights over the keys sum to 1
     if dropout_p > 0.0 and training:
         # Deviation: attention-weight dropout is not named for translation (§6.3 uses it for parsing).
@@ -78,10 +81,12 @@ class MultiHeadAttention(nn.Module):
         self.is_cross_attention = is_cross_attention
         self.layer_idx = layer_idx
         self.attention_dropout = config.attention_dropout
-        self.q_proj = nn.Linear(config.d_model, self.num_heads * self.d_k)  # W^Q for all heads
-        self.k_proj = nn.Linear(config.d_model, self.num_heads * self.d_k)  # W^K
-        self.v_proj = nn.Linear(config.d_model, self.num_heads * self.d_v)  # W^V
-        self.out_proj = nn.Linear(self.num_heads * self.d_v, config.d_model)  # W^O
+        # §3.2.2: the projections are matrices (no biases) unless config.attention_bias (a deviation).
+        bias = config.attention_bias
+        self.q_proj = nn.Linear(config.d_model, self.num_heads * self.d_k, bias=bias)  # W^Q for all heads
+        self.k_proj = nn.Linear(config.d_model, self.num_heads * self.d_k, bias=bias)  # W^K
+        self.v_proj = nn.Linear(config.d_model, self.num_heads * self.d_v, bias=bias)  # W^V
+        self.out_proj = nn.Linear(self.num_heads * self.d_v, config.d_model, bias=bias)  # W^O
 
     def _split_heads(self, x: torch.Tensor, head_size: int) -> torch.Tensor:
         batch, length, _ = x.shape

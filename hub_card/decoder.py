@@ -13,17 +13,20 @@ keys and values come from the output of the encoder" (§3.2.3).
 For generation the decoder keeps a key/value cache (Hugging Face `EncoderDecoderCache`): each new
 token attends to the stored keys/values of the tokens before it instead of recomputing them, and
 the encoder's keys/values for cross-attention are computed once. This is an implementation
-technique, not part of the paper; the outputs are the same as recomputing everything.
+technique, not part of the paper; the outputs are the same as recomputing everything. A static
+cache (`cache_implementation="static"`, for torch.compile) allocates its slots up front and
+counts its tokens in a tensor; the mask then hides the empty slots as future positions.
 """
 
 import torch
 from torch import nn
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutputWithPastAndCrossAttentions
+from transformers.utils import can_return_tuple
 
 from .attention import MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
-from .masking import attention_dtype, decoder_self_attention_mask, padding_mask
+from .masking import as_additive, attention_dtype, decoder_self_attention_mask, padding_mask
 from .positional_encoding import build_positional_encoding
 from .sublayer import SublayerConnection
 from .transformers_compat import cache_field
@@ -36,7 +39,7 @@ class DecoderLayer(GradientCheckpointingLayer):
         super().__init__()
         self.self_attn = MultiHeadAttention(config, layer_idx=layer_idx)
         self.cross_attn = MultiHeadAttention(config, is_cross_attention=True, layer_idx=layer_idx)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation_function)
         args = (config.d_model, config.dropout, config.layer_norm_eps, config.norm_first)
         self.self_attn_sublayer = SublayerConnection(*args)
         self.cross_attn_sublayer = SublayerConnection(*args)
@@ -89,6 +92,7 @@ class Decoder(nn.Module):
         # Deviation (pre-LN only): a final LayerNorm; the paper's post-LN stack has none.
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
+    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -108,13 +112,23 @@ class Decoder(nn.Module):
                 raise ValueError("The decoder needs decoder_input_ids (or labels to derive them from).")
             inputs_embeds = self.embed_tokens(input_ids)  # × √d_model inside (§3.4)
         length = inputs_embeds.shape[1]
-        past = cache.get_seq_length() if cache is not None else 0  # tokens already decoded
-        x = self.dropout(inputs_embeds + self.embed_positions(length, offset=past))  # positions past … past+T−1
+        # Tokens already decoded: an int, or a 0-d tensor for a static cache.
+        past = cache.get_seq_length() if cache is not None else 0
+        # Positions past … past+T−1, in the embeddings' dtype (bf16/fp16 stays bf16/fp16).
+        x = self.dropout(inputs_embeds + self.embed_positions(length, offset=past, dtype=inputs_embeds.dtype))
 
-        self_attn_mask, is_causal = self._self_attention_mask(length, past, decoder_attention_mask, x, output_attentions)
-        cross_attn_mask = (
-            padding_mask(encoder_attention_mask, attention_dtype(x)) if encoder_attention_mask is not None else None
+        self_attn_mask, is_causal = self._self_attention_mask(
+            length, past, cache, decoder_attention_mask, x, output_attentions
         )
+        if encoder_attention_mask is not None and encoder_attention_mask.dim() == 4:
+            # Ready-made (B, 1, 1, S): beam search builds the additive mask once for all of its steps.
+            dtype = attention_dtype(x)
+            cross_attn_mask = (encoder_attention_mask if encoder_attention_mask.dtype == dtype
+                               else as_additive(encoder_attention_mask, dtype))
+        else:
+            cross_attn_mask = (
+                padding_mask(encoder_attention_mask, attention_dtype(x)) if encoder_attention_mask is not None else None
+            )
 
         all_hidden = [] if output_hidden_states else None
         self_attentions = [] if output_attentions else None
@@ -141,18 +155,25 @@ class Decoder(nn.Module):
             **cache_field(cache),
         )
 
-    def _self_attention_mask(self, length, past, decoder_attention_mask, x, output_attentions):
+    def _self_attention_mask(self, length, past, cache, decoder_attention_mask, x, output_attentions):
         """The causal (∧ padding) mask, built once per forward call and shared by all layers.
 
         Returns (mask, is_causal). Two cases need no mask tensor: one new token with a cache (it
         may see every earlier token), and the fused kernel's built-in causal mode in training.
+        A (B, 1, T, K) decoder_attention_mask is taken as the whole mask (generate() passes one
+        with a static cache).
         """
-        if decoder_attention_mask is None:
+        if decoder_attention_mask is not None and decoder_attention_mask.dim() == 4:
+            return as_additive(decoder_attention_mask, attention_dtype(x)), False
+        # A static cache returns all of its slots as keys, filled or not.
+        static = cache is not None and cache.is_compileable
+        if decoder_attention_mask is None and not static:
             if length == 1:
                 return None, False
             if past == 0 and not output_attentions and self.config._attn_implementation != "eager":
                 return None, True
+        key_length = cache.get_mask_sizes(length, 0)[0] if static else past + length
         mask = decoder_self_attention_mask(
-            length, past + length, decoder_attention_mask, x.device, attention_dtype(x)
+            length, key_length, decoder_attention_mask, x.device, attention_dtype(x), past=past if static else None
         )
         return mask, False

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput
+from transformers.utils import can_return_tuple
 
 from .attention import MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
@@ -32,7 +33,7 @@ class EncoderLayer(GradientCheckpointingLayer):
     def __init__(self, config, layer_idx: int):
         super().__init__()
         self.self_attn = MultiHeadAttention(config, layer_idx=layer_idx)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation_function)
         args = (config.d_model, config.dropout, config.layer_norm_eps, config.norm_first)
         self.self_attn_sublayer = SublayerConnection(*args)
         self.feed_forward_sublayer = SublayerConnection(*args)
@@ -64,6 +65,7 @@ class Encoder(nn.Module):
         # Deviation (pre-LN only): a final LayerNorm; the paper's post-LN stack has none.
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
+    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -71,7 +73,6 @@ class Encoder(nn.Module):
         inputs_embeds: torch.Tensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         **kwargs,
     ) -> BaseModelOutput:
         if inputs_embeds is None:
@@ -84,7 +85,8 @@ class Encoder(nn.Module):
                 f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids has {(batch, length)}; "
                 "pass one 0/1 entry per input token."
             )
-        x = self.dropout(inputs_embeds + self.embed_positions(length))  # §3.5: "add positional encodings"
+        # §3.5: "add positional encodings" (in the embeddings' dtype, so bf16/fp16 stays bf16/fp16)
+        x = self.dropout(inputs_embeds + self.embed_positions(length, dtype=inputs_embeds.dtype))
         # Built once, shared by all N layers (§3.2.3: hide padding).
         mask = padding_mask(attention_mask, attention_dtype(x)) if attention_mask is not None else None
 

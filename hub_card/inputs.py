@@ -22,3 +22,85 @@ def check_batch(tensor, name: str, is_ids: bool = True) -> None:
         raise ValueError(f"{name} holds an empty batch (0 sentences); pass at least one sentence.")
     if tensor.dim() > 1 and tensor.shape[1] == 0:
         raise ValueError(f"{name} has sequences of length 0; every sequence needs at least one token (e.g. </s>).")
+
+
+def check_encoder_inputs(input_ids, inputs_embeds, attention_mask) -> None:
+    """The encoder's inputs: exactly one of input_ids and inputs_embeds, and a 0/1 padding mask."""
+    if input_ids is not None and inputs_embeds is not None:
+        raise ValueError(
+            "Pass input_ids or inputs_embeds, not both: the encoder would read one and silently ignore the other."
+        )
+    if input_ids is not None:
+        check_batch(input_ids, "input_ids")
+    else:
+        check_batch(inputs_embeds, "inputs_embeds", is_ids=False)
+    check_attention_mask(attention_mask, "attention_mask")
+
+
+def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask) -> None:
+    """The decoder's inputs: at most one of decoder_input_ids and decoder_inputs_embeds, a 0/1 mask."""
+    if decoder_input_ids is not None and decoder_inputs_embeds is not None:
+        raise ValueError(
+            "Pass decoder_input_ids or decoder_inputs_embeds, not both: the decoder would read one and silently "
+            "ignore the other."
+        )
+    if decoder_input_ids is not None:
+        check_batch(decoder_input_ids, "decoder_input_ids")
+    check_attention_mask(decoder_attention_mask, "decoder_attention_mask")
+
+
+def check_attention_mask(mask, name: str) -> None:
+    """A (batch, length) padding mask holds 1 (or True) for each real token and 0 for padding.
+
+    An additive mask (0 = attend, −inf or a large negative number = hide), as some libraries use,
+    would be read the other way round: its 0s taken for padding, the padding attended to. Such a mask
+    holds values other than 0 and 1, or (without padding) only 0s; both are refused. Masks of four
+    dimensions are the ready-made additive kind (masking.py) and pass as they are.
+    """
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or mask.dtype == torch.bool or mask.numel() == 0:
+        return
+    if torch.compiler.is_compiling():
+        return  # reading values back would split a compiled graph; eager calls have checked the same code path
+    odd = (mask != 0) & (mask != 1)
+    if bool(odd.any()):
+        value = mask[odd][0].item()
+        raise ValueError(
+            f"{name} holds values other than 0 and 1 (e.g. {value}): it looks like an additive mask (0 = attend, "
+            f"-inf = hide), which this model would read the other way round. Pass 1 for each real token and 0 for "
+            f"padding, e.g. {name}=({name} == 0).long() for an additive one."
+        )
+    if not bool(mask.any()):  # one fully padded row is allowed (masking.py keeps it finite); all of them is not
+        raise ValueError(
+            f"{name} is 0 everywhere: no sentence of the batch would have a token to attend to. The mask holds 1 for "
+            f"each real token and 0 for padding; an additive mask (0 = attend) without padding looks like this, "
+            f"convert it with {name}=({name} == 0).long()."
+        )
+
+
+def check_labels(labels, input_ids=None, inputs_embeds=None, encoder_outputs=None, decoder_input_ids=None,
+                 decoder_inputs_embeds=None) -> None:
+    """labels: (batch, length) integer ids, one row per source sentence, and shaped like the decoder
+    inputs when those are given too. A batch of another size would be broadcast against the source
+    (a loss over the wrong pairs) or fail deep inside attention."""
+    if labels is None:
+        return
+    if not isinstance(labels, torch.Tensor) or labels.dim() != 2:
+        shape = tuple(labels.shape) if isinstance(labels, torch.Tensor) else type(labels).__name__
+        raise ValueError(f"labels must be a (batch, length) tensor of token ids, got {shape}.")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"labels must hold integer token ids (-100 to ignore a position), got dtype {labels.dtype}.")
+    source = input_ids if input_ids is not None else inputs_embeds
+    if source is None and encoder_outputs is not None:
+        source = encoder_outputs[0]
+    if isinstance(source, torch.Tensor) and source.dim() >= 2 and source.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"labels holds {labels.shape[0]} sentences but the source batch holds {source.shape[0]}; give one row of "
+            "labels per source sentence, in the same order."
+        )
+    decoder = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
+    if isinstance(decoder, torch.Tensor) and tuple(decoder.shape[:2]) != tuple(labels.shape):
+        raise ValueError(
+            f"labels has shape {tuple(labels.shape)} but the decoder inputs have {tuple(decoder.shape[:2])}; each "
+            "position's label is the token that follows its decoder input. Pass labels alone (the decoder inputs "
+            "are made from them) or both of the same shape."
+        )

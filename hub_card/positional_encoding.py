@@ -44,14 +44,29 @@ class SinusoidalPositionalEncoding(nn.Module):
         # persistent=False: a formula, not a weight — it stays out of checkpoints.
         self.register_buffer("table", sinusoidal_table(max_positions, d_model), persistent=False)
 
-    def forward(self, length: int, offset: int = 0) -> torch.Tensor:
-        """Encodings of positions offset … offset+length−1, shape (length, d_model)."""
-        needed = offset + length
+    def forward(self, length: int, offset=0, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Encodings of positions offset … offset+length−1, shape (length, d_model), in `dtype`.
+
+        Pass the dtype of the embeddings they are added to: the table stays in the precision it was
+        built in (float32, or the model's after `model.to(dtype)`), and a float32 table added to
+        bf16/fp16 embeddings would turn every activation after it into float32. `offset` is an
+        int, or a 0-d tensor where a static cache counts its tokens (see `positions_from`).
+        """
+        if not isinstance(offset, torch.Tensor):
+            self._grow(offset + length)
+            rows = self.table[offset:offset + length]  # a slice: exported graphs keep it symbolic
+        else:
+            if not torch.compiler.is_compiling():  # compiled code cannot read the count back
+                self._grow(int(offset) + length)
+            rows = self.table[positions_from(offset, length, self.table.device)]
+        return rows if dtype is None else rows.to(dtype)
+
+    def _grow(self, needed: int) -> None:
         if needed > self.table.shape[0]:
-            # Grow by doubling so repeated long inputs do not rebuild the table each call.
+            # Grow by doubling so repeated long inputs do not rebuild the table each call; the new
+            # table keeps the old one's device and dtype.
             size = max(needed, 2 * self.table.shape[0])
-            self.table = sinusoidal_table(size, self.d_model).to(self.table.device)
-        return self.table[offset:needed]
+            self.table = sinusoidal_table(size, self.d_model, dtype=self.table.dtype).to(self.table.device)
 
 
 class LearnedPositionalEmbedding(nn.Embedding):
@@ -63,15 +78,32 @@ class LearnedPositionalEmbedding(nn.Embedding):
     def __init__(self, d_model: int, max_positions: int):
         super().__init__(max_positions, d_model)
 
-    def forward(self, length: int, offset: int = 0) -> torch.Tensor:
-        """Embeddings of positions offset … offset+length−1, shape (length, d_model)."""
-        if offset + length > self.num_embeddings:
+    def forward(self, length: int, offset=0, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Embeddings of positions offset … offset+length−1, shape (length, d_model), in `dtype`
+        (`offset` as for `SinusoidalPositionalEncoding.forward`)."""
+        counted = isinstance(offset, torch.Tensor)
+        last = None if counted and torch.compiler.is_compiling() else int(offset) + length - 1
+        if last is not None and last >= self.num_embeddings:
             raise ValueError(
-                f"Sequence position {offset + length - 1} is beyond max_position_embeddings="
+                f"Sequence position {last} is beyond max_position_embeddings="
                 f"{self.num_embeddings} of the learned positional embeddings (Table 3 row E cannot "
                 "extrapolate). Shorten the input or use positional_encoding='sinusoidal'."
             )
-        return self.weight[offset:offset + length]
+        if counted:
+            rows = self.weight[positions_from(offset, length, self.weight.device)]
+        else:
+            rows = self.weight[offset:offset + length]
+        return rows if dtype is None else rows.to(dtype)
+
+
+def positions_from(offset: torch.Tensor, length: int, device) -> torch.Tensor:
+    """The positions offset … offset+length−1 as an index tensor.
+
+    A static cache (Hugging Face glue for compiled generation) counts the tokens it holds in a
+    0-d tensor; indexing by offset + arange keeps the shape fixed and the count a tensor, so a
+    compiled decoding step neither depends on the count's value nor reads it back.
+    """
+    return offset.to(device) + torch.arange(length, device=device)
 
 
 def build_positional_encoding(kind: str, d_model: int, max_positions: int) -> nn.Module:

@@ -1,19 +1,29 @@
 """modeling_vaswani — the Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
 
-Read it in the paper's order: positional_encoding (§3.5), embeddings (§3.4), attention (§3.2),
-masking (§3.2.3), feed_forward (§3.3), sublayer, encoder and decoder (§3.1), modeling_vaswani (§3,
-Figure 1); then training: tokenization and data and batching (§5.1), optimization (§5.3),
-label_smoothing (§5.4), checkpoint_averaging (§6.1), trainer.
+The code is laid out by role: model/ (the Transformer, exactly the files a checkpoint carries),
+training/ (§5), evaluation/ (§6.1), hub/ (sharing a model). The order to read it in, section by
+section, is in README.md ("Read the code in this order").
 
 Importing the package registers the model with the Auto classes, and marks the classes so that
 `save_pretrained` writes `auto_map` and copies this code into the checkpoint; a saved folder then
-loads with `trust_remote_code=True` where this package is not installed.
+loads with `trust_remote_code=True` where this package is not installed. It also registers the
+"translation" pipeline (model/pipeline_vaswani.py), so `pipeline("translation", model=<model>,
+tokenizer=<tokenizer>)` works on a model object.
+
+`shipped_model_path()` (and `SHIPPED_MODEL`, the same path) is the English→German model the
+repository ships in hub_card/, found from any working directory.
 """
 
+from pathlib import Path
+
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
+from transformers import pipelines
+
+from . import cli  # standard library only; a script loads it before the package (scripts/_light_cli.py)
 
 from .model.configuration_vaswani import VaswaniConfig
 from .model.modeling_vaswani import VaswaniForConditionalGeneration, VaswaniModel, VaswaniPreTrainedModel
+from .model.pipeline_vaswani import VaswaniTranslationPipeline
 
 AutoConfig.register("vaswani", VaswaniConfig, exist_ok=True)
 AutoModel.register(VaswaniConfig, VaswaniModel, exist_ok=True)
@@ -22,5 +32,35 @@ VaswaniConfig.register_for_auto_class()
 VaswaniModel.register_for_auto_class("AutoModel")
 VaswaniForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")
 
-__all__ = ["VaswaniConfig", "VaswaniModel", "VaswaniForConditionalGeneration", "VaswaniPreTrainedModel"]
+# transformers 5 dropped its "translation" task and answers it with a "removed" error before it
+# looks at the registry; registering ours brings the task back (for any seq2seq model).
+if "translation" not in pipelines.PIPELINE_REGISTRY.supported_tasks:
+    getattr(pipelines, "REMOVED_TASKS", {}).pop("translation", None)
+    pipelines.PIPELINE_REGISTRY.register_pipeline(
+        "translation", pipeline_class=VaswaniTranslationPipeline, pt_model=AutoModelForSeq2SeqLM, type="text"
+    )
+
+# The shipped model: hub_card/ at the root of the repository this package is installed from.
+SHIPPED_MODEL = str(Path(__file__).resolve().parent.parent / "hub_card")
+
+
+def shipped_model_path() -> str:
+    """The folder of the shipped English→German Multi30k model (`SHIPPED_MODEL`), for `from_pretrained`,
+    `pipeline` or `load_translator` from any working directory.
+
+    Raises:
+        FileNotFoundError: if the package is installed without the repository's hub_card/ folder (a
+            wheel, or `pip install` from a copy without it).
+    """
+    if not (Path(SHIPPED_MODEL) / "config.json").is_file():
+        raise FileNotFoundError(
+            f"the shipped model is not here ({SHIPPED_MODEL} holds no config.json): it comes with the repository, "
+            "not with the installed package. Install the package from a clone (pip install -e .), or name a "
+            "model folder or Hub id instead."
+        )
+    return SHIPPED_MODEL
+
+
+__all__ = ["VaswaniConfig", "VaswaniModel", "VaswaniForConditionalGeneration", "VaswaniPreTrainedModel",
+           "SHIPPED_MODEL", "shipped_model_path"]
 __version__ = "0.1.0"

@@ -1,40 +1,143 @@
 """Shared plumbing for the command-line scripts (not from the paper).
 
 A user's mistake — a wrong flag value, a missing file, a bad language code — should end the
-program with one line that says what was wrong, not a traceback. `run_main` does that for the
-errors this package raises on bad input; anything else is a bug and keeps its traceback.
+program with one line that says what was wrong, not a traceback. Every script builds its parser
+from `ScriptParser` (one-line flag errors, its module docstring as the --help text) and runs its
+`main` through `run_main`, which does the same for the errors raised on bad input; anything else
+is a bug and keeps its traceback.
+
+Only the standard library is imported here: what counts as a user error is decided by exception
+type (the package's own input errors are ValueErrors), not by importing the modules that raise them.
 """
 
 import argparse
+import os
+import re
 import sys
+from pathlib import Path
 from typing import Callable
 
-from .training.checkpoint_averaging import CheckpointMismatchError
-from .training.data import DataError
+# The package raises ValueError (DataError and CheckpointMismatchError among them) for bad input;
+# OSError covers missing or unreadable files and folders, permissions and full disks. All are
+# fixed by the user, not in the code.
+USER_ERRORS = (ValueError, OSError)
+USER_ERROR_EXIT = 2  # as argparse exits on a bad flag
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
-# OSError covers missing or unreadable files and folders, permissions and full disks: all fixed
-# by the user, not in the code.
-USER_ERRORS = (ValueError, OSError, DataError, CheckpointMismatchError)
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description as written (a script's docstring holds example commands), and each flag's
+    default where it has one and its help does not already say it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default in ("", argparse.SUPPRESS)
+        if action.option_strings and not unset and "default" not in text.lower():
+            text += " (default: %(default)s)"
+        return text
 
 
-class OneLineErrors:
-    """Mixin for argument parsers: a bad flag is reported as one `error: ...` line, without the usage block."""
+class ScriptParser:
+    """Mixin for a script's argument parser: a bad flag is reported as one `error: ...` line,
+    without the usage block, and --help is laid out by `HelpFormatter`.
+
+    Mixed into `argparse.ArgumentParser` (as `ArgumentParser` below) or into `HfArgumentParser`.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"error: {message} (see --help)\n")
+        self.exit(USER_ERROR_EXIT, f"error: {message} (see --help)\n")
 
 
-class ArgumentParser(OneLineErrors, argparse.ArgumentParser):
-    """`argparse.ArgumentParser` with one-line errors."""
+class ArgumentParser(ScriptParser, argparse.ArgumentParser):
+    """`argparse.ArgumentParser` with one-line errors; build it as `ArgumentParser(description=__doc__)`."""
+
+
+def positive_int(text: str) -> int:
+    """Argument type for a count that must be at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+ENGINES = ("torch", "ctranslate2")
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """--engine, --ct2_model and --ct2_compute_type, for the scripts that translate."""
+    parser.add_argument("--engine", default="torch", choices=ENGINES,
+                        help="torch: the model itself; ctranslate2: a CTranslate2 conversion of it "
+                             "(pip install ctranslate2), faster on CPU.")
+    parser.add_argument("--ct2_model", help="With --engine ctranslate2: a folder written by "
+                        "scripts/convert_ctranslate2.py (default: --model, converted once into "
+                        "~/.cache/modeling_vaswani/ctranslate2/).")
+    parser.add_argument("--ct2_compute_type", default="default",
+                        help="With --engine ctranslate2: default (the saved weights' type), int8, float32, "
+                             "int8_float32, float16, ...")
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+
+
+def looks_like_hub_id(name: str) -> bool:
+    """Whether `name` is spelled like a Hub repository, namespace/name. Anything else (./x, ../x, /x,
+    ~/x, x with no slash, a/b/c, a\\b) can only be a local path."""
+    return bool(HUB_ID.fullmatch(name)) and ".." not in name
+
+
+def missing_model_folder(name: str) -> str | None:
+    """Why `name` names no model, when it can only be a local path and nothing is there; None when it
+    exists or may be a Hub id. Said at once: a loader would ask the Hub for it, and offline wait for
+    the connection to fail. namespace/name is taken for a local path too when a folder `namespace`
+    is here (outputs/run, say)."""
+    path = Path(name)
+    if path.exists() or (looks_like_hub_id(name) and not path.parent.is_dir()):
+        return None
+    return (f"no such model folder ({os.path.abspath(name)} does not exist); name a folder that holds "
+            "config.json, or a Hub id like user/name")
+
+
+def require_model(flag: str, name: str) -> None:
+    """Refuse `name` unless it is a folder or looks like a Hub id (user/name), naming the flag. A file
+    is refused before anything reads it (loaders would take it for a config or weights file)."""
+    path = Path(name)
+    if path.is_dir():
+        return
+    if path.exists():
+        raise NotADirectoryError(f"{flag} {name}: is a file, not a model folder; name the folder that holds it.")
+    if (reason := missing_model_folder(name)) is not None:
+        raise FileNotFoundError(f"{flag} {name}: {reason}.")
+
+
+def one_line(error: BaseException) -> str:
+    """The error's message on one line (every line of it kept), or its type where it has none."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return " ".join(lines) or type(error).__name__
 
 
 def run_main(main: Callable[[], object]) -> None:
+    """Call `main()`; a user error (a panic of the tokenizers library included) ends the program with
+    one `error: ...` line and exit status 2, Ctrl-C with "interrupted" and 130."""
     try:
         main()
     except USER_ERRORS as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
+        print(f"error: {one_line(error)}", file=sys.stderr)
+        sys.exit(USER_ERROR_EXIT)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(INTERRUPTED_EXIT)
+    except BaseException as error:
+        # The tokenizers library panics (pyo3's PanicException, a BaseException) on some input, e.g. a
+        # tokenizer.json whose pattern backtracks too much: bad input, not a bug here.
+        if type(error).__name__ != "PanicException":
+            raise
+        print(f"error: the tokenizer failed ({one_line(error)}); its tokenizer.json is damaged or holds a pattern "
+              "that cannot handle this text", file=sys.stderr)
+        sys.exit(USER_ERROR_EXIT)

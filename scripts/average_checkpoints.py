@@ -1,83 +1,94 @@
-"""Average the last checkpoints of a training run into one model (§6.1).
+r"""Average the last checkpoints of a training run into one model (§6.1).
 
 The paper evaluates a single model whose weights are the average of the last 5 checkpoints
-(base models) or the last 20 (big models). This command does that for checkpoints written by
+(base models) or the last 20 (big models), written at 10-minute intervals
+(`scripts/train.py --save_every_minutes 10`). This command does that for checkpoints written by
 the Hugging Face `Trainer`:
 
+    python scripts/average_checkpoints.py --run_dir outputs/multi30k-en-de
     python scripts/average_checkpoints.py --run_dir runs/base --last 5 --output_dir runs/base/averaged
     python scripts/average_checkpoints.py --checkpoints runs/base/checkpoint-900 runs/base/checkpoint-1000 \
         --output_dir runs/base/averaged
 
-The output folder loads with `from_pretrained`.
+Without --last, a run that wrote fewer than 5 checkpoints has all of them averaged (with a note);
+with --last K it must hold K. The output folder loads with `from_pretrained`.
 """
 
-import argparse
+import shlex
 import sys
+from pathlib import Path
 
-from modeling_vaswani.training.checkpoint_averaging import (
-    BASE_CHECKPOINTS,
-    average_checkpoints,
-    find_checkpoints,
-)
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
 
+# §6.1: the base models average the last 5 checkpoints (training/checkpoint_averaging.py's
+# BASE_CHECKPOINTS, written here so that --help does not import the package; a test keeps them equal).
+BASE_CHECKPOINTS = 5
 
-class _OneLineErrorParser(argparse.ArgumentParser):
-    """An argument parser that reports a bad flag in one line instead of the usage block."""
-
-    def error(self, message):
-        self.exit(2, f"error: {message} (see --help)\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+MORE_CHECKPOINTS = "train longer, or save more often (train.py --save_every_minutes N or --save_strategy steps --save_steps N)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineErrorParser(
-        description="Average the weights of several checkpoints into one model (§6.1 of the paper)."
-    )
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(description=__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoints", nargs="+", metavar="DIR", help="checkpoint folders to average")
     source.add_argument("--run_dir", metavar="DIR", help="a Trainer output folder holding checkpoint-<step> folders")
     parser.add_argument(
         "--last",
-        type=_positive_int,
+        type=cli.positive_int,
         default=None,
         metavar="K",
         help=f"with --run_dir: how many of the latest checkpoints to average (default {BASE_CHECKPOINTS}, "
-        "the paper's base models; the big models used 20)",
+        "the paper's base models, or all there are if fewer; the big models used 20)",
     )
-    parser.add_argument("--output_dir", required=True, metavar="DIR", help="folder to write the averaged model to")
+    parser.add_argument("--output_dir", metavar="DIR",
+                        help="folder to write the averaged model to (default with --run_dir: <run_dir>/averaged)")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_checkpoints(run_dir: str, last: int | None) -> list[Path]:
+    """The checkpoints of `run_dir` to average: the last `last`, or up to 5 when not given."""
+    from modeling_vaswani.training.checkpoint_averaging import complete_checkpoints
+
+    found, incomplete = complete_checkpoints(run_dir)
+    names = ", ".join(p.name for p in found) or "none"
+    skipped = f"; incomplete, left out: {', '.join(incomplete)}" if incomplete else ""
+    if last is not None and len(found) < last:
+        fix = f"pass --last {len(found)} to average those, or {MORE_CHECKPOINTS}" if len(found) >= 2 else MORE_CHECKPOINTS
+        raise ValueError(f"--last {last}: {run_dir} holds {len(found)} complete checkpoints ({names}{skipped}); {fix}.")
+    if len(found) < 2:
+        raise ValueError(f"--run_dir {run_dir} holds {len(found)} complete checkpoint(s) ({names}{skipped}), "
+                         f"nothing to average; {MORE_CHECKPOINTS}, or evaluate the run's final model: "
+                         f"python scripts/evaluate_model.py --model {shlex.quote(str(run_dir))} --split test")
+    if last is None and len(found) < BASE_CHECKPOINTS:
+        print(f"note: {run_dir} holds {len(found)} complete checkpoints, fewer than the paper's "
+              f"{BASE_CHECKPOINTS}; averaging all {len(found)}{skipped}", file=sys.stderr)
+    return found[-(last or BASE_CHECKPOINTS):]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.checkpoints is not None and args.last is not None:
         parser.error("--last only applies with --run_dir")
-    try:
-        if args.run_dir is not None:
-            checkpoints = find_checkpoints(args.run_dir, args.last or BASE_CHECKPOINTS)
-        else:
-            checkpoints = args.checkpoints
-        weights = average_checkpoints(checkpoints, args.output_dir)
-    except (ValueError, FileNotFoundError, NotADirectoryError, PermissionError) as error:
-        message = str(error).replace("\n", " ")  # one line, whatever the library said
-        print(f"error: {message}", file=sys.stderr)
-        return 1
+    if args.output_dir is None and args.run_dir is None:
+        parser.error("--output_dir is needed with --checkpoints")
+    if args.run_dir is not None:
+        checkpoints = run_checkpoints(args.run_dir, args.last)
+        output_dir = args.output_dir or str(Path(args.run_dir) / "averaged")
+    else:
+        checkpoints, output_dir = args.checkpoints, args.output_dir
+    from modeling_vaswani.training.checkpoint_averaging import average_checkpoints
+
+    weights = average_checkpoints(checkpoints, output_dir)
     print(f"averaged {len(checkpoints)} checkpoints:")
     for path in checkpoints:
         print(f"  {path}")
     print(f"wrote {weights}")
-    return 0
+    print(f"next: python scripts/evaluate_model.py --model {shlex.quote(str(output_dir))} --split test")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_main(main)

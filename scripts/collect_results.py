@@ -5,36 +5,49 @@ For a finished training run (scripts/train.py ... --average_last K) this decodes
 splits of Multi30k with the final weights and with the averaged weights (§6.1), each with greedy
 search and with beam search (beam 4, α = 0.6), scores every combination with sacreBLEU, and adds
 how the model was trained (run_info.json, trainer_state.json). scripts/push_to_hub.py renders the
-model card from that file.
+model card from that file. The translations behind each score go to --output_dir (default
+./evaluations/<run folder name>/), never into a model folder.
 
     python scripts/collect_results.py --run_dir outputs/multi30k-en-de
+
+It decodes on the CPU threads that evaluate_model.py would choose (1 for a model under 20 million
+parameters; --threads to choose).
 """
 
-import argparse
 import json
+import shlex
 from pathlib import Path
 
-from modeling_vaswani.cli import run_main
-from modeling_vaswani.evaluation.scoring import score_model
-from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
-from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
-from modeling_vaswani.training.run_record import read_run_info, summarize
-from modeling_vaswani.evaluation.translation import load_translator
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
+
+# The Multi30k splits, training/data.py's SPLIT_NAMES, written here so that --help does not import
+# the package (a test keeps them equal).
+SPLITS = ("test", "train", "validation")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__)
     parser.add_argument("--run_dir", required=True, help="Output folder of scripts/train.py.")
     parser.add_argument("--shipped", help="The model to ship (default: <run_dir>/averaged).")
-    parser.add_argument("--splits", nargs="+", default=["validation", "test"], choices=sorted(SPLIT_NAMES))
+    parser.add_argument("--splits", nargs="+", default=["validation", "test"], choices=SPLITS)
     parser.add_argument("--source_lang", default="en")
     parser.add_argument("--target_lang", default="de")
-    parser.add_argument("--batch_size", type=int, default=100)
+    parser.add_argument("--batch_size", type=cli.positive_int, default=100)
     parser.add_argument("--procedure", default="", help="One paragraph on how and why it was trained so.")
+    parser.add_argument("--output_dir", help="Where to write the translations (default: ./evaluations/<run folder "
+                        "name>); never a model folder.")
+    parser.add_argument("--threads", type=cli.positive_int,
+                        help="CPU threads (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters, "
+                        "else the idle cores).")
     return parser.parse_args(argv)
 
 
 def training_summary(run_dir: Path, procedure: str) -> dict:
+    from modeling_vaswani.training.run_record import read_run_info, summarize
+
     state_path = run_dir / "trainer_state.json"
     if not state_path.is_file():
         raise FileNotFoundError(f"{state_path}: not found; is {run_dir} a finished scripts/train.py run?")
@@ -58,12 +71,26 @@ def main(argv=None):
     shipped = Path(args.shipped) if args.shipped else run_dir / "averaged"
     if not (shipped / "config.json").is_file():
         raise FileNotFoundError(f"{shipped}: no model there; train with --average_last K or pass --shipped.")
+    out_dir = Path(args.output_dir) if args.output_dir else Path("evaluations") / run_dir.resolve().name
+    model_files = [name for name in ("config.json", "model.safetensors") if (out_dir / name).is_file()]
+    if model_files or any(out_dir.resolve().is_relative_to(folder.resolve()) for folder in (run_dir, shipped)):
+        raise ValueError(f"--output_dir {out_dir} is (or is inside) a model folder; the translations go to a folder "
+                         "of their own, e.g. --output_dir evaluations/<name>.")
+    # Only now the package, torch and transformers: --help, a wrong flag and the checks above answer at once.
+    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.evaluation.scoring import score_model
+    from modeling_vaswani.evaluation.translation import as_one_line, load_translator
+    from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
+    from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
+
     training = training_summary(run_dir, args.procedure)
+    out_dir.mkdir(parents=True, exist_ok=True)
     candidates = [(shipped, True, f"average of the last checkpoints ({shipped.name})"),
                   (run_dir, False, "final weights, no averaging")]
     evaluations = []
     for folder, averaged, weights in candidates:
         model, tokenizer = load_translator(str(folder))
+        threads, _ = use_threads(model, args.threads)
         for split in args.splits:
             sources, references = multi30k_pairs(split, args.source_lang, args.target_lang)
             for num_beams in (NUM_BEAMS, 1):
@@ -71,12 +98,14 @@ def main(argv=None):
                 hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
                                                  **decoding)
                 name = f"{split}-{'averaged' if averaged else 'final'}-beam{num_beams}"
-                (run_dir / f"{name}.hyp.txt").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+                (out_dir / f"{name}.hyp.txt").write_text("".join(as_one_line(h) + "\n" for h in hypotheses),
+                                                         encoding="utf-8")
                 evaluations.append({"split": split, "split_name": SPLIT_NAMES[split], "sentences": len(sources),
                                     "weights": weights, "averaged": averaged, "num_beams": num_beams,
                                     "scores": scores})
                 print(f"{name}: BLEU {scores['bleu']:.2f} | lc-tok {scores['bleu_lowercase_tokenized']:.2f} | "
-                      f"chrF {scores['chrf']:.2f} ({scores['translate_seconds']} s)", flush=True)
+                      f"chrF {scores['chrf']:.2f} ({scores['translate_seconds']} s, {threads} thread"
+                      f"{'s' * (threads != 1)})", flush=True)
     results = {
         "source_lang": args.source_lang,
         "target_lang": args.target_lang,
@@ -85,9 +114,14 @@ def main(argv=None):
         "evaluations": evaluations,
         "training": training,
     }
-    (shipped / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    print(f"wrote {shipped / 'results.json'}")
+    # results.json ships with the model (push_to_hub.py renders the card from it): written whole or not at all.
+    partial = shipped / "results.json.partial"
+    partial.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    partial.replace(shipped / "results.json")
+    print(f"wrote {shipped / 'results.json'}; translations in {out_dir}")
+    print(f"next: python scripts/push_to_hub.py --model_dir {shlex.quote(str(shipped))} "
+          f"--repo_id {shlex.quote('you/' + run_dir.resolve().name)} --dry_run")
 
 
 if __name__ == "__main__":
-    run_main(main)
+    cli.run_main(main)

@@ -1,50 +1,62 @@
 #!/usr/bin/env python
 """Translate a test set with a saved model and score it (§6.1: beam 4, α = 0.6, length ≤ input + 50).
 
-    python scripts/evaluate_model.py --model hub_card --split test
+    python scripts/evaluate_model.py --split test              # the shipped model, hub_card/
     python scripts/evaluate_model.py --model outputs/multi30k-en-de --split validation --num_beams 1
     python scripts/evaluate_model.py --model my-model --source_file test.en --reference_file test.de
+    python scripts/evaluate_model.py --model hub_card --engine ctranslate2 --ct2_compute_type int8
 
 Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json: cased
 detokenized sacreBLEU with its signature, lowercased tokenized BLEU, the paper's tokenized BLEU
-with compound splitting, and chrF.
+with compound splitting, and chrF. The output folder defaults to ./evaluations/<model name>/ and is
+never a model folder (a folder with config.json or weights), so evaluating leaves the model as it was.
+The scores file also records the CPU threads used: 1 for a model under 20 million parameters, the
+fastest for it, else the cores the load average leaves idle (OMP_NUM_THREADS or --threads choose
+instead). A progress bar on stderr follows the translation when stderr is a terminal, without --quiet.
 """
 
-import argparse
 import json
 from pathlib import Path
 
-from modeling_vaswani.cli import ArgumentParser, run_main
-from modeling_vaswani.training.data import read_lines
-from modeling_vaswani.evaluation.scoring import score_model
-from modeling_vaswani.training.data import multi30k_pairs
-from modeling_vaswani.evaluation.translation import load_translator
-from modeling_vaswani.model.generation import LENGTH_PENALTY, MAX_OUTPUT_LENGTH_OFFSET, NUM_BEAMS
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
 
 
 def parse_args(argv=None):
-    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="Model folder or Hub id.")
+    parser = cli.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", help="Model folder or Hub id (default: the shipped model, the repository's hub_card/).")
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"],
                         help="Multi30k split (test = test_2016_flickr).")
     parser.add_argument("--source_lang", default="en")
     parser.add_argument("--target_lang", default="de")
     parser.add_argument("--source_file", help="Score on these local sources instead of Multi30k ...")
     parser.add_argument("--reference_file", help="... against these references.")
-    parser.add_argument("--max_samples", type=int, help="Only the first N sentences.")
-    parser.add_argument("--num_beams", type=int, default=NUM_BEAMS, help=f"§6.1: beam size {NUM_BEAMS}.")
-    parser.add_argument("--length_penalty", type=float, default=LENGTH_PENALTY, help=f"§6.1: α = {LENGTH_PENALTY}.")
-    parser.add_argument("--max_new_tokens", type=int,
-                        help=f"Default: input length + {MAX_OUTPUT_LENGTH_OFFSET} (§6.1).")
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--output_dir", help="Where to write results (default: the model folder).")
-    parser.add_argument("--name", help="File name stem (default: <split>-beam<N>).")
+    parser.add_argument("--max_samples", type=cli.positive_int, help="Only the first N sentences.")
+    # Unset, the three decoding flags take the model's own generation config: §6.1's settings
+    # (model/generation.py) in every model trained with this package.
+    parser.add_argument("--num_beams", type=cli.positive_int, help="Beam size (default: the model's; §6.1's beam 4).")
+    parser.add_argument("--length_penalty", type=float,
+                        help="Length penalty α (default: the model's; §6.1's 0.6; greedy search has none).")
+    parser.add_argument("--max_new_tokens", type=cli.positive_int,
+                        help="Length limit (default: the model's; §6.1's input length + 50).")
+    parser.add_argument("--batch_size", type=cli.positive_int, default=64)
+    parser.add_argument("--output_dir", help="Where to write results (default: ./evaluations/<model name>); "
+                        "never a model folder.")
+    parser.add_argument("--name", help="File name stem (default: <split>-beam<N>, "
+                        "+ -ctranslate2 with that engine).")
+    parser.add_argument("--threads", type=cli.positive_int,
+                        help="CPU threads (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters, "
+                        "else the idle cores).")
+    parser.add_argument("--quiet", action="store_true", help="No progress bar.")
+    cli.add_engine_arguments(parser)
     return parser.parse_args(argv)
 
 
 def load_pairs(args):
-    if (args.source_file is None) != (args.reference_file is None):
-        raise ValueError("--source_file and --reference_file go together.")
+    from modeling_vaswani.training.data import multi30k_pairs, read_lines
+
     if args.source_file:
         sources, references = read_lines(args.source_file), read_lines(args.reference_file)
         if len(sources) != len(references):
@@ -54,29 +66,83 @@ def load_pairs(args):
     return multi30k_pairs(args.split, args.source_lang, args.target_lang, args.max_samples)
 
 
+MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def output_folder(args) -> Path:
+    """--output_dir, or ./evaluations/<model name>; refused if it is a model folder (results written there
+    would mix with the model's own files, and could overwrite them)."""
+    if args.output_dir:
+        folder = Path(args.output_dir)
+    else:
+        local = Path(args.model)
+        name = local.resolve().name if local.is_dir() else args.model.replace("/", "--")
+        folder = Path("evaluations") / name
+    held = [file for file in MODEL_FILES if (folder / file).is_file()]
+    model = Path(args.model).resolve() if Path(args.model).is_dir() else None
+    if held or (model is not None and folder.resolve().is_relative_to(model)):
+        where = f"it holds {', '.join(held)}" if held else f"it is inside the model folder {args.model}"
+        raise ValueError(f"--output_dir {folder} is a model folder ({where}); evaluation results go to a folder "
+                         "of their own, e.g. --output_dir evaluations/<name>.")
+    return folder
+
+
 def main(argv=None):
     args = parse_args(argv)
-    if not Path(args.model).is_dir() and "/" not in args.model.strip("./"):
-        raise FileNotFoundError(f"--model {args.model}: no such model folder (or Hub id like user/name).")
-    sources, references = load_pairs(args)
-    model, tokenizer = load_translator(args.model)
-    generate_kwargs = {"num_beams": args.num_beams, "length_penalty": args.length_penalty}
-    if args.max_new_tokens:
-        generate_kwargs["max_new_tokens"] = args.max_new_tokens
+    if (args.source_file is None) != (args.reference_file is None):
+        raise ValueError("--source_file and --reference_file go together.")
+    if args.model is not None:
+        cli.require_model("--model", args.model)
+    # Only now the package, torch and transformers: --help and the checks above answer at once.
+    from modeling_vaswani import shipped_model_path
+    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.evaluation.progress import progress_bar
+    from modeling_vaswani.evaluation.scoring import score_model
+    from modeling_vaswani.evaluation.translation import as_one_line, load_translator
 
-    hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
-                                     **generate_kwargs)
-    scores.update(model=str(args.model), split=args.source_file or args.split,
+    args.model = args.model or shipped_model_path()
+    out_dir = output_folder(args)
+    sources, references = load_pairs(args)
+    if args.engine == "ctranslate2":
+        from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
+
+        model, tokenizer = load_ctranslate2_for(args.model, args.ct2_model, compute_type=args.ct2_compute_type,
+                                                threads=args.threads)
+        threads, threads_chosen_by = model.threads, model.threads_chosen_by
+        engine = f"ctranslate2, {threads} thread{'s' * (threads != 1)}"
+    else:
+        model, tokenizer = load_translator(args.model)
+        threads, threads_chosen_by = use_threads(model, args.threads)
+        engine = f"{threads} thread{'s' * (threads != 1)}"
+    generate_kwargs = {key: value for key, value in (("num_beams", args.num_beams), ("length_penalty", args.length_penalty),
+                                                    ("max_new_tokens", args.max_new_tokens)) if value is not None}
+    if generate_kwargs.get("num_beams") == 1:
+        generate_kwargs.pop("length_penalty", None)  # greedy search has no length penalty
+    num_beams = args.num_beams or model.generation_config.num_beams
+
+    bar = progress_bar(len(sources), f"translating ({engine})", quiet=args.quiet)
+    try:
+        hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
+                                         progress=bar.update if bar is not None else None, **generate_kwargs)
+    finally:
+        if bar is not None:
+            bar.close()
+    scores.update(model=str(args.model), engine=args.engine, split=args.source_file or args.split,
                   source_lang=args.source_lang, target_lang=args.target_lang)
-    out_dir = Path(args.output_dir or (args.model if Path(args.model).is_dir() else "."))
+    if threads is not None:
+        scores.update(threads=threads, threads_chosen_by=threads_chosen_by)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = args.name or f"{'custom' if args.source_file else args.split}-beam{args.num_beams}"
-    (out_dir / f"{name}.hyp.txt").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    (out_dir / f"{name}.scores.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n")
+    scores.setdefault("num_beams", num_beams)
+    name = args.name or f"{'custom' if args.source_file else args.split}-beam{num_beams}" + (
+        "-ctranslate2" if args.engine == "ctranslate2" else "")
+    (out_dir / f"{name}.hyp.txt").write_text("".join(as_one_line(h) + "\n" for h in hypotheses), encoding="utf-8")
+    (out_dir / f"{name}.scores.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n",
+                                                encoding="utf-8")
     print(f"BLEU {scores['bleu']:.2f} ({scores['signature']}) | lowercased tokenized BLEU "
           f"{scores['bleu_lowercase_tokenized']:.2f} | paper tokenized BLEU {scores['bleu_paper_tokenized']:.2f} "
-          f"| chrF {scores['chrf']:.2f} | {len(sources)} sentences in {scores['translate_seconds']:.1f} s → {out_dir / name}.*")
+          f"| chrF {scores['chrf']:.2f} | {len(sources)} sentences in {scores['translate_seconds']:.1f} s ({engine}) "
+          f"→ {out_dir / name}.*")
 
 
 if __name__ == "__main__":
-    run_main(main)
+    cli.run_main(main)

@@ -6,21 +6,17 @@
 Reads the Trainer's trainer_state.json (its log_history) from the run folder.
 """
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from modeling_vaswani.cli import run_main  # noqa: E402
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__)
     parser.add_argument("--run_dir", required=True, help="Output folder of scripts/train.py.")
     parser.add_argument("--output", required=True, help="PNG to write.")
     return parser.parse_args(argv)
@@ -31,11 +27,20 @@ def main(argv=None):
     state_path = Path(args.run_dir) / "trainer_state.json"
     if not state_path.is_file():
         raise FileNotFoundError(f"{state_path}: not found; is {args.run_dir} a scripts/train.py run?")
-    history = json.loads(state_path.read_text())["log_history"]
+    state = json.loads(state_path.read_text())
+    history = state["log_history"]
     train = [(e["step"], e["loss"]) for e in history if "loss" in e]
     bleu = [(e["step"], e["eval_bleu"]) for e in history if "eval_bleu" in e]
     if not train:
-        raise ValueError(f"{state_path} logs no training loss.")
+        steps, every = state.get("global_step", 0), state.get("logging_steps")
+        took = f"the run took {steps} steps and logged the loss every {every}" if every else f"the run took {steps} steps"
+        raise ValueError(f"{state_path} logs no training loss ({took}); train with --logging_steps N, "
+                         f"N at most {max(1, steps)}, to draw a curve.")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     figure, loss_axis = plt.subplots(figsize=(8, 4.5))
     loss_axis.plot(*zip(*train), color="tab:blue", label="training loss (label-smoothed, §5.4)")
     loss_axis.set_xlabel("step")
@@ -55,5 +60,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    run_main(main)
-    sys.exit(0)
+    cli.run_main(main)

@@ -6,41 +6,81 @@
 
 The model folder must hold results.json (scripts/collect_results.py writes it). The repository is
 first written to --output_dir (a temporary folder if not given) and validated: every file present,
-the card's YAML parses and names BLEU and chrF, and the folder loads with trust_remote_code in a
-clean process and translates. --dry_run stops there (works offline); otherwise the folder is
-uploaded (needs `huggingface-cli login` or --token).
+the code it ships exactly the package's model code and the only code its configs (auto_map,
+custom_pipelines, custom_generate/) point at, the card's YAML parses and names BLEU and chrF, and
+the folder loads with trust_remote_code in a clean, isolated process and translates. --dry_run
+stops there (works offline); otherwise the folder is uploaded (needs `hf auth login` or --token).
+A model that translates the example to an empty line, as a briefly trained one does, passes
+--dry_run with a warning and is not uploaded.
 """
 
-import argparse
+import shlex
+import sys
 import tempfile
 from pathlib import Path
 
-from modeling_vaswani.cli import ArgumentParser, run_main
-from modeling_vaswani.hub.repository import validate_repository, write_repository
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
 
 
 def parse_args(argv=None):
-    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__)
     parser.add_argument("--model_dir", required=True, help="Trained model folder with results.json.")
     parser.add_argument("--repo_id", required=True, help="Hub repository, e.g. user/vaswani-multi30k-en-de.")
     parser.add_argument("--output_dir", help="Where to write the repository folder (default: a temporary one).")
     parser.add_argument("--dry_run", action="store_true", help="Write and validate the folder; do not upload.")
     parser.add_argument("--private", action="store_true", help="Create the Hub repository as private.")
     parser.add_argument("--commit_message", default="Upload Transformer (Vaswani et al., 2017) trained with modeling_vaswani")
-    parser.add_argument("--token", help="Hub token (default: the stored login).")
+    parser.add_argument("--token", help="Hub token (default: the stored login, `hf auth login`).")
     return parser.parse_args(argv)
+
+
+def missing_results(model_dir: Path) -> str:
+    """Why `model_dir` cannot be shared yet, without results.json, and the one command to run next."""
+    quoted = shlex.quote(str(model_dir))
+    if (model_dir / "trainer_state.json").is_file():  # the training run's own folder
+        averaged = model_dir / "averaged"
+        if (averaged / "config.json").is_file():
+            return (f"--model_dir {model_dir} is a training run; the model to share is {averaged}, which holds no "
+                    f"results.json yet; next: python scripts/collect_results.py --run_dir {quoted}")
+        return (f"--model_dir {model_dir} is a training run without an averaged model (§6.1) to share; next: "
+                f"python scripts/average_checkpoints.py --run_dir {quoted}")
+    run = model_dir.parent
+    shipped = "" if model_dir.name == "averaged" else f" --shipped {quoted}"
+    if (run / "trainer_state.json").is_file():
+        return (f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: "
+                f"python scripts/collect_results.py --run_dir {shlex.quote(str(run))}{shipped}")
+    return (f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: python "
+            f"scripts/collect_results.py --run_dir RUN_DIR --shipped {quoted}, RUN_DIR the output folder of the "
+            "scripts/train.py run that made the model")
 
 
 def main(argv=None):
     args = parse_args(argv)
-    if not Path(args.model_dir).is_dir():
+    model_dir = Path(args.model_dir)
+    if not model_dir.is_dir():
         raise FileNotFoundError(f"--model_dir {args.model_dir}: no such folder.")
     if args.repo_id.count("/") > 1 or not args.repo_id.strip("/"):
         raise ValueError(f"--repo_id {args.repo_id!r} is not a Hub repository id (namespace/name).")
+    if not (model_dir / "results.json").is_file():
+        raise FileNotFoundError(missing_results(model_dir))
+    # Only now the package, torch and transformers: --help and the checks above answer at once.
+    from modeling_vaswani.evaluation.translation import quiet_loading
+    from modeling_vaswani.hub.repository import validate_repository, write_repository
+
     output_dir = Path(args.output_dir) if args.output_dir else Path(tempfile.mkdtemp(prefix="vaswani-hub-"))
-    write_repository(args.model_dir, output_dir, args.repo_id)
-    outcome = validate_repository(output_dir)
-    print(f"{output_dir}: complete and valid; a clean process translated the example as {outcome['pipeline']!r}")
+    with quiet_loading():  # no loading and saving bars
+        write_repository(model_dir, output_dir, args.repo_id)
+    # An empty translation is refused for an upload; a dry run writes and checks the folder all the same.
+    outcome = validate_repository(output_dir, allow_empty=args.dry_run)
+    if outcome["pipeline"].strip() and outcome["generate"].strip():
+        print(f"{output_dir}: complete and valid; a clean process translated the example as {outcome['pipeline']!r}")
+    else:
+        print(f"{output_dir}: complete and valid; a clean process loads it")
+        print(f"warning: {model_dir} translates the example to an empty line ({outcome['pipeline']!r}), as a briefly "
+              "trained model does; an upload refuses it: train longer first", file=sys.stderr)
     if args.dry_run:
         print("dry run: nothing uploaded")
         return
@@ -53,4 +93,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    run_main(main)
+    cli.run_main(main)

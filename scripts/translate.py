@@ -4,62 +4,153 @@
     python scripts/translate.py "Two dogs are playing in the snow."
     python scripts/translate.py --file news.en --output news.de --batch_size 32
     cat news.en | python scripts/translate.py --model outputs/multi30k-en-de --num_beams 1
+    python scripts/translate.py --engine ctranslate2 --file news.en   # CTranslate2, converted on first use
 
-The model defaults to hub_card/, the English→German Multi30k model shipped with the repository.
-Input files are read and translated a batch at a time, so their size does not matter.
+The model defaults to hub_card/, the English→German Multi30k model shipped with the repository
+(found from any directory).
+Input (UTF-8, one sentence per line; lines end at "\\n" or "\\r\\n") is read and translated a batch
+at a time, so its size does not matter, and line i of the output is the translation of line i of
+the input. Each finished batch is written to --output at once, as whole lines: stopped by Ctrl-C or
+SIGTERM, the file holds the translations of the first lines, and the message says how many.
+Sentences longer than 512 tokens are cut to that length; a warning says how many were.
+
+A file or stdin is translated under a progress bar on stderr, shown only when stderr is a terminal
+(and the translations do not go to it too) and without --quiet. On a CPU, a model under 20 million
+parameters decodes on 1 thread, the fastest for it (several threads mostly wait for each other),
+a larger one on the cores the load average leaves idle; OMP_NUM_THREADS or --threads choose instead.
 """
 
-import argparse
+import os
+import signal
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from modeling_vaswani.cli import ArgumentParser, run_main
-from modeling_vaswani.evaluation.translation import load_translator, translate, translate_stream
-
-DEFAULT_MODEL = str(Path(__file__).resolve().parent.parent / "hub_card")
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
 
 
 def parse_args(argv=None):
-    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__)
     parser.add_argument("sentences", nargs="*", help="Sentences to translate (else --file, else stdin).")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="Model folder or Hub id (default: hub_card).")
+    parser.add_argument("--model", help="Model folder or Hub id (default: the shipped model, the repository's hub_card/).")
     parser.add_argument("--file", help="Translate this file, one sentence per line.")
     parser.add_argument("--output", help="Write translations here (default: stdout).")
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--num_beams", type=int, help="Beam size (default: the model's, 4 in the paper).")
-    parser.add_argument("--max_new_tokens", type=int, help="Length limit (default: input length + 50).")
-    parser.add_argument("--device", help="cpu, cuda, ... (default: cuda if available).")
+    parser.add_argument("--batch_size", type=cli.positive_int, default=64)
+    parser.add_argument("--num_beams", type=cli.positive_int, help="Beam size (default: the model's, 4 in the paper).")
+    parser.add_argument("--max_new_tokens", type=cli.positive_int, help="Length limit (default: input length + 50).")
+    parser.add_argument("--device", help="cpu, cuda, cuda:1, mps, ... (default: cuda if available).")
+    parser.add_argument("--threads", type=cli.positive_int,
+                        help="CPU threads (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters, "
+                        "else the idle cores).")
+    parser.add_argument("--quiet", action="store_true", help="No progress bar.")
+    cli.add_engine_arguments(parser)
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    if args.batch_size < 1:
-        raise ValueError(f"--batch_size must be at least 1, got {args.batch_size}.")
+def check_paths(args) -> None:
+    """Refuse a missing input file, and an output that is the input (opening it for writing would empty it)."""
     if args.sentences and args.file:
         raise ValueError("Give sentences as arguments or --file, not both.")
     if args.file and not Path(args.file).is_file():
         raise FileNotFoundError(f"--file {args.file}: no such file.")
-    if not Path(args.model).is_dir() and "/" not in args.model.strip("./"):
-        raise FileNotFoundError(f"--model {args.model}: no such model folder (or Hub id like user/name).")
-    model, tokenizer = load_translator(args.model, args.device)
+    if args.output:
+        output = Path(args.output)
+        if output.is_dir():
+            raise IsADirectoryError(f"--output {args.output} is a folder; name the file to write.")
+        if args.file and (output.resolve() == Path(args.file).resolve()
+                          or (output.exists() and os.path.samefile(output, args.file))):
+            raise ValueError(f"--output {args.output} is the input file --file {args.file}: writing would erase it "
+                             "before it is read. Write the translations to another file.")
+
+
+@contextmanager
+def sigterm_as_interrupt():
+    """While inside, SIGTERM (a `kill`, a job scheduler's stop) ends the program as Ctrl-C does."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def signals_deferred():
+    """Ctrl-C and SIGTERM wait until the block is done, so a batch is written whole or not at all."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        yield
+        return
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    check_paths(args)
+    if args.model is not None:
+        cli.require_model("--model", args.model)
+    # Only now the package, torch and transformers: --help and the checks above answer at once.
+    from modeling_vaswani import shipped_model_path
+    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.evaluation.progress import count_lines, progress_bar
+    from modeling_vaswani.evaluation.translation import as_one_line, load_translator, resolve_device, translate_batches
+    from modeling_vaswani.training.data import iter_lines
+
+    model_name = args.model or shipped_model_path()
+    if args.engine == "ctranslate2":
+        from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
+
+        model, tokenizer = load_ctranslate2_for(model_name, args.ct2_model, args.device, args.ct2_compute_type,
+                                                threads=args.threads)
+        engine = f"ctranslate2, {model.threads} thread{'s' * (model.threads != 1)}"
+    else:
+        device = resolve_device(args.device)  # a device that is not here is refused before the model loads
+        model, tokenizer = load_translator(model_name, str(device))
+        threads, _ = use_threads(model, args.threads)
+        engine = f"{threads} thread{'s' * (threads != 1)}"
     generate_kwargs = {k: v for k, v in (("num_beams", args.num_beams), ("max_new_tokens", args.max_new_tokens))
                        if v is not None}
 
-    with (open(args.output, "w", encoding="utf-8") if args.output else nullcontext(sys.stdout)) as out:
-        if args.sentences:
-            results = translate(model, tokenizer, args.sentences, batch_size=args.batch_size, **generate_kwargs)
-        else:
-            source = open(args.file, encoding="utf-8", errors="strict") if args.file else nullcontext(sys.stdin)
-            with source as lines:
-                results = translate_stream(model, tokenizer, lines, batch_size=args.batch_size, **generate_kwargs)
-                for text in results:
-                    print(text, file=out, flush=not args.output)
-                return
-        for text in results:
-            print(text, file=out)
+    if args.sentences:
+        source, name = nullcontext(args.sentences), "arguments"
+    elif args.file:
+        source, name = open(args.file, "rb"), args.file
+    else:
+        source, name = nullcontext(sys.stdin.buffer), "<stdin>"
+    # A bar for a file or stdin, unless the translations are written to the terminal it would be drawn on.
+    bar = None
+    if not args.sentences and (args.output or not sys.stdout.isatty()):
+        total = (lambda: count_lines(args.file)) if args.file else None
+        bar = progress_bar(total, f"translating ({engine})", quiet=args.quiet)
+    written = 0
+    with sigterm_as_interrupt(), source as handle:
+        lines = handle if args.sentences else iter_lines(handle, name)
+        with (open(args.output, "w", encoding="utf-8", newline="\n") if args.output else nullcontext(sys.stdout)) as out:
+            try:
+                for outputs in translate_batches(model, tokenizer, lines, batch_size=args.batch_size,
+                                                 progress=bar.update if bar is not None else None, **generate_kwargs):
+                    with signals_deferred():
+                        out.write("".join(as_one_line(text) + "\n" for text in outputs))
+                        out.flush()
+                    written += len(outputs)
+            except KeyboardInterrupt:
+                if bar is not None:
+                    bar.close()
+                if args.output:
+                    print(f"stopped: the translations of the first {written} lines are in {args.output}", file=sys.stderr)
+                raise
+            finally:
+                if bar is not None:
+                    bar.close()
 
 
 if __name__ == "__main__":
-    run_main(main)
+    cli.run_main(main)

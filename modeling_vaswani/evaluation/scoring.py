@@ -60,14 +60,15 @@ def compute_bleu(predictions: list[str], references: list[str] | list[list[str]]
     return _shared_metric().compute(predictions=predictions, references=references)
 
 
-def score_model(model, tokenizer, sources, references, batch_size: int = 64, **generate_kwargs):
-    """Translate and score. Returns (hypotheses, scores) with timing and settings in `scores`."""
+def score_model(model, tokenizer, sources, references, batch_size: int = 64, progress=None, **generate_kwargs):
+    """Translate and score. Returns (hypotheses, scores) with timing and settings in `scores`.
+    `progress`, if given, is called with the number of sentences each finished batch adds."""
     if len(sources) != len(references):
         raise ValueError(f"{len(sources)} sources but {len(references)} references; they must be parallel.")
     if not sources:
         raise ValueError("Nothing to evaluate: no source sentences.")
     start = time.perf_counter()
-    hypotheses = translate(model, tokenizer, sources, batch_size=batch_size, **generate_kwargs)
+    hypotheses = translate(model, tokenizer, sources, batch_size=batch_size, progress=progress, **generate_kwargs)
     seconds = time.perf_counter() - start
     scores = compute_bleu(hypotheses, references)
     scores.update(sentences=len(sources), translate_seconds=round(seconds, 2), **generate_kwargs)

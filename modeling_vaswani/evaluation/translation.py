@@ -3,35 +3,191 @@
 The paper decodes with beam search (beam 4, length penalty α = 0.6, at most input length + 50
 tokens); a saved model carries those settings in its generation_config.json, so `translate`
 uses them unless told otherwise. Input is processed in batches of sentences sorted by length
-(less padding), and results come back in the input order. `translate_stream` reads a long file
-lazily, a batch at a time, so memory does not grow with the file.
+(less padding), and results come back in the input order. `translate_stream` (and
+`translate_batches`, a list per batch) reads a long file lazily, a batch at a time, so memory does
+not grow with the file.
+
+A sentence longer than `max_source_length` tokens is cut to that length before it is translated,
+so its translation covers only its beginning; each call says once, as a warning, how many were cut.
+
+`load_translator` loads quietly: transformers' progress bars and messages below errors are off
+while it loads (as they were afterwards), and a name that can only be a local path (./x, ../x, /x,
+x with no slash) but is not there is refused at once, without asking the Hub. The translating
+functions take a `progress` callable, called with the number of sentences each finished batch
+adds, for a progress bar.
 """
 
+import logging
+import os
+from contextlib import contextmanager, nullcontext
 from itertools import islice
-from typing import Iterable, Iterator
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
 import torch
-from transformers import AutoModelForSeq2SeqLM
+from transformers import AutoModelForSeq2SeqLM, PretrainedConfig
 
-from ..training.tokenization import load_tokenizer
+from ..cli import missing_model_folder
+from ..model.loading import check_model_location
+from ..training.data import strip_line_end
+from ..training.tokenization import is_tokenizer_panic, load_tokenizer, tokenizer_failure
+
+logger = logging.getLogger(__name__)
+
+MAX_SOURCE_LENGTH = 512
 
 
-def load_translator(model_name_or_path: str, device: str | None = None):
-    """(model, tokenizer) from a saved folder or Hub id, model in eval mode.
+def resolve_device(device: str | None = None) -> torch.device:
+    """The torch.device named by `device` ("cpu", "cuda", "cuda:1", "mps", ...), checked to exist on
+    this machine; None means cuda when available, else cpu."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device {device!r} is not a device name; use cpu, cuda, cuda:1, mps, ...") from None
+    if parsed.type == "meta":
+        raise ValueError("device 'meta' holds no data and cannot translate; use cpu or an accelerator.")
+    try:
+        torch.empty(0, device=parsed)
+    except Exception as error:  # torch raises RuntimeError, AssertionError, ... for a missing backend or index
+        reason = " ".join(str(error).split()) or type(error).__name__
+        available = "cpu" + (f", cuda (0–{torch.cuda.device_count() - 1})" if torch.cuda.is_available() else "")
+        raise ValueError(f"device {device!r} is not available here ({reason}); available: {available}.") from None
+    return parsed
+
+
+def check_model_type(model_name_or_path: str) -> None:
+    """Refuse a config.json without model_type with a message that says so (AutoModel would report
+    "custom code which must be executed" instead)."""
+    try:
+        config, _ = PretrainedConfig.get_config_dict(model_name_or_path)
+    except OSError:
+        return  # no or unreadable config.json: from_pretrained reports it, naming the file
+    if not config.get("model_type") or not isinstance(config["model_type"], str):
+        raise ValueError(
+            f"The config.json of {model_name_or_path!r} has no model_type (it has {config.get('model_type')!r}), so it "
+            "cannot tell which model it describes; "
+            'a model saved by this package says "model_type": "vaswani". Add that entry if it is one, or re-save it.'
+        )
+
+
+def check_model_exists(model_name_or_path) -> None:
+    """Refuse, in one line, a name that can only be a local path (./x, ../x, /x, x with no slash) when
+    nothing is there; a loader would ask the Hub for it and, offline, wait for the connection to fail."""
+    if not isinstance(model_name_or_path, (str, os.PathLike)):
+        return
+    name = os.fspath(model_name_or_path)
+    if (reason := missing_model_folder(name)) is None:
+        return
+    shipped = ("; the shipped model, from any directory, is modeling_vaswani.shipped_model_path()"
+               if Path(name).name == "hub_card" else "")
+    raise FileNotFoundError(f"{name!r}: {reason}{shipped}.")
+
+
+@contextmanager
+def quiet_loading():
+    """Inside: transformers' progress bars (the "Loading weights" bar) and its messages below errors are
+    off; afterwards they are as they were."""
+    from transformers.utils import logging as hf_logging
+
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def load_translator(model_name_or_path: str, device: str | None = None, quiet: bool = True):
+    """(model, tokenizer) from a saved folder or Hub id, model in eval mode on `device`.
 
     The model is built from this package's own classes (registered for model_type "vaswani" on
     import), never from code shipped inside the folder: trust_remote_code stays off, so a folder of
-    another model type that brings its own code is refused instead of run.
+    another model type that brings its own code is refused instead of run. A path to a file, a local
+    path that is not there and a device that does not exist here are refused before anything is
+    loaded. With `quiet` (the default) loading shows no progress bar and no messages below errors.
     """
-    model = AutoModelForSeq2SeqLM.from_pretrained(model_name_or_path, trust_remote_code=False)
-    tokenizer = load_tokenizer(model_name_or_path)
-    model.to(device or ("cuda" if torch.cuda.is_available() else "cpu")).eval()
+    target = resolve_device(device)
+    check_model_location(model_name_or_path)
+    check_model_exists(model_name_or_path)
+    with quiet_loading() if quiet else nullcontext():
+        check_model_type(model_name_or_path)
+        try:
+            model = AutoModelForSeq2SeqLM.from_pretrained(model_name_or_path, trust_remote_code=False)
+        except ValueError as error:
+            if not str(error).startswith("VaswaniConfig"):  # AutoConfig builds the config without naming the file
+                raise
+            raise ValueError(f"{str(model_name_or_path)!r} (config.json): {error}") from None
+        except OSError as error:
+            name = os.fspath(model_name_or_path) if isinstance(model_name_or_path, (str, os.PathLike)) else None
+            if name is None or Path(name).exists():
+                raise
+            # user/name that is no folder here: the Hub's message alone ("couldn't connect") hides that.
+            message = " ".join(str(error).split())
+            raise FileNotFoundError(f"{name!r} is no folder here ({os.path.abspath(name)} does not exist), and as "
+                                    f"a Hub id it did not load: {message}") from None
+        tokenizer = load_tokenizer(model_name_or_path)
+    model.to(target).eval()
     return model, tokenizer
 
 
-def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_source_length: int = 512,
-              **generate_kwargs) -> list[str]:
-    """Translate `sentences` (a list of str); blank lines give blank translations without decoding."""
+def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_source_length: int = MAX_SOURCE_LENGTH,
+              progress: Callable[[int], object] | None = None, **generate_kwargs) -> list[str]:
+    """Translate `sentences` (a list of str); blank lines give blank translations without decoding.
+    `progress`, if given, is called with the number of sentences each finished batch adds."""
+    outputs, cut = _translate(model, tokenizer, sentences, batch_size, max_source_length, generate_kwargs, progress)
+    warn_truncated(cut, len(sentences), max_source_length)
+    return outputs
+
+
+def translate_batches(model, tokenizer, lines: Iterable[str], batch_size: int = 64,
+                      max_source_length: int = MAX_SOURCE_LENGTH, progress: Callable[[int], object] | None = None,
+                      **generate_kwargs) -> Iterator[list[str]]:
+    """Translate an iterable of lines lazily, `batch_size` lines at a time, yielding each batch's
+    translations (a list, in order) as soon as it is done.
+
+    A line's terminator ("\\n" or "\\r\\n") is removed; nothing else splits or joins lines. Sentences
+    cut to `max_source_length` are counted over the whole stream and reported once, at its end.
+    """
+    lines = iter(lines)
+    cut = total = 0
+    try:
+        while batch := [strip_line_end(line) for line in islice(lines, batch_size)]:
+            outputs, batch_cut = _translate(model, tokenizer, batch, batch_size, max_source_length, generate_kwargs,
+                                            progress)
+            cut, total = cut + batch_cut, total + len(batch)
+            yield outputs
+    finally:
+        warn_truncated(cut, total, max_source_length)
+
+
+def translate_stream(model, tokenizer, lines: Iterable[str], batch_size: int = 64, **kwargs) -> Iterator[str]:
+    """Translate an iterable of lines lazily, `batch_size` lines at a time, in order."""
+    for outputs in translate_batches(model, tokenizer, lines, batch_size=batch_size, **kwargs):
+        yield from outputs
+
+
+def as_one_line(text: str) -> str:
+    """`text` with any line break ("\\n", "\\r") turned into a space, so that writing one translation per
+    line keeps line i of the output the translation of line i of the input."""
+    return text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+
+
+def warn_truncated(cut: int, total: int, max_source_length: int) -> None:
+    if cut:
+        logger.warning(
+            "warning: %d of %d sentences are longer than %d tokens (max_source_length) and were cut to their first "
+            "%d tokens; their translations cover only that part. Split long lines to translate all of them.",
+            cut, total, max_source_length, max_source_length,
+        )
+
+
+def _translate(model, tokenizer, sentences, batch_size, max_source_length, generate_kwargs, progress=None):
+    """(translations, how many sentences were cut to max_source_length); `progress(n)` after each batch."""
     if isinstance(sentences, str):
         # Iterating a str would translate it character by character.
         raise ValueError("sentences must be a list of strings, not a single string; wrap it in a list.")
@@ -40,22 +196,38 @@ def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_
             raise ValueError(f"Sentence {position} is a {type(sentence).__name__}, not a string.")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+    if isinstance(max_source_length, bool) or not isinstance(max_source_length, int) or max_source_length < 1:
+        raise ValueError(f"max_source_length must be a positive integer, got {max_source_length!r}.")
     outputs = [""] * len(sentences)
+    cut = 0
     todo = sorted((i for i, s in enumerate(sentences) if s.strip()), key=lambda i: len(sentences[i]))
+    if progress is not None and len(todo) < len(sentences):
+        progress(len(sentences) - len(todo))  # blank lines: done without decoding
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
-        encoded = tokenizer([sentences[i] for i in chunk], return_tensors="pt", padding=True,
-                            truncation=True, max_length=max_source_length).to(model.device)
+        texts = [sentences[i] for i in chunk]
+        what = f"{len(texts)} sentence{'s' * (len(texts) != 1)} (the shortest {texts[0][:40]!r})"
+        lengths = [len(ids) for ids in _tokenizer_call(lambda: tokenizer(texts)["input_ids"], what)]
+        cut += sum(length > max_source_length for length in lengths)
+        encoded = _tokenizer_call(lambda: tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
+                                                    max_length=max_source_length), what).to(model.device)
         with torch.inference_mode():
             generated = model.generate(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"],
                                        **generate_kwargs)
-        for i, text in zip(chunk, tokenizer.batch_decode(generated, skip_special_tokens=True)):
+        decoded = _tokenizer_call(lambda: tokenizer.batch_decode(generated, skip_special_tokens=True),
+                                  f"the translations of {what}")
+        for i, text in zip(chunk, decoded):
             outputs[i] = text.strip()
-    return outputs
+        if progress is not None:
+            progress(len(chunk))
+    return outputs, cut
 
 
-def translate_stream(model, tokenizer, lines: Iterable[str], batch_size: int = 64, **kwargs) -> Iterator[str]:
-    """Translate an iterable of lines lazily, `batch_size` lines at a time, in order."""
-    lines = iter(lines)
-    while batch := [line.rstrip("\n") for line in islice(lines, batch_size)]:
-        yield from translate(model, tokenizer, batch, batch_size=batch_size, **kwargs)
+def _tokenizer_call(call, what: str):
+    """`call()`; a panic of the tokenizers library (a BaseException) becomes a one-line ValueError."""
+    try:
+        return call()
+    except BaseException as error:
+        if is_tokenizer_panic(error):
+            raise tokenizer_failure(error, what) from None
+        raise

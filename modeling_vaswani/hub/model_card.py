@@ -32,7 +32,8 @@ REQUIRED_SCORES = ("bleu", "signature", "chrf", "bleu_lowercase_tokenized", "ble
 def load_results(path) -> dict:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no results file; run scripts/evaluate_model.py and scripts/collect_results.py first.")
+        raise FileNotFoundError(f"{path}: no results file; scripts/collect_results.py writes it (python "
+                                "scripts/collect_results.py --run_dir <training output folder>).")
     results = json.loads(path.read_text(encoding="utf-8"))
     check_results(results, path)
     return results

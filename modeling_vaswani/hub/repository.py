@@ -6,9 +6,12 @@ generation_config.json, the modeling code for `trust_remote_code`), the tokenize
 measured results.json and the model card README.md rendered from it.
 
 `validate_repository` checks such a folder the way a stranger would use it: every file present,
-the card's YAML parses and carries the metrics, and — in a fresh Python process where this package
+the code it ships exactly the package's model code and the only code its configs point at, the
+card's YAML parses and carries the metrics, and — in a fresh Python process where this package
 cannot be imported — the folder loads with `trust_remote_code=True` and translates through both
-`generate` and `pipeline("translation")`.
+`generate` and `pipeline("translation")`. That process runs isolated (`python -I`: no current
+folder, user site-packages or PYTHONPATH on its path) in a folder made for it, so no module lying
+around (a json.py in the temporary folder, say) is imported in place of the real one.
 """
 
 import json
@@ -21,6 +24,7 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 
 from .model_card import load_results, render_model_card
+from ..model.loading import CUSTOM_GENERATE_SOURCE
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..training.tokenization import load_tokenizer
 
@@ -35,6 +39,7 @@ REQUIRED_FILES = (
     "modeling_vaswani.py",
     "configuration_vaswani.py",
     "pipeline_vaswani.py",
+    "custom_generate/generate.py",
 )
 
 _CLEAN_PROCESS_CHECK = r"""
@@ -67,8 +72,9 @@ def write_repository(model_dir, output_dir, repo_id: str) -> Path:
     return output_dir
 
 
-def validate_repository(folder, sentence: str = "Two dogs are playing in the snow.") -> dict:
-    """Raise ValueError naming the first problem; return what the clean process translated."""
+def validate_repository(folder, sentence: str = "Two dogs are playing in the snow.", allow_empty: bool = False) -> dict:
+    """Raise ValueError naming the first problem; return what the clean process translated. An empty
+    translation of `sentence` (a briefly trained model gives one) is a problem unless `allow_empty`."""
     folder = Path(folder)
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
@@ -77,6 +83,7 @@ def validate_repository(folder, sentence: str = "Two dogs are playing in the sno
     for key in ("auto_map", "custom_pipelines"):
         if key not in config:
             raise ValueError(f"{folder}/config.json lacks {key!r}; save with the modeling_vaswani package imported.")
+    check_shipped_code(folder)
     card = ModelCard.load(folder / "README.md")
     index = card.data.to_dict().get("model-index")
     if not index:
@@ -84,13 +91,76 @@ def validate_repository(folder, sentence: str = "Two dogs are playing in the sno
     metrics = {m["type"] for result in index[0]["results"] for m in result["metrics"]}
     if not {"bleu", "chrf"} <= metrics:
         raise ValueError(f"{folder}/README.md reports {sorted(metrics)}; it must report bleu and chrf.")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    process = subprocess.run([sys.executable, "-c", _CLEAN_PROCESS_CHECK, str(folder.resolve()), sentence],
-                             capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env)
+    with tempfile.TemporaryDirectory(prefix="vaswani-check-") as workdir:
+        # Its own folder to run in, and its own copy of the code trust_remote_code imports.
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(workdir) / "modules")}
+        process = subprocess.run([sys.executable, "-I", "-c", _CLEAN_PROCESS_CHECK, str(folder.resolve()), sentence],
+                                 capture_output=True, text=True, cwd=workdir, env=env)
     if process.returncode != 0:
         tail = process.stderr.strip().splitlines()[-1] if process.stderr.strip() else "no output"
         raise ValueError(f"{folder} does not load with trust_remote_code in a clean process: {tail}")
     outcome = json.loads(process.stdout.strip().splitlines()[-1])
-    if not outcome["pipeline"].strip() or not outcome["generate"].strip():
+    if not allow_empty and (not outcome["pipeline"].strip() or not outcome["generate"].strip()):
         raise ValueError(f"{folder} loads but translates {sentence!r} to an empty string.")
     return outcome
+
+
+MODEL_CODE = Path(CUSTOM_GENERATE_SOURCE).parent  # modeling_vaswani/model/: the code a checkpoint ships
+# Shipped files that are a package module under another name.
+RENAMED_CODE = {"custom_generate/generate.py": CUSTOM_GENERATE_SOURCE.name}
+
+
+def check_shipped_code(folder) -> None:
+    """Raise ValueError unless every Python file in `folder` is byte for byte a module of the package's
+    model code, and every piece of code that config.json (`auto_map`, `custom_pipelines`) and
+    tokenizer_config.json (`auto_map`) point at is one of those files: `trust_remote_code` runs
+    exactly what the folder names, and a reference like "other/repo--module.Class" would fetch and
+    run another repository's code."""
+    folder = Path(folder)
+    shipped = set()
+    for path in sorted(folder.rglob("*.py")):
+        name = path.relative_to(folder).as_posix()
+        source = MODEL_CODE / RENAMED_CODE.get(name, name)
+        if "/" in name and name not in RENAMED_CODE or source.name == "__init__.py" or not source.is_file():
+            raise ValueError(f"{folder} ships {name}, which is not part of the model code (modeling_vaswani/model/); "
+                             "remove it: a repository carries only the code save_pretrained copies.")
+        if path.read_bytes() != source.read_bytes():
+            raise ValueError(f"{folder}/{name} differs from the package's {source.relative_to(MODEL_CODE.parent)}; "
+                             "write the repository again (save_pretrained copies the code as it is).")
+        shipped.add(name)
+    references = []
+    for file, keys in (("config.json", ("auto_map",)), ("tokenizer_config.json", ("auto_map",))):
+        if (folder / file).is_file():
+            values = json.loads((folder / file).read_text(encoding="utf-8"))
+            for key in keys:
+                references += [(f"{file} {key}[{entry!r}]", ref) for entry, ref in _entries(values.get(key))]
+    pipelines = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("custom_pipelines") or {}
+    if not isinstance(pipelines, dict):
+        raise ValueError(f"{folder}/config.json: custom_pipelines must map a task to its pipeline, got {pipelines!r}.")
+    for task, spec in pipelines.items():
+        impl = spec.get("impl") if isinstance(spec, dict) else spec
+        references.append((f"config.json custom_pipelines[{task!r}].impl", impl))
+    for where, reference in references:
+        if reference is None:
+            continue
+        if not isinstance(reference, str) or "." not in reference:
+            raise ValueError(f"{folder}/{where} is {reference!r}, not a reference to code (module.Class).")
+        if "--" in reference:
+            raise ValueError(f"{folder}/{where} points at code in another repository ({reference!r}); a repository may "
+                             "name only the code it ships. Write it again with save_pretrained.")
+        module = reference.rsplit(".", 1)[0].replace(".", "/") + ".py"
+        if module not in shipped:
+            raise ValueError(f"{folder}/{where} points at {module}, which the repository does not ship as model code.")
+
+
+def _entries(mapping):
+    """(key, reference) for each code reference in an auto_map (a value may be a [slow, fast] pair)."""
+    if mapping is None:
+        return []
+    if not isinstance(mapping, dict):
+        raise ValueError(f"auto_map must map an Auto class to code, got {mapping!r}.")
+    pairs = []
+    for key, value in mapping.items():
+        for reference in value if isinstance(value, (list, tuple)) else [value]:
+            pairs.append((key, reference))
+    return pairs

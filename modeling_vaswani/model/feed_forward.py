@@ -6,20 +6,28 @@ Every layer of both stacks ends with this small two-layer network with a ReLU be
 each position separately and identically (the same weights at every position, different weights
 in every layer) — equivalently two convolutions with kernel size 1. The inner layer is wider:
 d_model = 512 → d_ff = 2048 → d_model in the base model.
+
+Deviation (opt-in, `activation_function="swish"`): SiLU, x·σ(x), in place of the ReLU, the
+activation of the Opus-MT models trained with Marian; the default is the paper's ReLU.
 """
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
 class PositionwiseFeedForward(nn.Module):
     """Eq. (2). A Linear acts on the last dimension only, so positions never mix here."""
 
-    def __init__(self, d_model: int, d_ff: int):
+    def __init__(self, d_model: int, d_ff: int, activation_function: str = "relu"):
         super().__init__()
+        if activation_function not in ("relu", "swish"):
+            raise ValueError(f"activation_function must be 'relu' or 'swish', got {activation_function!r}.")
+        # Deviation when "swish": SiLU instead of Eq. (2)'s max(0, ·).
+        self.activation = torch.relu if activation_function == "relu" else F.silu
         self.linear_1 = nn.Linear(d_model, d_ff)  # x W_1 + b_1
         self.linear_2 = nn.Linear(d_ff, d_model)  # · W_2 + b_2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, L, d_model) → (B, L, d_ff) → (B, L, d_model)."""
-        return self.linear_2(torch.relu(self.linear_1(x)))  # max(0, ·) is the ReLU
+        return self.linear_2(self.activation(self.linear_1(x)))  # max(0, ·), the ReLU (or SiLU, see above)

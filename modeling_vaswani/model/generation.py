@@ -7,6 +7,10 @@ output length during inference to input length + 50, but terminate early when po
 `paper_generation_config` turns these numbers into the `GenerationConfig` every new model carries
 (and saves as generation_config.json); `max_new_tokens_for` applies the "+ 50" rule, which
 `GenerationConfig` has no field for, so it is saved as our own entry `max_output_length_offset`.
+Two more entries of our own choose the search of beam_search.py: GNMT's length penalty
+(`length_penalty_formula="gnmt"`) and tensor2tensor's stopping rule (`beam_termination="bound"`).
+A generation config without them (files saved before they existed) decodes with transformers'
+beam search, as it always did; `TRANSFORMERS_BEAM_SEARCH` passed to generate() does so for any model.
 """
 
 from transformers import GenerationConfig
@@ -23,10 +27,17 @@ GENERATE_FALLBACK_MAX_LENGTH = GenerationConfig._get_default_generation_params()
 PAPER_DECODING = dict(
     num_beams=NUM_BEAMS,
     length_penalty=LENGTH_PENALTY,
-    early_stopping=True,  # "terminate early when possible"
+    early_stopping=True,  # "terminate early when possible" (transformers' rule; "bound" below replaces it)
     use_cache=True,  # the Trainer may switch config.use_cache off; decoding reads this one
     max_output_length_offset=MAX_OUTPUT_LENGTH_OFFSET,
+    # §6.1's "length penalty α = 0.6 [38]": GNMT's lp(Y) = ((5 + |Y|) / 6)^α (beam_search.py).
+    length_penalty_formula="gnmt",
+    # "terminate early when possible": once no live hypothesis can beat the finished one (beam_search.py).
+    beam_termination="bound",
 )
+
+# generate(..., **TRANSFORMERS_BEAM_SEARCH): transformers' own beam search (|Y|^α, `early_stopping`).
+TRANSFORMERS_BEAM_SEARCH = dict(length_penalty_formula=None, beam_termination=None)
 
 # In words, for scripts, results files and the model card.
 PAPER_DECODING_TEXT = (
@@ -36,11 +47,12 @@ PAPER_DECODING_TEXT = (
 
 
 def paper_generation_config(config) -> GenerationConfig:
-    """§6.1 decoding for a model with `config`'s special token ids.
+    """§6.1 decoding for a model with `config`'s special token ids: beam 4, GNMT's length penalty
+    with α = 0.6 and tensor2tensor's stopping rule (beam_search.py), at most input length + 50 tokens.
 
-    Deviation: Hugging Face divides a hypothesis' log-probability by |Y|^α, while the paper (after
-    GNMT) divides by ((5 + |Y|) / 6)^α; both favour longer outputs as α grows, but the numbers
-    differ.
+    (transformers' own beam search divides a hypothesis' log-probability by |Y|^α instead of the
+    paper's ((5 + |Y|) / 6)^α; it decodes the generation configs saved without
+    `length_penalty_formula`, and any model given TRANSFORMERS_BEAM_SEARCH.)
     """
     return GenerationConfig(
         **PAPER_DECODING,

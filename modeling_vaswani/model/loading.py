@@ -8,16 +8,39 @@ that was interrupted would then load as a valid-looking but untrained model. `St
 - a truncated or corrupted safetensors file → ValueError naming it;
 - weights that do not cover every parameter → ValueError naming the missing tensors;
 - a tensor whose shape differs from the one config.json implies → ValueError naming it
-  (pass `ignore_mismatched_sizes=True` to re-initialise such tensors on purpose).
+  (pass `ignore_mismatched_sizes=True` to re-initialise such tensors on purpose);
+- tensors the config has no place for (the weights of a deeper model under a shallower config),
+  which transformers would drop → ValueError naming the first;
+- weights stored as integers or 8-bit floats (quantized), which would be cast value by value into
+  garbage → ValueError naming the tensor and its dtype;
+- a generation_config.json that is not JSON (transformers would fall back to defaults without a
+  word) or whose decoding fields have the wrong type → ValueError naming the file and field;
+- a path to a file instead of a folder → NotADirectoryError, before anything reads it.
 Weights are read from safetensors only: pickled `pytorch_model.bin` files are never unpickled,
 because unpickling can run arbitrary code.
+
+Which matrices are one (§3.4's sharing, `share_embeddings` / `tie_word_embeddings`) is read from
+the config, so `save_pretrained` refuses a model whose config was changed after it was built
+(the folder would not load), and a checkpoint saved tied loads with `tie_word_embeddings=False`:
+the projection then starts as a copy of the matrix it was.
 """
 
+import json
+import os
+import re
+from collections import defaultdict
 from pathlib import Path
 
-from safetensors import SafetensorError
+import torch
+from safetensors import SafetensorError, safe_open
+from transformers.utils import cached_file
 
 from .generation import drop_generate_fallbacks
+
+# The file transformers loads as a model's own `generate` (GenerationMixin.load_custom_generate),
+# and the module it is a byte-for-byte copy of.
+CUSTOM_GENERATE_FILE = "custom_generate/generate.py"
+CUSTOM_GENERATE_SOURCE = Path(__file__).with_name("beam_search.py")
 
 
 class StrictCheckpoints:
@@ -30,6 +53,9 @@ class StrictCheckpoints:
             raise ValueError("use_safetensors=False is not supported: weights are loaded from safetensors only.")
         kwargs["use_safetensors"] = True
         folder = Path(pretrained_model_name_or_path) if pretrained_model_name_or_path is not None else None
+        local_folder = check_model_location(pretrained_model_name_or_path)  # a file is refused here
+        if local_folder is not None:
+            check_model_files(local_folder / kwargs.get("subfolder", ""), kwargs.get("generation_config") is not None)
         reinit_mismatched = kwargs.pop("ignore_mismatched_sizes", False)
         return_info = kwargs.pop("output_loading_info", False)
         try:
@@ -49,6 +75,8 @@ class StrictCheckpoints:
                 f"Cannot read the weights {str(where)!r}: {error}. The file is truncated or corrupted (an "
                 "interrupted save or download?); save or download the model again."
             ) from None
+        untied = fill_untied_weights(model, info["missing_keys"])
+        info["missing_keys"] = type(info["missing_keys"])(k for k in info["missing_keys"] if k not in untied)
         missing = sorted(info["missing_keys"])
         if missing:
             raise ValueError(
@@ -56,6 +84,11 @@ class StrictCheckpoints:
                 f"(first: {missing[0]!r}); they would start from random values. The weights file is incomplete or "
                 "belongs to another model; save the model again or point to a complete folder."
             )
+        check_unexpected_keys(pretrained_model_name_or_path, info["unexpected_keys"])
+        if local_folder is None and isinstance(pretrained_model_name_or_path, str):
+            fetched = cached_folder(pretrained_model_name_or_path, kwargs)  # a Hub id: its files, now in the cache
+            if fetched is not None:
+                check_model_files(fetched, kwargs.get("generation_config") is not None)
         if info["mismatched_keys"] and not reinit_mismatched:
             name, stored, expected = sorted(info["mismatched_keys"], key=lambda item: item[0])[0]
             raise ValueError(
@@ -72,14 +105,72 @@ class StrictCheckpoints:
         folder), the old weights are removed first: a save stopped half-way then leaves a folder that
         refuses to load, not the earlier weights under the new config.json. The saved
         generation_config.json lists only what was set, and always the §6.1 length offset.
+        `auto_map` names every model class of the saved code (`_auto_map`), so the folder loads
+        with `AutoModel` as well as with the class it was saved from. A model that generates also
+        gets custom_generate/generate.py, a copy of beam_search.py: transformers makes it the
+        model's `generate` when the folder is loaded with `trust_remote_code=True`, so §6.1's
+        search travels with the checkpoint (and serves `generate(custom_generate=<folder>)`).
         """
+        check_shared_weights_match_config(self)  # before anything is written
+        if getattr(self, "_auto_class", None) is not None:
+            module = type(self).__module__.rsplit(".", 1)[-1]
+            names = {auto: f"{module}.{name}" for auto, name in getattr(self, "_auto_map", {}).items()}
+            self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}), **names}
         if kwargs.get("is_main_process", True):
             for name in ("model.safetensors", "model.safetensors.index.json"):
                 (Path(save_directory) / name).unlink(missing_ok=True)
+            if self.can_generate():
+                target = Path(save_directory) / CUSTOM_GENERATE_FILE
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(CUSTOM_GENERATE_SOURCE.read_bytes())
         generation_config = getattr(self, "generation_config", None)
         if generation_config is not None:
             drop_generate_fallbacks(generation_config)
         return super().save_pretrained(save_directory, *args, **kwargs)
+
+
+def fill_untied_weights(model, missing_keys) -> list[str]:
+    """Projection weights a checkpoint lacks because it was saved tied, copied from their source.
+
+    A model loaded with `tie_word_embeddings=False` from a folder saved with it true has its own
+    `lm_head.weight`, which the file does not hold: in the saved model that matrix *was* the
+    embedding it was tied to (`_tied_weights_keys`), so the copy is the trained projection, not a
+    random start. Returns the names filled.
+    """
+    filled = []
+    for target, source in (getattr(model, "_tied_weights_keys", None) or {}).items():
+        if target in missing_keys and source not in missing_keys and target not in model.all_tied_weights_keys:
+            with torch.no_grad():
+                model.get_parameter(target).copy_(model.get_parameter(source))
+            filled.append(target)
+    return filled
+
+
+def check_shared_weights_match_config(model) -> None:
+    """Refuse to save a model whose shared matrices are not the ones its config declares.
+
+    transformers saves one copy of each tied matrix and re-ties on loading from the config; a
+    model whose `tie_word_embeddings` or `share_embeddings` was changed after it was built would
+    be written as a folder that does not load (or loads with other weights).
+    """
+    declared = defaultdict(set)
+    for target, source in model.get_expanded_tied_weights_keys(all_submodels=True).items():
+        declared[source].update((source, target))
+    parameters = dict(model.named_parameters(remove_duplicate=False))
+    actual = defaultdict(set)
+    for name, parameter in parameters.items():
+        actual[id(parameter)].add(name)
+    declared_groups = {frozenset(group) for group in declared.values()}
+    actual_groups = {frozenset(group) for group in actual.values() if len(group) > 1}
+    if declared_groups != actual_groups:
+        config = model.config
+        raise ValueError(
+            f"The model's config (share_embeddings={config.share_embeddings}, tie_word_embeddings="
+            f"{config.tie_word_embeddings}) does not describe how its weights are shared "
+            f"(shared now: {sorted(sorted(group) for group in actual_groups)}); was it changed after the model was "
+            "built? Nothing was written. Build the model from the changed config instead, e.g. "
+            "from_pretrained(folder, tie_word_embeddings=False) for a projection of its own."
+        )
 
 
 def check_weights_file(folder: Path) -> None:
@@ -95,3 +186,158 @@ def check_weights_file(folder: Path) -> None:
         f"{str(folder)!r} has no model.safetensors: the folder holds no weights (save_pretrained writes them "
         "last, so an interrupted save leaves this state). Save the model again or point to a complete folder."
     )
+
+
+# --- untrusted folders: what from_pretrained checks beyond transformers ----------------------------
+
+# A Hub repository id, "namespace/name" (what is not an existing path and not this is refused).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+# Tensors of this model are floating point; integer or 8-bit float weights are quantized ones.
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+WEIGHTS_INDEX = "model.safetensors.index.json"
+
+
+def is_hub_id(name: str) -> bool:
+    """Whether `name` is spelled like a Hub repository id (namespace/name)."""
+    return bool(_HUB_ID.match(name)) and ".." not in name and "--" not in name
+
+
+def check_model_location(name) -> Path | None:
+    """The local folder `name` names, or None for a Hub id. A path to a file is refused before
+    anything is read from it: transformers would take it for a config file and, failing that, hand
+    it to its weights loaders."""
+    if not isinstance(name, (str, os.PathLike)):
+        return None
+    path = Path(name)
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise NotADirectoryError(
+            f"{str(path)!r} is a file, not a model folder: from_pretrained takes the folder that holds config.json "
+            "and model.safetensors (or a Hub id like user/name)."
+        )
+    return None
+
+
+def check_model_files(config_folder: Path, generation_config_given: bool) -> None:
+    """Check a resolved model folder (local, or the Hub cache's copy) before its weights are trusted:
+    generation_config.json (when present) must be JSON with fields of the right types, and every
+    tensor in the weights must be stored as floating point."""
+    generation_file = config_folder / "generation_config.json"
+    if not generation_config_given and generation_file.is_file():
+        check_generation_config_file(generation_file)
+    for weights in _weights_files(config_folder):
+        check_stored_dtypes(weights)
+
+
+def check_generation_config_file(path: Path) -> None:
+    """Refuse a generation_config.json that is not JSON or whose decoding fields have the wrong type
+    (transformers would replace the first by defaults without a word and keep the second as read)."""
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(
+            f"{str(path)!r} is not valid JSON ({error}); decoding would silently fall back to defaults. Fix the "
+            "file, or delete it to use the §6.1 defaults on purpose."
+        ) from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{str(path)!r} must hold a JSON object of decoding settings, not {type(values).__name__}.")
+    for field, (accepts, wanted) in GENERATION_FIELDS.items():
+        if field in values and not accepts(values[field]):
+            raise ValueError(
+                f"{str(path)!r}: {field} must be {wanted}, got {values[field]!r}. Fix the value or remove the entry."
+            )
+
+
+def _integer(value, low):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # not NaN
+
+
+def _optional(check):
+    return lambda value: value is None or check(value)
+
+
+_token_id = _optional(lambda value: _integer(value, 0))
+GENERATION_FIELDS = {
+    "num_beams": (lambda v: _integer(v, 1), "a positive integer"),
+    "num_beam_groups": (lambda v: _integer(v, 1), "a positive integer"),
+    "num_return_sequences": (_optional(lambda v: _integer(v, 1)), "a positive integer"),
+    "max_new_tokens": (_optional(lambda v: _integer(v, 1)), "a positive integer or null"),
+    "max_length": (_optional(lambda v: _integer(v, 1)), "a positive integer or null"),
+    "min_new_tokens": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
+    "min_length": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
+    "max_output_length_offset": (_optional(lambda v: _integer(v, 0)), "a non-negative integer (§6.1: 50) or null"),
+    "length_penalty": (_optional(_number), "a number (§6.1: 0.6)"),
+    "early_stopping": (lambda v: isinstance(v, bool) or v == "never", 'true, false or "never"'),
+    "do_sample": (lambda v: isinstance(v, bool), "true or false"),
+    "use_cache": (lambda v: isinstance(v, bool), "true or false"),
+    "temperature": (_optional(lambda v: _number(v) and v > 0), "a positive number or null"),
+    "top_k": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
+    "top_p": (_optional(lambda v: _number(v) and 0 < v <= 1), "a number in (0, 1] or null"),
+    "repetition_penalty": (_optional(lambda v: _number(v) and v > 0), "a positive number or null"),
+    "no_repeat_ngram_size": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
+    "pad_token_id": (_token_id, "a token id (a non-negative integer) or null"),
+    "bos_token_id": (_token_id, "a token id (a non-negative integer) or null"),
+    "decoder_start_token_id": (_token_id, "a token id (a non-negative integer) or null"),
+    "eos_token_id": (lambda v: _token_id(v) or (isinstance(v, list) and bool(v) and all(_integer(i, 0) for i in v)),
+                     "a token id, a list of token ids, or null"),
+}
+
+
+def check_stored_dtypes(weights: Path) -> None:
+    """Refuse weights stored as integers (or 8-bit floats): loaded into this model's floating-point
+    tensors they would be cast value by value, and the model would translate garbage."""
+    try:
+        handle = safe_open(str(weights), framework="pt")
+    except (SafetensorError, OSError):
+        return  # a damaged file: loading it reports that, naming the file
+    with handle:
+        for key in handle.keys():
+            dtype = handle.get_slice(key).get_dtype()
+            if dtype not in FLOAT_DTYPES:
+                raise ValueError(
+                    f"{str(weights)!r} stores tensor {key!r} as {dtype}, not as floating point ({', '.join(FLOAT_DTYPES)}): "
+                    "quantized or integer weights are not supported and would load as garbage. Use the unquantized "
+                    "checkpoint."
+                )
+
+
+def _weights_files(folder: Path) -> list[Path]:
+    if (folder / "model.safetensors").is_file():
+        return [folder / "model.safetensors"]
+    index = folder / WEIGHTS_INDEX
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{str(index)!r} is not a valid weights index ({error}).") from None
+        return [folder / shard for shard in shards if (folder / shard).is_file()]
+    return []
+
+
+def cached_folder(name: str, kwargs: dict) -> Path | None:
+    """Where the Hub cache holds the files of the Hub model `name` (after from_pretrained fetched them)."""
+    options = {key: kwargs[key] for key in ("cache_dir", "revision", "subfolder") if kwargs.get(key) is not None}
+    try:
+        config = cached_file(name, "config.json", local_files_only=True, _raise_exceptions_for_missing_entries=False,
+                             **options)
+    except OSError:
+        return None
+    return Path(config).parent if config else None
+
+
+def check_unexpected_keys(name, unexpected) -> None:
+    """Refuse weights holding tensors the model of config.json has no place for: transformers drops
+    them with a log line, so the weights of a deeper model load under a shallower config."""
+    unexpected = sorted(unexpected)
+    if unexpected:
+        raise ValueError(
+            f"The weights of {str(name)!r} hold {len(unexpected)} tensors that the model described by its config.json "
+            f"does not have (first: {unexpected[0]!r}); they would be dropped. The weights belong to a larger or "
+            "another model (more layers than num_layers / num_decoder_layers say?): fix config.json or point to "
+            "the folder the weights came with."
+        )

@@ -14,9 +14,15 @@ not, added to the scores Q·Kᵀ/√d_k before the softmax.
 
 Deviation: the paper says −∞; we add `torch.finfo(dtype).min`, the most negative finite number.
 With −∞ a query whose keys are all hidden (a fully padded row) would give softmax(−∞, …, −∞) = NaN
-that spreads through the network; with a finite value its softmax is merely uniform and the
-result is ignored downstream. Masked keys still receive exactly zero weight, because
-exp(finfo.min − max) underflows to 0.
+that spreads through the network; with a finite value its softmax stays finite (close to uniform)
+and the result is ignored downstream. Masked keys still receive exactly zero weight, because
+exp(finfo.min − max) underflows to 0. In float16 finfo.min is only −65504, and finfo.min plus a
+score below about −16 rounds to −∞ again: the written-out attention (attention.py) clamps the sum
+back to finfo.min, so a fully padded row stays finite in every precision.
+
+A mask that arrives ready-made (`as_additive`) is Hugging Face glue: with a static cache,
+`generate` builds the whole decoder mask itself — boolean, True where attention is allowed — over
+every slot of the cache.
 """
 
 import torch
@@ -52,14 +58,20 @@ def decoder_self_attention_mask(
     decoder_attention_mask: torch.Tensor | None,
     device,
     dtype: torch.dtype,
+    past=None,
 ) -> torch.Tensor:
-    """Causal ∧ padding for decoder self-attention: (B or 1, 1, T, T_past+T).
+    """Causal ∧ padding for decoder self-attention: (B or 1, 1, T, K), K = T_past+T keys.
 
     Target padding sits at the end of each sentence, so the causal mask alone already keeps real
     positions from seeing it; the padding mask is combined in only when the caller gives one.
+    `past` (an int or a 0-d tensor) is given for a static cache, whose K slots outnumber the
+    tokens: the empty slots lie after every query and are hidden as future positions.
     """
-    hidden = _future_positions(query_length, key_length, device)
+    hidden = _future_positions(query_length, key_length, device, past)
     if decoder_attention_mask is not None:
+        missing = key_length - decoder_attention_mask.shape[-1]
+        if past is not None and missing > 0:  # a static cache's empty slots: hidden above already
+            decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, missing), value=1)
         if decoder_attention_mask.shape[-1] != key_length:
             raise ValueError(
                 f"decoder_attention_mask covers {decoder_attention_mask.shape[-1]} positions but the decoder "
@@ -69,14 +81,25 @@ def decoder_self_attention_mask(
     return _to_additive(hidden, dtype)
 
 
-def _future_positions(query_length: int, key_length: int, device) -> torch.Tensor:
+def as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A ready-made (B, 1, T, K) mask → additive in `dtype`: a boolean one is True where attention
+    is allowed; an additive one is cast, with −∞ (or a value beyond the new dtype's range) clamped
+    to finfo(dtype).min."""
+    if mask.dtype == torch.bool:
+        return _to_additive(~mask, dtype)
+    return mask.to(dtype).clamp(min=torch.finfo(dtype).min)
+
+
+def _future_positions(query_length: int, key_length: int, device, past=None) -> torch.Tensor:
     """Boolean (1, 1, T, K), True where key j lies after query i.
 
-    With a key/value cache (generation) the T new queries come after K − T cached positions, so
-    query i sits at absolute position K − T + i and the diagonal shifts by that offset.
+    With a key/value cache (generation) the T new queries come after the `past` cached positions
+    (K − T unless given), so query i sits at absolute position past + i and the diagonal shifts by
+    that offset.
     """
-    past = key_length - query_length
-    query_pos = torch.arange(past, key_length, device=device)[:, None]  # (T, 1)
+    if past is None:
+        past = key_length - query_length
+    query_pos = (torch.arange(query_length, device=device) + past)[:, None]  # (T, 1)
     key_pos = torch.arange(key_length, device=device)[None, :]  # (1, K)
     return (key_pos > query_pos)[None, None]  # §3.2.3: "illegal connections" point to later positions
 

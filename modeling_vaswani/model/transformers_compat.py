@@ -5,14 +5,22 @@ output field `cache`; earlier 5.x releases use `past_key_values` for both. A `fo
 only one name would silently decode without the cached prefix on the other releases.
 """
 
+import warnings
+
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
 
 def pop_cache(cache, kwargs: dict):
-    """The cache given as `cache=` or (before 5.24) as `past_key_values=`, removed from `kwargs`."""
+    """The cache given as `cache=` or (before 5.24) as `past_key_values=`, removed from `kwargs`.
+
+    On releases that use `cache`, the old name still works and warns, as transformers' own models do.
+    """
     legacy = kwargs.pop("past_key_values", None)
+    if legacy is not None and CACHE_FIELD == "cache":
+        warnings.warn("`past_key_values` is deprecated: transformers 5.24 and later name it `cache`; pass cache=...",
+                      FutureWarning, stacklevel=3)
     return cache if cache is not None else legacy
 
 

@@ -92,6 +92,23 @@ def padding_efficiency(
     return real / padded
 
 
+def padded_tokens(
+    batches: Sequence[Sequence[int]], src_lengths: Sequence[int], tgt_lengths: Sequence[int]
+) -> tuple[int, int]:
+    """(source, target): the tokens of all the batches once each is padded to its longest sentence.
+
+    That is what the budget of ``token_budget_batches`` counts, summed over the batches.
+    """
+    src, tgt = _check_lengths(src_lengths, tgt_lengths)
+    source = target = 0
+    for batch in batches:
+        if len(batch):
+            idx = np.asarray(batch, dtype=np.int64)
+            source += len(idx) * int(src[idx].max())
+            target += len(idx) * int(tgt[idx].max())
+    return source, target
+
+
 def default_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
     """Shuffled indices cut into fixed-size batches, as a random sampler with a fixed batch size gives.
 

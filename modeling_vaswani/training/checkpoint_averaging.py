@@ -13,9 +13,9 @@ plus the config, generation config, tokenizer and code files of the last checkpo
 `checkpoint-<step>` folder counts only once the Trainer has finished writing it
 (`is_complete_checkpoint`), so a run stopped while saving never feeds half-written weights in.
 
-Deviation: the paper's checkpoints were written every 10 minutes of wall-clock time; the
-`Trainer` writes them every `save_steps` updates. Set `save_steps` so that the last checkpoints
-span a comparable stretch of training.
+The paper's checkpoints were written every 10 minutes of wall-clock time:
+`scripts/train.py --save_every_minutes 10` does the same (`run_record.SaveEveryMinutes`); the
+Trainer's own strategies save every `save_steps` updates or every epoch instead.
 """
 
 from __future__ import annotations
@@ -163,18 +163,15 @@ def check_resumable_checkpoint(checkpoint_dir: str | Path) -> Path:
     return checkpoint_dir
 
 
-def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
-    """The last `last` complete `checkpoint-<step>` folders of a training run, oldest first.
+def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]:
+    """(complete, incomplete): a run's `checkpoint-<step>` folders, the complete ones oldest first.
 
-    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9).
-    Incomplete folders (see `is_complete_checkpoint`) are skipped with a warning.
+    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9);
+    incomplete ones (see `is_complete_checkpoint`) are only named.
 
     Raises:
         FileNotFoundError: if `output_dir` is not a folder.
-        ValueError: if `last` is not a positive integer or the run has fewer complete checkpoints.
     """
-    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
-        raise ValueError(f"last must be a positive integer (the paper averages 5 or 20), got {last!r}.")
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         raise FileNotFoundError(f"run folder {str(output_dir)!r} does not exist or is not a folder.")
@@ -187,15 +184,31 @@ def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> li
             else:
                 incomplete.append(child.name)
     found.sort(key=lambda pair: pair[0])
+    return [path for _, path in found], sorted(incomplete)
+
+
+def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
+    """The last `last` complete `checkpoint-<step>` folders of a training run, oldest first.
+
+    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9).
+    Incomplete folders (see `is_complete_checkpoint`) are skipped with a warning.
+
+    Raises:
+        FileNotFoundError: if `output_dir` is not a folder.
+        ValueError: if `last` is not a positive integer or the run has fewer complete checkpoints.
+    """
+    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+        raise ValueError(f"last must be a positive integer (the paper averages 5 or 20), got {last!r}.")
+    found, incomplete = complete_checkpoints(output_dir)
     if incomplete:
-        logger.warning("skipping incomplete checkpoints (no %s): %s", TRAINER_STATE_NAME, ", ".join(sorted(incomplete)))
+        logger.warning("skipping incomplete checkpoints (no %s): %s", TRAINER_STATE_NAME, ", ".join(incomplete))
     if len(found) < last:
-        skipped = f" (skipped incomplete: {', '.join(sorted(incomplete))})" if incomplete else ""
+        skipped = f" (skipped incomplete: {', '.join(incomplete)})" if incomplete else ""
         raise ValueError(
             f"asked for the last {last} checkpoints but {str(output_dir)!r} holds only {len(found)} complete "
             f"checkpoint-<step> folders{skipped}; lower the number or train longer."
         )
-    return [path for _, path in found[-last:]]
+    return found[-last:]
 
 
 def _weights_file(checkpoint_dir: Path) -> Path:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import gzip
 import os
 from pathlib import Path
-from typing import Optional, Sequence, Tuple, Union
+from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union
 
 import datasets
 
@@ -40,30 +40,51 @@ class DataError(ValueError):
     """A problem with the training data that the user can fix (missing file, bad encoding, ...)."""
 
 
+def strip_line_end(line: str) -> str:
+    """`line` without its terminator, "\\n" or "\\r\\n" (a line without one is returned as it is).
+
+    Lines end at "\\n" only. A lone "\\r", a form feed, "\\u2028" and the other characters that
+    `str.splitlines` (and Python's text mode) also treat as line breaks stay inside the line:
+    splitting on them would add lines, and every later line would then be paired with the wrong
+    translation.
+    """
+    if line.endswith("\r\n"):
+        return line[:-2]
+    return line[:-1] if line.endswith("\n") else line
+
+
+def iter_lines(handle: BinaryIO, name: str) -> Iterator[str]:
+    """The lines of a binary file object (a file opened with "rb", ``sys.stdin.buffer``), decoded
+    as UTF-8 one at a time, each without its terminator (`strip_line_end`).
+
+    Raises DataError naming ``name`` and the line number at the first line that is not UTF-8.
+    """
+    for line_number, raw in enumerate(handle, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(
+                f"{name}, line {line_number}: not valid UTF-8 ({err.reason} at byte "
+                f"{err.start}). Re-encode the file as UTF-8."
+            ) from None
+        yield strip_line_end(text)
+
+
 def read_lines(path: PathLike) -> list[str]:
     """Read a UTF-8 text file, plain or gzipped (by the ``.gz`` suffix), one item per line.
 
-    Only the line terminator is removed; leading/trailing spaces inside a line are kept.
+    Only the line terminator ("\\n" or "\\r\\n") is removed; leading/trailing spaces inside a
+    line are kept, and so is any other character, a lone "\\r" included (`strip_line_end`).
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"Data file not found: {path}. Check the path (or set VASWANI_DATA_DIR).")
     opener = gzip.open if path.suffix == ".gz" else open
-    lines: list[str] = []
     try:
         with opener(path, "rb") as handle:
-            for line_number, raw in enumerate(handle, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise DataError(
-                        f"{path}, line {line_number}: not valid UTF-8 ({err.reason} at byte "
-                        f"{err.start}). Re-encode the file as UTF-8."
-                    ) from None
-                lines.append(text.rstrip("\r\n"))
+            return list(iter_lines(handle, str(path)))
     except (OSError, EOFError) as err:  # e.g. a truncated or non-gzip ".gz" file
         raise DataError(f"Could not read {path}: {err}") from None
-    return lines
 
 
 def load_parallel_files(

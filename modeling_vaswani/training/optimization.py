@@ -126,8 +126,10 @@ def get_noam_schedule(
     _check_scale(scale)
     factors = []
     for index, group in enumerate(optimizer.param_groups):
-        # When resuming (last_epoch >= 0) LambdaLR reads "initial_lr", the lr at first creation.
-        base_lr = float(group.get("initial_lr", group["lr"]) if last_epoch >= 0 else group["lr"])
+        # LambdaLR multiplies by the group's "initial_lr" whenever the group has one (the lr when a
+        # schedule first drove it: an optimizer restored from a checkpoint carries it, with "lr" then
+        # the rate of the last step), and by "lr" otherwise; divide by the same number.
+        base_lr = float(group.get("initial_lr", group["lr"]))
         if not (math.isfinite(base_lr) and base_lr > 0):
             raise ValueError(
                 f"parameter group {index} has learning rate {base_lr!r}; the schedule divides it out, "

@@ -1,8 +1,11 @@
 """§5 Training, wired into Hugging Face's `Seq2SeqTrainer`.
 
 `VaswaniTrainer` is a `Seq2SeqTrainer` that trains the way §5 describes:
-- §5.1 batches of about `max_tokens` source and `max_tokens` target tokens, sentences grouped by
-  length (`batching.TokenBudgetBatchSampler`), instead of a fixed number of sentences;
+- §5.1 about `max_tokens` source and `max_tokens` target tokens per optimizer step, sentences
+  grouped by length (`batching.TokenBudgetBatchSampler`), instead of a fixed number of sentences.
+  The budget is the whole step's, as in the paper (25,000 tokens over 8 GPUs): under P
+  data-parallel processes and G gradient-accumulation steps each batch holds at most
+  max_tokens / (P·G), so the number of processes changes the speed, not the training;
 - §5.3 Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9 and the learning rate of Eq. (3)
   (`optimization.create_adam`, `optimization.get_noam_schedule`);
 - §5.4 label smoothing ε_ls: the model's own loss (`label_smoothing.label_smoothed_cross_entropy`
@@ -10,27 +13,51 @@
   differently, must stay 0;
 - §6.1 evaluation by BLEU of generated translations (`predict_with_generate`, `scoring`).
 
-Everything else — gradient accumulation, mixed precision, checkpoints, resuming, logging,
-data-parallel processes — is the Trainer's own.
+The paper describes no gradient clipping (tensor2tensor, its code, clips none by default); the
+Trainer clips at max_grad_norm=1.0 unless told otherwise, so pass `max_grad_norm=0` for the
+paper's procedure (scripts/train.py and example 10 do).
+
+Two guards keep a run from repeating work: a model is never evaluated twice at one step (the
+budget's stop, the end of an epoch and a script's final `evaluate()` can all ask for it; the second
+call returns the first's metrics), nor checkpointed twice at one step. The last step's loss is
+always logged, so a run shorter than `logging_steps` still shows how training went.
+
+Everything else — mixed precision, checkpoints, resuming, logging, data-parallel processes — is
+the Trainer's own.
 """
 
 import copy
+import logging
+import math
 
 import numpy as np
 from torch.utils.data import DataLoader
-from transformers import Seq2SeqTrainer
+from transformers import Seq2SeqTrainer, TrainerCallback
 
-from .batching import TokenBudgetBatchSampler
+from .batching import TokenBudgetBatchSampler, padded_tokens
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
 from ..evaluation.scoring import compute_bleu
+
+
+logger = logging.getLogger(__name__)
+
+
+class LogLastStep(TrainerCallback):
+    """Logs the loss at the step training ends on (the last one, or where a time budget stopped it)."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if control.should_training_stop:
+            control.should_log = True
+        return control
 
 
 class VaswaniTrainer(Seq2SeqTrainer):
     """`Seq2SeqTrainer` with the paper's batching, optimizer, schedule and loss.
 
     Args (besides the Trainer's):
-        max_tokens: token budget per batch on each side (§5.1 used 25,000); None keeps the
-            Trainer's fixed `per_device_train_batch_size`.
+        max_tokens: token budget per optimizer step on each side, all processes and accumulated
+            batches together (§5.1 used 25,000); None keeps the Trainer's fixed
+            `per_device_train_batch_size`.
         noam_scale: a factor on Eq. (3) (1.0 = the paper's rate).
         warmup_steps: Eq. (3)'s warmup_steps (default: the paper's 4000).
     """
@@ -48,6 +75,22 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self.max_tokens = max_tokens
         self.noam_scale = noam_scale
         self.warmup_steps = warmup_steps if warmup_steps is not None else WARMUP_STEPS
+        self._evaluated = {}  # (step, metric prefix) -> metrics, see `evaluate`
+        self._checkpointed_step = None
+        self.add_callback(LogLastStep)  # after the others, which may end training at this step
+
+    # §5.1 -------------------------------------------------------------------------------------
+    @property
+    def batches_per_step(self) -> int:
+        """Batches that make one optimizer step: one per process and accumulation step."""
+        return self.args.world_size * self.args.gradient_accumulation_steps
+
+    @property
+    def max_tokens_per_batch(self) -> int | None:
+        """Each batch's share of the step's token budget (None without one)."""
+        if self.max_tokens is None:
+            return None
+        return max(1, self.max_tokens // self.batches_per_step)
 
     # §5.3 -------------------------------------------------------------------------------------
     def create_optimizer(self, model=None):
@@ -65,7 +108,6 @@ class VaswaniTrainer(Seq2SeqTrainer):
             )
         return self.lr_scheduler
 
-    # §5.1 -------------------------------------------------------------------------------------
     def get_train_dataloader(self) -> DataLoader:
         if self.max_tokens is None:
             return super().get_train_dataloader()
@@ -106,11 +148,72 @@ class VaswaniTrainer(Seq2SeqTrainer):
             self.model.generation_config = kept
 
     def token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
+        """All processes' batches of one epoch, each within `max_tokens_per_batch`."""
         src = [len(ids) for ids in dataset["input_ids"]]
         tgt = [len(ids) for ids in dataset["labels"]]
         # As for the Trainer's own samplers, --data_seed (when given) fixes the data order apart from --seed.
         seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
-        return TokenBudgetBatchSampler(src, tgt, self.max_tokens, shuffle=True, seed=seed, num_replicas=1, rank=0)
+        return TokenBudgetBatchSampler(src, tgt, self.max_tokens_per_batch, shuffle=True, seed=seed,
+                                       num_replicas=1, rank=0)
+
+    def batching_summary(self, dataset=None) -> dict:
+        """How the §5.1 budget is spent in the first epoch: per step and per batch, for the log and the run record.
+
+        tokens_per_step is the mean padded count per optimizer step, source and target side (what
+        --max_tokens bounds); padding_efficiency the share of them that are real tokens.
+        """
+        if self.max_tokens is None:
+            raise ValueError("batching_summary needs a token budget (max_tokens).")
+        dataset = self._remove_unused_columns(dataset if dataset is not None else self.train_dataset)
+        sampler = self.token_budget_sampler(dataset)
+        batches = list(sampler)
+        per_process = math.ceil(len(batches) / self.args.world_size)
+        steps = math.ceil(per_process / self.args.gradient_accumulation_steps)
+        source, target = padded_tokens(batches, sampler.src_lengths, sampler.tgt_lengths)
+        return {
+            "max_tokens_per_step": self.max_tokens,
+            "processes": self.args.world_size,
+            "gradient_accumulation_steps": self.args.gradient_accumulation_steps,
+            "max_tokens_per_batch": self.max_tokens_per_batch,
+            "batches_per_epoch": len(batches),
+            "batches_per_process": per_process,
+            "steps_per_epoch": steps,
+            "tokens_per_step": {"source": round(source / steps), "target": round(target / steps)},
+            "padding_efficiency": round(sampler.padding_efficiency, 3),
+        }
+
+    # Work done once per step ------------------------------------------------------------------
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval", **gen_kwargs):
+        """`Seq2SeqTrainer.evaluate`, but the default evaluation set is scored once per step.
+
+        A second call at the same step with the same prefix and no other dataset or generation
+        settings returns the first call's metrics: the weights have not changed in between.
+        """
+        key = (self.state.global_step, metric_key_prefix)
+        if eval_dataset is None and not gen_kwargs and key in self._evaluated:
+            if self.is_world_process_zero():
+                logger.info("step %d was evaluated already; its metrics are reused", self.state.global_step)
+            return dict(self._evaluated[key])
+        metrics = super().evaluate(eval_dataset=eval_dataset, ignore_keys=ignore_keys,
+                                   metric_key_prefix=metric_key_prefix, **gen_kwargs)
+        if eval_dataset is None and not gen_kwargs:
+            self._evaluated[key] = dict(metrics)
+        return metrics
+
+    def _save_checkpoint(self, model, trial):
+        if self._checkpointed_step == self.state.global_step:
+            return  # this step is saved already (a time budget's stop at the end of an epoch, say)
+        super()._save_checkpoint(model, trial)
+        self._checkpointed_step = self.state.global_step
+
+    def _load_best_model(self):
+        super()._load_best_model()
+        self._evaluated.clear()  # other weights at the same step
+
+    def train(self, *args, **kwargs):
+        self._evaluated.clear()
+        self._checkpointed_step = None
+        return super().train(*args, **kwargs)
 
 
 def bleu_metrics_fn(tokenizer):

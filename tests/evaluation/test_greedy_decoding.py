@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.greedy_decoding import greedy_decode
 
 EOS = 2
@@ -14,10 +13,9 @@ STEPS = 30
 
 
 @pytest.fixture(scope="module")
-def model():
+def model(make_model):
     """A tiny model taught to copy its input, so decoding ends with </s> at different steps per row."""
-    torch.manual_seed(0)
-    model = VaswaniForConditionalGeneration(VaswaniConfig(**CONFIG))
+    model = make_model(**CONFIG).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     labels = SOURCE.masked_fill(SOURCE == 0, -100)
     for _ in range(STEPS):
@@ -55,9 +53,8 @@ def test_finished_rows_are_padded(model):
             assert torch.all(row[ends[0, 0] + 1:] == model.config.pad_token_id)
 
 
-def test_default_limit_is_input_length_plus_50_like_generate():
-    torch.manual_seed(1)
-    untrained = VaswaniForConditionalGeneration(VaswaniConfig(**CONFIG)).eval()
+def test_default_limit_is_input_length_plus_50_like_generate(make_model):
+    untrained = make_model(seed=1, **CONFIG)
     # Forbid </s> at the output layer, for both decoders alike: only the length limit can stop them.
     untrained.lm_head.register_forward_hook(
         lambda module, args, logits: logits.index_fill(-1, torch.tensor([EOS]), -1e9)

@@ -1,6 +1,5 @@
 """The BLEU metric of §6.1: cased sacreBLEU, lowercased BLEU, the paper's tokenized BLEU, chrF."""
 
-import importlib.util
 import socket
 from pathlib import Path
 
@@ -11,12 +10,9 @@ from sacrebleu.metrics import BLEU
 from modeling_vaswani.evaluation.scoring import METRIC_PATH, compute_bleu, load_bleu_metric
 
 
-def _metric_module():
-    path = Path(METRIC_PATH) / "vaswani_bleu.py"
-    spec = importlib.util.spec_from_file_location("vaswani_bleu_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="module")
+def metric_module(load_module):
+    return load_module(Path(METRIC_PATH) / "vaswani_bleu.py", "vaswani_bleu_under_test")
 
 
 def test_identical_hypothesis_and_reference_score_100():
@@ -55,13 +51,13 @@ def test_lowercasing_raises_score_for_case_only_difference():
     assert result["bleu"] < 60.0
 
 
-def test_compound_split_follows_the_papers_script():
-    module = _metric_module()
-    assert module.split_compounds("a well-known man") == "a well ##AT##-##AT## known man"
+def test_compound_split_follows_the_papers_script(metric_module):
+    assert metric_module.split_compounds("a well-known man") == "a well ##AT##-##AT## known man"
     # The Perl substitution does not overlap matches: only the first hyphen of a-b-c splits.
-    assert module.split_compounds("a-b-c") == "a ##AT##-##AT## b-c"
+    assert metric_module.split_compounds("a-b-c") == "a ##AT##-##AT## b-c"
     # 13a separates punctuation first; a spaced hyphen is not a compound.
-    assert module.paper_tokenize("a well-known man, 3 - 4 times.") == "a well ##AT##-##AT## known man , 3 - 4 times ."
+    assert (metric_module.paper_tokenize("a well-known man, 3 - 4 times.")
+            == "a well ##AT##-##AT## known man , 3 - 4 times .")
 
 
 def test_paper_tokenized_bleu_splits_compounds():

@@ -5,9 +5,6 @@ import itertools
 import pytest
 import torch
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.training.data import load_multi30k, select_first
-from modeling_vaswani.training.tokenization import train_tokenizer_for_dataset
 from modeling_vaswani.evaluation.translation import load_translator, translate, translate_stream
 
 FAST = dict(num_beams=1, max_new_tokens=6)  # decoding settings that keep an untrained model quick
@@ -21,13 +18,9 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def translator():
-    corpus = select_first(load_multi30k("en", "de")["train"], 150)
-    tokenizer = train_tokenizer_for_dataset(corpus, "en", "de", vocab_size=300)
-    torch.manual_seed(0)
-    config = VaswaniConfig(vocab_size=len(tokenizer), d_model=16, d_ff=32, num_heads=4, num_layers=2)
-    return VaswaniForConditionalGeneration(config).eval(), tokenizer
+@pytest.fixture
+def translator(translation_model, tokenizer):
+    return translation_model, tokenizer
 
 
 class EchoModel:

@@ -6,7 +6,6 @@ import pytest
 import yaml
 from huggingface_hub import ModelCard
 
-from modeling_vaswani import VaswaniConfig
 from modeling_vaswani.hub.model_card import check_results, render_model_card
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
@@ -35,8 +34,8 @@ def results():
 
 
 @pytest.fixture()
-def model_dir(tmp_path):
-    VaswaniConfig.from_preset("tiny", vocab_size=100).save_pretrained(tmp_path)
+def model_dir(tmp_path, make_config):
+    make_config(preset="tiny", vocab_size=100).save_pretrained(tmp_path)
     return tmp_path
 
 

@@ -6,7 +6,6 @@ import pytest
 import torch
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
-from modeling_vaswani import VaswaniConfig
 from modeling_vaswani.model.attention import MultiHeadAttention, scaled_dot_product_attention, sdpa_attention
 from modeling_vaswani.model.masking import causal_mask, padding_mask
 
@@ -77,10 +76,15 @@ def test_sdpa_function_matches_eager_function():
     torch.testing.assert_close(builtin_causal, eager, rtol=0, atol=1e-5)
 
 
-def make_attention(is_cross=False, **overrides):
-    torch.manual_seed(0)
-    config = VaswaniConfig(vocab_size=20, d_model=16, d_ff=32, num_heads=4, num_layers=1, **overrides)
-    return MultiHeadAttention(config, is_cross_attention=is_cross, layer_idx=0).eval()
+@pytest.fixture
+def make_attention(make_config):
+    """One attention sublayer of d_model 16 and 4 heads (the tiny config), seeded, in eval mode."""
+
+    def make(is_cross=False, **overrides):
+        torch.manual_seed(0)
+        return MultiHeadAttention(make_config(**overrides), is_cross_attention=is_cross, layer_idx=0).eval()
+
+    return make
 
 
 def run_both(module, *args, **kwargs):
@@ -91,7 +95,7 @@ def run_both(module, *args, **kwargs):
     return outputs["eager"], outputs["sdpa"]
 
 
-def test_eager_and_sdpa_agree_self_attention_with_padding():
+def test_eager_and_sdpa_agree_self_attention_with_padding(make_attention):
     module = make_attention()
     x = torch.randn(2, 5, 16)
     keep = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
@@ -102,7 +106,7 @@ def test_eager_and_sdpa_agree_self_attention_with_padding():
     assert torch.all(weights[1, :, :, 3:] == 0)
 
 
-def test_eager_and_sdpa_agree_causal():
+def test_eager_and_sdpa_agree_causal(make_attention):
     module = make_attention()
     x = torch.randn(2, 6, 16)
     mask = causal_mask(6, 6, "cpu", x.dtype)
@@ -114,14 +118,14 @@ def test_eager_and_sdpa_agree_causal():
     torch.testing.assert_close(builtin, eager, rtol=0, atol=1e-5)
 
 
-def test_eager_path_refuses_implicit_causal_mask():
+def test_eager_path_refuses_implicit_causal_mask(make_attention):
     module = make_attention()
     module.config._attn_implementation = "eager"
     with pytest.raises(ValueError, match="causal"):
         module(torch.randn(1, 3, 16), is_causal=True)
 
 
-def test_eager_and_sdpa_agree_cross_attention():
+def test_eager_and_sdpa_agree_cross_attention(make_attention):
     module = make_attention(is_cross=True)
     x, memory = torch.randn(2, 3, 16), torch.randn(2, 7, 16)
     keep = torch.tensor([[1] * 7, [1, 1, 1, 1, 0, 0, 0]])
@@ -132,7 +136,7 @@ def test_eager_and_sdpa_agree_cross_attention():
     assert torch.all(weights[1, :, :, 4:] == 0)
 
 
-def test_output_attentions_forces_eager_weights():
+def test_output_attentions_forces_eager_weights(make_attention):
     module = make_attention()
     module.config._attn_implementation = "sdpa"
     x = torch.randn(1, 4, 16)
@@ -142,9 +146,16 @@ def test_output_attentions_forces_eager_weights():
     torch.testing.assert_close(module(x)[0], out, rtol=0, atol=1e-5)
 
 
-def test_multi_head_is_concat_of_heads_times_w_o():
-    """§3.2.2 by hand: head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V), then Concat · W^O."""
-    module = make_attention(d_k=3, d_v=5)  # head sizes different from d_model / h
+@pytest.mark.parametrize("attention_bias", [False, True])
+def test_multi_head_is_concat_of_heads_times_w_o(make_attention, attention_bias):
+    """§3.2.2 by hand: head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V), then Concat · W^O; the W are
+    matrices (no biases) unless attention_bias (a deviation) adds them."""
+    module = make_attention(d_k=3, d_v=5, attention_bias=attention_bias)  # head sizes ≠ d_model / h
+    projections = (module.q_proj, module.k_proj, module.v_proj, module.out_proj)
+    assert all((p.bias is not None) == attention_bias for p in projections)
+    if not attention_bias:
+        assert make_attention().q_proj.bias is None  # the default
+    zeros = torch.zeros(20)
     module.config._attn_implementation = "eager"
     assert module.q_proj.weight.shape == (12, 16) and module.v_proj.weight.shape == (20, 16)
     assert module.out_proj.weight.shape == (16, 20)
@@ -156,16 +167,16 @@ def test_multi_head_is_concat_of_heads_times_w_o():
         wq = module.q_proj.weight[3 * i:3 * i + 3]
         wk = module.k_proj.weight[3 * i:3 * i + 3]
         wv = module.v_proj.weight[5 * i:5 * i + 5]
-        q = x @ wq.T + module.q_proj.bias[3 * i:3 * i + 3]
-        k = x @ wk.T + module.k_proj.bias[3 * i:3 * i + 3]
-        v = x @ wv.T + module.v_proj.bias[5 * i:5 * i + 5]
+        q = x @ wq.T + (module.q_proj.bias if attention_bias else zeros)[3 * i:3 * i + 3]
+        k = x @ wk.T + (module.k_proj.bias if attention_bias else zeros)[3 * i:3 * i + 3]
+        v = x @ wv.T + (module.v_proj.bias if attention_bias else zeros)[5 * i:5 * i + 5]
         heads.append(torch.softmax(q @ k.transpose(1, 2) / math.sqrt(3), dim=-1) @ v)
     expected = module.out_proj(torch.cat(heads, dim=-1))
     out, _ = module(x)
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
 
 
-def test_cross_attention_reuses_cached_keys_and_values():
+def test_cross_attention_reuses_cached_keys_and_values(make_attention):
     module = make_attention(is_cross=True)
     x, memory = torch.randn(1, 1, 16), torch.randn(1, 6, 16)
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
@@ -180,7 +191,7 @@ def test_cross_attention_reuses_cached_keys_and_values():
     assert cache.self_attention_cache.get_seq_length() == 0  # cross-attention never writes there
 
 
-def test_self_attention_cache_appends_each_step():
+def test_self_attention_cache_appends_each_step(make_attention):
     module = make_attention()
     module.config._attn_implementation = "eager"
     x = torch.randn(1, 4, 16)

@@ -113,10 +113,35 @@ def test_token_ids_outside_vocab_name_the_field(field, value):
 
 
 @pytest.mark.parametrize("share", [True, False])
-def test_tie_word_embeddings_must_match_share_embeddings(share):
+def test_tie_word_embeddings_follows_share_embeddings_unless_given(share):
     assert VaswaniConfig(**TINY, share_embeddings=share).tie_word_embeddings is share
+    # Deviation: the projection may be tied or not whatever the embeddings do (tests/model/test_hf_integration.py).
+    assert VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share).tie_word_embeddings is not share
     with pytest.raises(ValueError, match="tie_word_embeddings"):
-        VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share)
+        VaswaniConfig(**TINY, tie_word_embeddings="no")
+
+
+def test_attention_projections_are_bias_free_unless_a_saved_config_predates_the_field(tmp_path):
+    """§3.2.2's W^Q, W^K, W^V, W^O are matrices: no biases for new configs and every preset. A
+    config.json without `attention_bias` was saved when the projections had biases: it loads with True."""
+    from modeling_vaswani.model.configuration_vaswani import PRESETS
+
+    assert VaswaniConfig().attention_bias is False
+    assert all(VaswaniConfig.from_preset(name).attention_bias is False for name in PRESETS)
+    for value in (False, True):  # both values are written, so both survive a round trip
+        VaswaniConfig(**TINY, attention_bias=value).save_pretrained(tmp_path / str(value))
+        assert json.loads((tmp_path / str(value) / "config.json").read_text())["attention_bias"] is value
+        assert VaswaniConfig.from_pretrained(tmp_path / str(value)).attention_bias is value
+        assert AutoConfig.from_pretrained(tmp_path / str(value)).attention_bias is value
+    older = json.loads((tmp_path / "False" / "config.json").read_text())
+    del older["attention_bias"]
+    (tmp_path / "older").mkdir()
+    (tmp_path / "older" / "config.json").write_text(json.dumps(older))
+    assert VaswaniConfig.from_pretrained(tmp_path / "older").attention_bias is True
+    assert AutoConfig.from_pretrained(tmp_path / "older").attention_bias is True
+    assert VaswaniConfig.from_pretrained(tmp_path / "older", attention_bias=False).attention_bias is False
+    with pytest.raises(ValueError, match="attention_bias"):
+        VaswaniConfig(**TINY, attention_bias="no")
 
 
 def test_save_load_round_trip_and_auto_config(tmp_path):

@@ -5,22 +5,26 @@ import torch
 from torch import nn
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
-from modeling_vaswani import VaswaniConfig
 from modeling_vaswani.model.decoder import Decoder
 from modeling_vaswani.model.embeddings import ScaledEmbedding
 
 
-def make_decoder(**overrides):
-    torch.manual_seed(0)
-    config = VaswaniConfig(**{**dict(vocab_size=30, d_model=16, d_ff=32, num_heads=4, num_layers=2,
-                                     num_decoder_layers=3, dropout=0.0), **overrides})
-    return Decoder(config, ScaledEmbedding(30, 16)).eval()
+@pytest.fixture
+def make_decoder(make_config):
+    """A three-layer decoder of the tiny config over 30 token ids, seeded, in eval mode."""
+
+    def make(**overrides):
+        torch.manual_seed(0)
+        config = make_config(vocab_size=30, num_decoder_layers=3, **overrides)
+        return Decoder(config, ScaledEmbedding(30, 16)).eval()
+
+    return make
 
 
 MEMORY = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(1))
 
 
-def test_shapes_and_layer_count():
+def test_shapes_and_layer_count(make_decoder):
     decoder = make_decoder()
     assert len(decoder.layers) == 3
     out = decoder(torch.randint(4, 30, (2, 5)), MEMORY, output_attentions=True, output_hidden_states=True)
@@ -33,7 +37,7 @@ def test_shapes_and_layer_count():
     assert all(torch.all(w.triu(diagonal=1) == 0) for w in self_w)  # masked self-attention
 
 
-def test_layer_has_three_sublayers_in_order():
+def test_layer_has_three_sublayers_in_order(make_decoder):
     decoder = make_decoder()
     layer = decoder.layers[0]
     x = torch.randn(2, 4, 16)
@@ -46,7 +50,7 @@ def test_layer_has_three_sublayers_in_order():
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
-def test_position_i_does_not_see_later_tokens(impl):
+def test_position_i_does_not_see_later_tokens(make_decoder, impl):
     decoder = make_decoder()
     decoder.config._attn_implementation = impl
     ids = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
@@ -59,7 +63,7 @@ def test_position_i_does_not_see_later_tokens(impl):
         assert not torch.allclose(out[:, i + 1:], base[:, i + 1:])
 
 
-def test_encoder_padding_is_hidden_from_cross_attention():
+def test_encoder_padding_is_hidden_from_cross_attention(make_decoder):
     decoder = make_decoder()
     ids = torch.tensor([[1, 5, 6]])
     keep = torch.tensor([[1, 1, 1, 1, 0, 0]])
@@ -71,7 +75,7 @@ def test_encoder_padding_is_hidden_from_cross_attention():
     torch.testing.assert_close(decoder(ids, memory[:, :4])[0], masked, rtol=0, atol=1e-5)
 
 
-def test_cached_steps_equal_full_pass():
+def test_cached_steps_equal_full_pass(make_decoder):
     decoder = make_decoder()
     ids = torch.tensor([[1, 5, 6, 7], [1, 9, 10, 11]])
     full = decoder(ids, MEMORY)[0]
@@ -81,7 +85,7 @@ def test_cached_steps_equal_full_pass():
     assert cache.get_seq_length() == 4
 
 
-def test_post_ln_has_no_final_layernorm_pre_ln_has_one():
+def test_post_ln_has_no_final_layernorm_pre_ln_has_one(make_decoder):
     post = make_decoder()
     assert post.final_norm is None
     assert sum(isinstance(m, nn.LayerNorm) for m in post.modules()) == 3 * 3
@@ -102,6 +106,6 @@ def test_post_ln_has_no_final_layernorm_pre_ln_has_one():
     torch.testing.assert_close(out, pre.final_norm(last), rtol=0, atol=1e-6)
 
 
-def test_missing_input_is_a_clear_error():
+def test_missing_input_is_a_clear_error(make_decoder):
     with pytest.raises(ValueError, match="decoder_input_ids"):
         make_decoder()(None, MEMORY)

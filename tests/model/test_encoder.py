@@ -4,21 +4,24 @@ import pytest
 import torch
 from torch import nn
 
-from modeling_vaswani import VaswaniConfig
 from modeling_vaswani.model.embeddings import ScaledEmbedding
 from modeling_vaswani.model.encoder import Encoder
 from modeling_vaswani.model.masking import padding_mask
 from modeling_vaswani.model.positional_encoding import sinusoidal_table
 
 
-def make_encoder(**overrides):
-    torch.manual_seed(0)
-    config = VaswaniConfig(**{**dict(vocab_size=30, d_model=16, d_ff=32, num_heads=4, num_layers=3, dropout=0.0),
-                              **overrides})
-    return Encoder(config, ScaledEmbedding(30, 16)).eval()
+@pytest.fixture
+def make_encoder(make_config):
+    """A three-layer encoder of the tiny config over 30 token ids, seeded, in eval mode."""
+
+    def make(**overrides):
+        torch.manual_seed(0)
+        return Encoder(make_config(vocab_size=30, num_layers=3, **overrides), ScaledEmbedding(30, 16)).eval()
+
+    return make
 
 
-def test_shapes_and_layer_count():
+def test_shapes_and_layer_count(make_encoder):
     encoder = make_encoder()
     assert len(encoder.layers) == 3
     out = encoder(input_ids=torch.randint(4, 30, (2, 7)), output_hidden_states=True, output_attentions=True)
@@ -27,7 +30,7 @@ def test_shapes_and_layer_count():
     assert len(out.attentions) == 3 and all(a.shape == (2, 4, 7, 7) for a in out.attentions)
 
 
-def test_bottom_is_scaled_embedding_plus_positional_encoding():
+def test_bottom_is_scaled_embedding_plus_positional_encoding(make_encoder):
     encoder = make_encoder()
     ids = torch.tensor([[5, 6, 7]])
     out = encoder(input_ids=ids, output_hidden_states=True)
@@ -35,7 +38,7 @@ def test_bottom_is_scaled_embedding_plus_positional_encoding():
     torch.testing.assert_close(out.hidden_states[0], expected)
 
 
-def test_post_ln_has_no_final_layernorm():
+def test_post_ln_has_no_final_layernorm(make_encoder):
     encoder = make_encoder()
     assert encoder.final_norm is None
     assert sum(isinstance(m, nn.LayerNorm) for m in encoder.modules()) == 3 * 2  # one per sub-layer
@@ -45,7 +48,7 @@ def test_post_ln_has_no_final_layernorm():
     torch.testing.assert_close(out.last_hidden_state, last_layer, rtol=0, atol=0)
 
 
-def test_pre_ln_ends_with_one_layernorm():
+def test_pre_ln_ends_with_one_layernorm(make_encoder):
     encoder = make_encoder(norm_first=True)
     assert isinstance(encoder.final_norm, nn.LayerNorm)
     assert sum(isinstance(m, nn.LayerNorm) for m in encoder.modules()) == 3 * 2 + 1
@@ -57,7 +60,7 @@ def test_pre_ln_ends_with_one_layernorm():
     torch.testing.assert_close(out.last_hidden_state, encoder.final_norm(last_layer))
 
 
-def test_padding_does_not_change_real_positions():
+def test_padding_does_not_change_real_positions(make_encoder):
     encoder = make_encoder()
     ids = torch.tensor([[5, 6, 7, 2, 0, 0]])
     keep = torch.tensor([[1, 1, 1, 1, 0, 0]])
@@ -68,7 +71,7 @@ def test_padding_does_not_change_real_positions():
     torch.testing.assert_close(other_pad[:, :4], padded[:, :4], rtol=0, atol=1e-6)
 
 
-def test_layer_is_self_attention_then_feed_forward():
+def test_layer_is_self_attention_then_feed_forward(make_encoder):
     encoder = make_encoder()
     layer = encoder.layers[0]
     x = torch.randn(2, 4, 16)
@@ -79,7 +82,7 @@ def test_layer_is_self_attention_then_feed_forward():
     torch.testing.assert_close(layer(x, mask)[0], expected, rtol=0, atol=1e-6)
 
 
-def test_every_position_sees_every_other():
+def test_every_position_sees_every_other(make_encoder):
     encoder = make_encoder()
     ids = torch.tensor([[5, 6, 7, 8]])
     changed = torch.tensor([[5, 6, 7, 9]])  # only the last token differs
@@ -87,7 +90,7 @@ def test_every_position_sees_every_other():
     assert not torch.allclose(a[:, 0], b[:, 0])  # no causal mask in the encoder
 
 
-def test_bad_inputs_are_clear_errors():
+def test_bad_inputs_are_clear_errors(make_encoder):
     encoder = make_encoder()
     with pytest.raises(ValueError, match="input_ids"):
         encoder()

@@ -1,5 +1,6 @@
 """Tests for modeling_vaswani.model.feed_forward: Eq. (2), FFN(x) = max(0, x W_1 + b_1) W_2 + b_2."""
 
+import pytest
 import torch
 
 from modeling_vaswani.model.feed_forward import PositionwiseFeedForward
@@ -45,3 +46,15 @@ def test_relu_is_between_the_two_layers():
         ffn.linear_1.bias.fill_(-1e4)  # every hidden unit negative → ReLU gives 0
     x = torch.randn(1, 3, 4)
     torch.testing.assert_close(ffn(x), ffn.linear_2.bias.expand(1, 3, 4))
+
+
+def test_swish_deviation_is_silu_and_other_activations_are_refused():
+    torch.manual_seed(0)
+    relu, swish = PositionwiseFeedForward(4, 8), PositionwiseFeedForward(4, 8, activation_function="swish")
+    swish.load_state_dict(relu.state_dict())
+    x = torch.randn(2, 3, 4)
+    hidden = relu.linear_1(x)
+    torch.testing.assert_close(swish(x), swish.linear_2(hidden * torch.sigmoid(hidden)))
+    torch.testing.assert_close(relu(x), relu.linear_2(hidden.clamp(min=0)))
+    with pytest.raises(ValueError, match="activation_function"):
+        PositionwiseFeedForward(4, 8, activation_function="gelu")

@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.masking import causal_mask, decoder_self_attention_mask, padding_mask
 
 
@@ -59,10 +58,8 @@ def test_decoder_mask_of_wrong_length_is_an_error():
 
 
 @pytest.fixture
-def model():
-    torch.manual_seed(0)
-    config = VaswaniConfig(vocab_size=30, d_model=16, d_ff=32, num_heads=4, num_layers=2)
-    return VaswaniForConditionalGeneration(config)
+def model(make_model):
+    return make_model(vocab_size=30, dropout=0.1)  # with dropout: the training step uses it
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -9,16 +9,10 @@ position turns into NaN, or if the mask's dtype does not follow autocast.
 import pytest
 import torch
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.training.optimization import create_adam
 
 BF16 = torch.bfloat16
-
-
-def make_model(impl):
-    torch.manual_seed(0)
-    config = VaswaniConfig.from_preset("tiny", vocab_size=60, dropout=0.1, attn_implementation=impl)
-    return VaswaniForConditionalGeneration(config)
+MODEL = dict(preset="tiny", vocab_size=60, dropout=0.1)  # with dropout: the training steps use it
 
 
 def padded_batch():
@@ -32,8 +26,8 @@ def padded_batch():
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
-def test_bf16_autocast_training_steps_stay_finite(impl):
-    model = make_model(impl).train()
+def test_bf16_autocast_training_steps_stay_finite(make_model, impl):
+    model = make_model(**MODEL, attn_implementation=impl).train()
     optimizer = create_adam(model.parameters(), lr=1e-3)
     input_ids, attention_mask, labels = padded_batch()
     before = model.model.shared.weight.detach().clone()
@@ -52,8 +46,8 @@ def test_bf16_autocast_training_steps_stay_finite(impl):
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_bf16_autocast_generation_is_finite(impl, num_beams):
-    model = make_model(impl).eval()
+def test_bf16_autocast_generation_is_finite(make_model, impl, num_beams):
+    model = make_model(**MODEL, attn_implementation=impl)
     input_ids, attention_mask, _ = padded_batch()
     with torch.autocast("cpu", dtype=BF16):
         out = model.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=num_beams,
@@ -66,8 +60,8 @@ def test_bf16_autocast_generation_is_finite(impl, num_beams):
         assert torch.isfinite(out.sequences_scores).all()
 
 
-def test_masks_follow_the_autocast_dtype():
-    model = make_model("sdpa")
+def test_masks_follow_the_autocast_dtype(make_model):
+    model = make_model(**MODEL, attn_implementation="sdpa").train()
     seen = []
     for attention in (model.model.encoder.layers[0].self_attn, model.model.decoder.layers[0].cross_attn):
         attention.register_forward_pre_hook(lambda _, args, kwargs: seen.append(kwargs["attention_mask"]),
@@ -84,8 +78,8 @@ def test_masks_follow_the_autocast_dtype():
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
-def test_pure_bf16_model_trains_and_generates_without_nan(impl):
-    model = make_model(impl).to(BF16).train()
+def test_pure_bf16_model_trains_and_generates_without_nan(make_model, impl):
+    model = make_model(**MODEL, attn_implementation=impl).to(BF16).train()
     input_ids, attention_mask, labels = padded_batch()
     attention_mask[1] = 0  # a sentence of padding only: every key hidden, the worst case for the mask
     loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss

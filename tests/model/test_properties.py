@@ -44,11 +44,10 @@ def configs(draw):
     )
 
 
-def build(spec):
+def build(make_model, spec):
     spec = dict(spec)
-    torch.manual_seed(spec.pop("seed"))
     attention = spec.pop("attention")
-    model = VaswaniForConditionalGeneration(VaswaniConfig(**spec)).eval()
+    model = make_model(**spec)  # every size of the tiny config is set by the spec
     model.config._attn_implementation = attention
     return model
 
@@ -73,8 +72,8 @@ def padded_batches(draw, vocab_size):
 
 @settings(max_examples=20, **SETTINGS)
 @given(spec=configs(), data=st.data())
-def test_output_shapes(spec, data):
-    model = build(spec)
+def test_output_shapes(make_model, spec, data):
+    model = build(make_model, spec)
     batch, source_len = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 9))
     target_len = data.draw(st.integers(1, 7))
     source = words(data.draw, spec["vocab_size"], (batch, source_len))
@@ -91,8 +90,8 @@ def test_output_shapes(spec, data):
 
 @settings(max_examples=20, **SETTINGS)
 @given(spec=configs(), data=st.data())
-def test_cached_and_uncached_greedy_decoding_agree(spec, data):
-    model = build(spec)
+def test_cached_and_uncached_greedy_decoding_agree(make_model, spec, data):
+    model = build(make_model, spec)
     source, mask, _ = data.draw(padded_batches(spec["vocab_size"]))
     steps = data.draw(st.integers(1, 8))
     kwargs = dict(input_ids=source, attention_mask=mask, num_beams=1, do_sample=False, max_new_tokens=steps)
@@ -103,8 +102,8 @@ def test_cached_and_uncached_greedy_decoding_agree(spec, data):
 
 @settings(max_examples=20, **SETTINGS)
 @given(spec=configs(), data=st.data())
-def test_padded_batch_agrees_with_rows_alone(spec, data):
-    model = build(spec)
+def test_padded_batch_agrees_with_rows_alone(make_model, spec, data):
+    model = build(make_model, spec)
     source, mask, target = data.draw(padded_batches(spec["vocab_size"]))
     batched = model(input_ids=source, attention_mask=mask, decoder_input_ids=target, use_cache=False).logits
     for row in range(source.shape[0]):
@@ -116,8 +115,8 @@ def test_padded_batch_agrees_with_rows_alone(spec, data):
 
 @settings(max_examples=20, **SETTINGS)
 @given(spec=configs(), data=st.data())
-def test_masked_positions_never_influence_outputs(spec, data):
-    model = build(spec)
+def test_masked_positions_never_influence_outputs(make_model, spec, data):
+    model = build(make_model, spec)
     source, mask, target = data.draw(padded_batches(spec["vocab_size"]))
     # §3.2.3 padding mask: any tokens may sit under attention_mask = 0.
     garbage = words(data.draw, spec["vocab_size"], tuple(source.shape))
@@ -139,8 +138,8 @@ def test_masked_positions_never_influence_outputs(spec, data):
 # No shrinking: each example writes a folder, and shrinking a failure would take minutes.
 @settings(max_examples=10, phases=[Phase.explicit, Phase.reuse, Phase.generate], **SETTINGS)
 @given(spec=configs(), data=st.data())
-def test_save_load_round_trip_is_exact(spec, data):
-    model = build(spec)
+def test_save_load_round_trip_is_exact(make_model, spec, data):
+    model = build(make_model, spec)
     source, mask, target = data.draw(padded_batches(spec["vocab_size"]))
     with tempfile.TemporaryDirectory() as folder:
         model.save_pretrained(folder)

@@ -9,17 +9,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-import torch
 
-import modeling_vaswani
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.training.data import load_multi30k, select_first
-from modeling_vaswani.training.tokenization import train_tokenizer_for_dataset
-
-PACKAGE_DIR = Path(modeling_vaswani.__file__).parent / "model"
 SENTENCE = "A man is riding a bicycle."
 
 # Runs in a fresh interpreter in which `import modeling_vaswani` fails, as on a user's machine.
@@ -48,32 +40,20 @@ print(json.dumps(dict(
 """
 
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    corpus = select_first(load_multi30k("en", "de")["train"], 150)  # 300 sentences, both languages
-    tokenizer = train_tokenizer_for_dataset(corpus, "en", "de", vocab_size=300)
-    torch.manual_seed(0)
-    config = VaswaniConfig(vocab_size=len(tokenizer), d_model=16, d_ff=32, num_heads=4, num_layers=2)
-    model = VaswaniForConditionalGeneration(config).eval()
-    path = tmp_path_factory.mktemp("remote") / "tiny-vaswani"
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    inputs = tokenizer([SENTENCE], return_tensors="pt")
-    expected = model.generate(**inputs, num_beams=1, max_new_tokens=5)
-    return path, expected
-
-
-def test_saved_code_is_the_package_code_byte_for_byte(folder):
-    path, _ = folder
+def test_saved_code_is_the_package_code_byte_for_byte(saved_model_dir, model_code_dir):
+    path = saved_model_dir
     saved = sorted(p.name for p in path.glob("*.py"))
     # The folder tells what ships: every module of modeling_vaswani/model/, and nothing else.
-    assert saved == sorted(p.name for p in PACKAGE_DIR.glob("*.py") if p.name != "__init__.py")
+    assert saved == sorted(p.name for p in model_code_dir.glob("*.py") if p.name != "__init__.py")
     for name in saved:
-        assert (path / name).read_bytes() == (PACKAGE_DIR / name).read_bytes(), name
+        assert (path / name).read_bytes() == (model_code_dir / name).read_bytes(), name
+    # §6.1's search once more, where transformers looks for a model's own generate (trust_remote_code).
+    assert sorted(p.relative_to(path).as_posix() for p in path.glob("*/*.py")) == ["custom_generate/generate.py"]
+    assert (path / "custom_generate" / "generate.py").read_bytes() == (model_code_dir / "beam_search.py").read_bytes()
 
 
-def test_config_json_points_at_the_saved_code(folder):
-    path, _ = folder
+def test_config_json_points_at_the_saved_code(saved_model_dir):
+    path = saved_model_dir
     config = json.loads((path / "config.json").read_text())
     assert config["auto_map"]["AutoConfig"] == "configuration_vaswani.VaswaniConfig"
     assert config["auto_map"]["AutoModelForSeq2SeqLM"] == "modeling_vaswani.VaswaniForConditionalGeneration"
@@ -83,8 +63,10 @@ def test_config_json_points_at_the_saved_code(folder):
         assert (path / (entry.split(".")[0] + ".py")).is_file()
 
 
-def test_loads_and_translates_without_the_package(folder):
-    path, expected = folder
+@pytest.mark.slow
+def test_loads_and_translates_without_the_package(saved_model_dir, translation_model, tokenizer):
+    path = saved_model_dir  # translation_model and tokenizer, saved
+    expected = translation_model.generate(**tokenizer([SENTENCE], return_tensors="pt"), num_beams=1, max_new_tokens=5)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(path.parent / "modules"),
            "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)

@@ -277,6 +277,7 @@ def run_script(*args, timeout=300):
                           env=env, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_mixed_scripts_and_emoji_through_translate_script(model_dir):
     result = run_script(SCRIPTS / "translate.py", "--model", model_dir, "--num_beams", "1", "--max_new_tokens", "4",
                         *ODD_TEXT)
@@ -319,6 +320,7 @@ def test_gz_file_that_is_not_gzip_names_the_file(tmp_path):
         load_translation_dataset("en", "de", train_files=(fake, fake))
 
 
+@pytest.mark.slow
 def test_train_script_reports_undecodable_data_in_one_line(tmp_path):
     src = write(tmp_path / "train.en", b"A dog.\nA cat.\n\x80\x81 broken\n")
     tgt = write(tmp_path / "train.de", "Ein Hund.\nEine Katze.\nkaputt\n")
@@ -472,3 +474,519 @@ def test_wrong_language_code(monkeypatch, capsys, model_dir, tmp_path, script):
 def test_flag_value_of_wrong_type(monkeypatch, capsys, script, flag):
     code, err = run_in_process(monkeypatch, capsys, script, *REQUIRED_FLAGS[script], flag, "many")
     assert_one_line_error(code, err, flag, "many")
+
+
+# === classes of bad input, each a table ========================================================
+#
+# Each class below is one kind of mistake; its table lists the spellings of it seen or expected.
+# A case passes when the input is refused with a message that names what was wrong (or, where
+# the input is legitimate, when the result is right).
+
+
+def assert_error_line(code, err, *names):
+    """Exit status 2, no traceback, and one `error: ...` line (the last), naming `names`. Progress
+    bars and transformers' own log lines may come before it."""
+    assert code == 2, err
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], err
+    for name in names:
+        assert str(name) in errors[0], (name, errors[0])
+
+
+def edit_json(path, **changes):
+    values = json.loads(path.read_text(encoding="utf-8"))
+    values.update(changes)
+    path.write_text(json.dumps({k: v for k, v in values.items() if v is not _DELETE}), encoding="utf-8")
+
+
+_DELETE = object()
+
+
+# --- flag values out of range ------------------------------------------------------------------
+
+BAD_FLAG_VALUES = [
+    ("translate.py", ["--num_beams", "0"], "--num_beams"),
+    ("translate.py", ["--num_beams", "-2"], "--num_beams"),
+    ("translate.py", ["--max_new_tokens", "0"], "--max_new_tokens"),
+    ("translate.py", ["--batch_size", "0"], "--batch_size"),
+    ("evaluate_model.py", ["--model", "m", "--num_beams", "0"], "--num_beams"),
+    ("evaluate_model.py", ["--model", "m", "--num_beams", "-2"], "--num_beams"),
+    ("evaluate_model.py", ["--model", "m", "--max_samples", "-1"], "--max_samples"),
+    ("evaluate_model.py", ["--model", "m", "--max_new_tokens", "0"], "--max_new_tokens"),
+    ("evaluate_model.py", ["--model", "m", "--batch_size", "-3"], "--batch_size"),
+    ("collect_results.py", ["--run_dir", "r", "--batch_size", "0"], "--batch_size"),
+]
+
+
+@pytest.mark.parametrize("script,args,flag", BAD_FLAG_VALUES, ids=[f"{s}{' '.join(a)}" for s, a, _ in BAD_FLAG_VALUES])
+def test_flag_value_out_of_range(monkeypatch, capsys, script, args, flag):
+    code, err = run_in_process(monkeypatch, capsys, script, *args)
+    assert_one_line_error(code, err, flag, "expected a positive integer")
+
+
+# --- devices that do not exist ------------------------------------------------------------------
+
+BAD_DEVICES = {
+    "tpu9": "is not a device name",
+    "gpu": "is not a device name",
+    "cuda:99": "is not available here",
+    "meta": "holds no data",
+}
+
+
+@pytest.mark.parametrize("device", list(BAD_DEVICES))
+def test_device_that_does_not_exist(monkeypatch, capsys, model_dir, device):
+    code, err = run_in_process(monkeypatch, capsys, "translate.py", "--model", model_dir, "--device", device, "Hi")
+    assert_one_line_error(code, err, repr(device), BAD_DEVICES[device])
+    from modeling_vaswani.evaluation.translation import load_translator
+
+    with pytest.raises(ValueError, match=BAD_DEVICES[device]):
+        load_translator(str(model_dir), device=device)
+
+
+# --- text that is not UTF-8 ---------------------------------------------------------------------
+
+NOT_UTF8 = {
+    "continuation-byte-alone": b"\x80 dog",
+    "overlong": b"\xc0\xaf",
+    "cut-multibyte": b"caf\xc3",
+    "surrogate": b"\xed\xa0\x80",
+    "latin-1": "Grüße".encode("latin-1"),
+    "utf-16": "A dog.".encode("utf-16"),
+}
+
+
+def _with_bad_line(data):
+    return b"A dog runs.\nTwo men.\n" + data + b"\nA cat.\n"  # the bad line is line 3
+
+
+@pytest.mark.parametrize("source", ["--file", "stdin"])
+@pytest.mark.parametrize("case", list(NOT_UTF8))
+def test_translate_input_that_is_not_utf8_names_file_and_line(monkeypatch, capsys, model_dir, tmp_path, case, source):
+    import io
+
+    data = _with_bad_line(NOT_UTF8[case])
+    args = ["--model", model_dir, "--num_beams", "1", "--max_new_tokens", "2", "--batch_size", "1"]
+    if source == "--file":
+        path = write(tmp_path / "in.en", data)
+        args += ["--file", path]
+        name = path
+    else:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+        name = "<stdin>"
+    code, err = run_in_process(monkeypatch, capsys, "translate.py", *args)
+    assert_error_line(code, err, f"{name}, line 3: not valid UTF-8")
+
+
+@pytest.mark.parametrize("flag", ["--source_file", "--reference_file"])
+def test_evaluate_input_that_is_not_utf8_names_file_and_line(monkeypatch, capsys, model_dir, tmp_path, flag):
+    good = write(tmp_path / "good.txt", _with_bad_line(b"fine"))
+    bad = write(tmp_path / "bad.txt", _with_bad_line(NOT_UTF8["latin-1"]))
+    files = {"--source_file": good, "--reference_file": good, flag: bad}
+    code, err = run_in_process(monkeypatch, capsys, "evaluate_model.py", "--model", model_dir,
+                               "--output_dir", tmp_path / "out", *[x for pair in files.items() for x in pair])
+    assert_one_line_error(code, err, f"{bad}, line 3: not valid UTF-8")
+
+
+# --- characters that some readers take for a line break -----------------------------------------
+
+# Lines end at "\n" (or "\r\n"). Python's str.splitlines (and text-mode reading, for "\r") also
+# break at these; splitting there would add lines and pair every later line with the wrong one.
+LINE_BREAK_LOOKALIKES = {
+    "lone-CR": "\r", "vertical-tab": "\x0b", "form-feed": "\x0c", "file-separator": "\x1c",
+    "group-separator": "\x1d", "record-separator": "\x1e", "next-line": "\x85",
+    "line-separator": "\u2028", "paragraph-separator": "\u2029",
+}
+
+
+@pytest.mark.parametrize("case", list(LINE_BREAK_LOOKALIKES))
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_training_reader_splits_lines_on_newline_only(tmp_path, case, gz):
+    import gzip
+
+    char = LINE_BREAK_LOOKALIKES[case]
+    data = f"one{char}still one\r\ntwo\n{char}three\n".encode("utf-8")
+    path = tmp_path / ("data.en.gz" if gz else "data.en")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    assert read_lines(path) == [f"one{char}still one", "two", f"{char}three"]
+
+
+def _lookalike_file(tmp_path):
+    lines = [f"A dog{char}runs." for char in LINE_BREAK_LOOKALIKES.values()] + ["A man.\r", "Two cats."]
+    return write(tmp_path / "in.en", "\n".join(lines) + "\n"), len(lines)
+
+
+@pytest.mark.parametrize("source", ["--file", "stdin"])
+def test_translate_keeps_one_output_line_per_input_line(monkeypatch, capsys, model_dir, tmp_path, source):
+    import io
+
+    path, count = _lookalike_file(tmp_path)
+    args = ["--model", model_dir, "--num_beams", "1", "--max_new_tokens", "3", "--batch_size", "4"]
+    if source == "--file":
+        args += ["--file", path, "--output", tmp_path / "out.de"]
+    else:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8"))
+        args += ["--output", tmp_path / "out.de"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / "translate.py"), *map(str, args)])
+    runpy.run_path(str(SCRIPTS / "translate.py"), run_name="__main__")
+    written = (tmp_path / "out.de").read_bytes().decode("utf-8")
+    assert written.endswith("\n") and written.count("\n") == count
+
+
+def test_translate_stream_splits_nothing_but_the_terminator(translator):
+    model, tokenizer = translator
+    from modeling_vaswani.evaluation.translation import translate_stream
+    from modeling_vaswani.training.data import iter_lines
+
+    chars = "".join(LINE_BREAK_LOOKALIKES.values())
+    lines = [f"a{chars}b\n", "c\r\n", "d"]
+    seen = []
+
+    class Recording:
+        device = torch.device("cpu")
+
+        def generate(self, input_ids, attention_mask, **kwargs):
+            seen.extend(tokenizer.batch_decode(input_ids, skip_special_tokens=True))
+            return input_ids
+
+    assert len(list(translate_stream(Recording(), tokenizer, lines, batch_size=2))) == 3
+    assert len(seen) == 3
+    import io
+
+    assert list(iter_lines(io.BytesIO("".join(lines).encode()), "x")) == [f"a{chars}b", "c", "d"]
+
+
+def test_a_translation_with_a_line_break_is_written_on_one_line():
+    from modeling_vaswani.evaluation.translation import as_one_line
+
+    assert as_one_line("Ein Hund\nläuft\r\nschnell\r.") == "Ein Hund läuft schnell ."
+    assert as_one_line("kein Umbruch\u2028hier") == "kein Umbruch\u2028hier"  # no reader of ours splits there
+
+
+# --- config.json values of the wrong type --------------------------------------------------------
+
+WRONG_TYPES = [
+    ("layer_norm_eps", None), ("layer_norm_eps", "1e-6"), ("layer_norm_eps", -1.0),
+    ("dropout", "0.1"), ("dropout", True), ("dropout", None), ("attention_dropout", [0.1]),
+    ("label_smoothing", "0.1"),
+    ("num_layers", "2"), ("num_layers", 2.0), ("num_decoder_layers", "1"), ("d_model", "16"),
+    ("d_ff", 32.5), ("num_heads", True), ("vocab_size", None), ("max_position_embeddings", "1024"),
+    ("d_k", "8"), ("d_v", 0),
+    ("pad_token_id", "0"), ("eos_token_id", 2.0), ("bos_token_id", True), ("decoder_start_token_id", -1),
+    ("share_embeddings", "yes"), ("scale_embedding", None), ("norm_first", "no"), ("use_cache", "false"),
+    ("init_std", "x"), ("init_std", -0.02),
+    ("positional_encoding", ["sinusoidal"]), ("positional_encoding", None), ("activation_function", 1),
+    ("is_encoder_decoder", False),
+]
+
+
+@pytest.mark.parametrize("field,value", WRONG_TYPES, ids=[f"{f}={v!r}" for f, v in WRONG_TYPES])
+def test_config_json_value_of_the_wrong_type(model_dir, tmp_path, field, value):
+    folder = copy_model(model_dir, tmp_path)
+    changes = {field: value}
+    if field == "share_embeddings":
+        changes["tie_word_embeddings"] = value
+    edit_json(folder / "config.json", **changes)
+    for load in (VaswaniForConditionalGeneration.from_pretrained, VaswaniConfig.from_pretrained):
+        with pytest.raises(ValueError, match=rf"\b{field}\b") as error:
+            load(folder)
+        assert str(folder) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_translate_script_reports_a_config_value_of_the_wrong_type(monkeypatch, capsys, model_dir, tmp_path):
+    folder = copy_model(model_dir, tmp_path)
+    edit_json(folder / "config.json", layer_norm_eps=None)
+    code, err = run_in_process(monkeypatch, capsys, "translate.py", "--model", folder, "Hello")
+    assert_error_line(code, err, "layer_norm_eps must be a positive number, got None", folder)
+
+
+@pytest.mark.parametrize("entry", ["load_translator", "translate.py", "evaluate_model.py"])
+def test_config_json_without_model_type(monkeypatch, capsys, model_dir, tmp_path, entry):
+    """AutoModel used to report such a folder as holding "custom code which must be executed"."""
+    from modeling_vaswani.evaluation.translation import load_translator
+
+    folder = copy_model(model_dir, tmp_path)
+    edit_json(folder / "config.json", model_type=_DELETE)
+    if entry == "load_translator":
+        with pytest.raises(ValueError, match="has no model_type") as error:
+            load_translator(str(folder), device="cpu")
+        assert "custom code" not in str(error.value)
+        return
+    text = write(tmp_path / "text.txt", "A dog.\n")
+    args = ["--model", folder] + (["Hello"] if entry == "translate.py" else [
+        "--source_file", text, "--reference_file", text, "--output_dir", tmp_path / "out"])
+    code, err = run_in_process(monkeypatch, capsys, entry, *args)
+    assert_error_line(code, err, "has no model_type", '"model_type": "vaswani"')
+
+
+# --- generation_config.json that is broken or mistyped ------------------------------------------
+
+BAD_GENERATION_CONFIGS = {
+    "not-json": ("{bad", "is not valid JSON"),
+    "truncated": ('{"num_beams": 4, "length_pen', "is not valid JSON"),
+    "empty": ("", "is not valid JSON"),
+    "not-an-object": ("[4, 0.6]", "must hold a JSON object"),
+    "offset-string": ({"max_output_length_offset": "50"}, "max_output_length_offset must be a non-negative integer"),
+    "offset-negative": ({"max_output_length_offset": -5}, "max_output_length_offset must be"),
+    "offset-float": ({"max_output_length_offset": 1.5}, "max_output_length_offset must be"),
+    "num_beams-string": ({"num_beams": "4"}, "num_beams must be a positive integer"),
+    "num_beams-zero": ({"num_beams": 0}, "num_beams must be a positive integer"),
+    "num_beams-float": ({"num_beams": 2.5}, "num_beams must be a positive integer"),
+    "length_penalty-string": ({"length_penalty": "x"}, "length_penalty must be a number"),
+    "max_new_tokens-string": ({"max_new_tokens": "5"}, "max_new_tokens must be a positive integer"),
+    "early_stopping-string": ({"early_stopping": "yes"}, "early_stopping must be"),
+    "eos-string": ({"eos_token_id": "2"}, "eos_token_id must be a token id"),
+    "do_sample-string": ({"do_sample": "false"}, "do_sample must be true or false"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_GENERATION_CONFIGS))
+def test_generation_config_json_that_is_broken_or_mistyped(model_dir, tmp_path, case):
+    folder = copy_model(model_dir, tmp_path)
+    content, message = BAD_GENERATION_CONFIGS[case]
+    path = folder / "generation_config.json"
+    if isinstance(content, dict):
+        edit_json(path, **content)
+    else:
+        path.write_text(content)
+    with pytest.raises(ValueError, match=message) as error:
+        VaswaniForConditionalGeneration.from_pretrained(folder)
+    assert str(path) in str(error.value)
+
+
+def test_generation_config_given_in_code_skips_the_file(model_dir, tmp_path):
+    from transformers import GenerationConfig
+
+    folder = copy_model(model_dir, tmp_path)
+    (folder / "generation_config.json").write_text("{bad")
+    model = VaswaniForConditionalGeneration.from_pretrained(folder, generation_config=GenerationConfig(num_beams=2))
+    assert model.generation_config.num_beams == 2
+
+
+def test_translate_script_reports_a_mistyped_offset(monkeypatch, capsys, model_dir, tmp_path):
+    folder = copy_model(model_dir, tmp_path)
+    edit_json(folder / "generation_config.json", max_output_length_offset="50")
+    code, err = run_in_process(monkeypatch, capsys, "translate.py", "--model", folder, "Hello")
+    assert_error_line(code, err, "generation_config.json", "max_output_length_offset")
+
+
+# --- tokenizer files that do not parse -----------------------------------------------------------
+
+BAD_TOKENIZER_FILES = {
+    "not-json": ("tokenizer.json", b"{"),
+    "truncated": ("tokenizer.json", "half"),
+    "empty": ("tokenizer.json", b""),
+    "a-list": ("tokenizer.json", b"[]"),
+    "empty-object": ("tokenizer.json", b"{}"),
+    "model-not-an-object": ("tokenizer.json", b'{"model": 3}'),
+    "binary": ("tokenizer.json", bytes(range(256)) * 4),
+    "config-not-json": ("tokenizer_config.json", b"{bad"),
+    "config-latin-1": ("tokenizer_config.json", '{"x": "Grüße"}'.encode("latin-1")),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_TOKENIZER_FILES))
+def test_tokenizer_file_that_does_not_parse(model_dir, tmp_path, case):
+    from modeling_vaswani.training.tokenization import load_tokenizer
+
+    folder = copy_model(model_dir, tmp_path)
+    name, data = BAD_TOKENIZER_FILES[case]
+    path = folder / name
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if data == "half" else data)
+    with pytest.raises(ValueError, match="is not (a )?valid") as error:
+        load_tokenizer(folder)
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_translate_script_reports_a_malformed_tokenizer(monkeypatch, capsys, model_dir, tmp_path):
+    folder = copy_model(model_dir, tmp_path)
+    (folder / "tokenizer.json").write_text('{"model": ')
+    code, err = run_in_process(monkeypatch, capsys, "translate.py", "--model", folder, "Hello")
+    assert_error_line(code, err, folder / "tokenizer.json", "is not a valid tokenizer")
+
+
+# --- weights that do not belong to the config ----------------------------------------------------
+
+def _retyped(dtype):
+    def change(tensors):
+        return {name: (t * 100).to(dtype) for name, t in tensors.items()}
+    return change
+
+
+def _with_extra(name, shape=(16,)):
+    def change(tensors):
+        return {**tensors, name: torch.zeros(shape)}
+    return change
+
+
+FOREIGN_WEIGHTS = {
+    "int8": (_retyped(torch.int8), "as I8, not as floating point"),
+    "uint8": (_retyped(torch.uint8), "as U8"),
+    "int32": (_retyped(torch.int32), "as I32"),
+    "float8": (_retyped(torch.float8_e4m3fn), "as F8_E4M3"),
+    "bool": (_retyped(torch.bool), "as BOOL"),
+    "one-tensor-int8": (lambda t: {**t, sorted(t)[0]: t[sorted(t)[0]].to(torch.int8)}, "as I8"),
+    "extra-encoder-layer": (_with_extra("model.encoder.layers.1.self_attn.q_proj.bias"),
+                            "hold 1 tensors that the model described by its config.json does not have"),
+    "extra-decoder-layer": (_with_extra("model.decoder.layers.5.feed_forward.linear_1.bias"),
+                            "'model.decoder.layers.5.feed_forward.linear_1.bias'"),
+    "stray-tensor": (_with_extra("model.something_else.weight"), "does not have"),
+    "logits-bias-the-config-lacks": (_with_extra("final_logits_bias", (1, 250)), "'final_logits_bias'"),
+}
+
+
+@pytest.mark.parametrize("case", list(FOREIGN_WEIGHTS))
+def test_weights_that_would_load_wrong_are_refused(model_dir, tmp_path, case):
+    from safetensors.torch import load_file, save_file
+
+    folder = copy_model(model_dir, tmp_path)
+    change, message = FOREIGN_WEIGHTS[case]
+    tensors = load_file(folder / "model.safetensors")
+    save_file(change(tensors), str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        VaswaniForConditionalGeneration.from_pretrained(folder)
+    assert str(folder) in str(error.value)
+
+
+def test_weights_of_a_deeper_model_under_a_shallower_config(model_dir, tmp_path):
+    """Two layers saved, config.json edited back to one: transformers drops the second with a log line."""
+    folder = tmp_path / "deeper"
+    deep = tiny_model(vocab_size=json.loads((model_dir / "config.json").read_text())["vocab_size"], num_layers=2)
+    deep.save_pretrained(folder)
+    edit_json(folder / "config.json", num_layers=1, num_decoder_layers=1)
+    with pytest.raises(ValueError, match=r"hold \d+ tensors .* \(first: 'model\.(de|en)coder\.layers\.1\."):
+        VaswaniForConditionalGeneration.from_pretrained(folder)
+
+
+# --- model inputs that would be read wrong -------------------------------------------------------
+
+_IDS = torch.tensor([[5, 6, 7, 2], [5, 6, 2, 0]])
+_PADDED = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+ADDITIVE_MASKS = {
+    "minus-inf": torch.zeros(2, 4).masked_fill(_PADDED == 0, float("-inf")),
+    "finfo-min": torch.zeros(2, 4).masked_fill(_PADDED == 0, torch.finfo(torch.float32).min),
+    "minus-10000": torch.zeros(2, 4).masked_fill(_PADDED == 0, -10000.0),
+    "integer-minus-1": (_PADDED - 1),
+    "additive-without-padding": torch.zeros(2, 4),
+    "half-precision": torch.zeros(2, 4, dtype=torch.float16).masked_fill(_PADDED == 0, float("-inf")),
+}
+
+
+@pytest.mark.parametrize("entry", ["forward", "generate"])
+@pytest.mark.parametrize("case", list(ADDITIVE_MASKS))
+def test_additive_attention_mask_is_refused(case, entry):
+    model = tiny_model()
+    mask = ADDITIVE_MASKS[case]
+    with pytest.raises(ValueError, match=r"attention_mask (holds values other than 0 and 1|is 0 everywhere)"):
+        if entry == "forward":
+            model(input_ids=_IDS, attention_mask=mask, decoder_input_ids=torch.ones(2, 1, dtype=torch.long))
+        else:
+            model.generate(input_ids=_IDS, attention_mask=mask, max_new_tokens=2, num_beams=1)
+
+
+@pytest.mark.parametrize("mask", [_PADDED, _PADDED.float(), _PADDED.bool()], ids=["long", "float", "bool"])
+def test_zero_one_masks_of_any_dtype_agree(mask):
+    """Control: the 0/1 mask, as integers, floats or booleans, gives the same logits."""
+    model = tiny_model()
+    expected = model(input_ids=_IDS, attention_mask=_PADDED, decoder_input_ids=torch.ones(2, 1, dtype=torch.long))
+    got = model(input_ids=_IDS, attention_mask=mask, decoder_input_ids=torch.ones(2, 1, dtype=torch.long))
+    assert torch.allclose(expected.logits, got.logits)
+
+
+def test_additive_decoder_attention_mask_is_refused():
+    mask = torch.tensor([[0.0, float("-inf")]])
+    with pytest.raises(ValueError, match="decoder_attention_mask holds values other than 0 and 1"):
+        tiny_model()(input_ids=_IDS[:1], decoder_input_ids=torch.tensor([[1, 5]]), decoder_attention_mask=mask)
+
+
+BOTH_INPUTS = {
+    "encoder": (dict(input_ids=_IDS, inputs_embeds=torch.zeros(2, 4, 16),
+                     decoder_input_ids=torch.ones(2, 1, dtype=torch.long)), "input_ids or inputs_embeds, not both"),
+    "decoder": (dict(input_ids=_IDS, decoder_input_ids=torch.ones(2, 1, dtype=torch.long),
+                     decoder_inputs_embeds=torch.zeros(2, 1, 16)), "decoder_input_ids or decoder_inputs_embeds"),
+}
+
+
+@pytest.mark.parametrize("side", list(BOTH_INPUTS))
+@pytest.mark.parametrize("model_class", ["VaswaniModel", "VaswaniForConditionalGeneration"])
+def test_ids_and_embeddings_both_given(side, model_class):
+    from modeling_vaswani import VaswaniModel
+
+    model = tiny_model() if model_class == "VaswaniForConditionalGeneration" else VaswaniModel(tiny_model().config)
+    inputs, message = BOTH_INPUTS[side]
+    with pytest.raises(ValueError, match=message):
+        model(**inputs)
+
+
+BAD_LABELS = {
+    "fewer-rows": (dict(labels=torch.tensor([[5, 2]])), "labels holds 1 sentences but the source batch holds 2"),
+    "more-rows": (dict(labels=torch.tensor([[5, 2]] * 3)), "labels holds 3 sentences"),
+    "one-dimensional": (dict(labels=torch.tensor([5, 2])), r"labels must be a \(batch, length\) tensor"),
+    "float": (dict(labels=torch.tensor([[5.0, 2.0]] * 2)), "labels must hold integer token ids"),
+    "shape-unlike-decoder-inputs": (dict(labels=torch.tensor([[5, 2]] * 2),
+                                         decoder_input_ids=torch.ones(2, 3, dtype=torch.long)),
+                                    r"labels has shape \(2, 2\) but the decoder inputs have \(2, 3\)"),
+    "fewer-rows-than-embeds": (dict(labels=torch.tensor([[5, 2]]), inputs_embeds=torch.zeros(2, 4, 16),
+                                    input_ids=None), "labels holds 1 sentences but the source batch holds 2"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_LABELS))
+def test_labels_that_do_not_fit_the_batch(case):
+    inputs, message = BAD_LABELS[case]
+    with pytest.raises(ValueError, match=message):
+        tiny_model()(**{"input_ids": _IDS, **inputs})
+
+
+def test_labels_of_the_right_shape_give_a_loss():
+    output = tiny_model()(input_ids=_IDS, labels=torch.tensor([[5, 2], [6, -100]]))
+    assert output.loss is not None and torch.isfinite(output.loss)
+
+
+# --- inputs longer than the limit: cut, and said so ----------------------------------------------
+
+TRANSLATION_LOGGER = "modeling_vaswani.evaluation.translation"
+
+
+def _cut_warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == TRANSLATION_LOGGER and "were cut" in r.getMessage()]
+
+
+@pytest.mark.parametrize("lines,cut", [(["dog " * 200, "A dog."], 1), (["dog " * 200] * 3, 3), (["A dog."] * 3, 0)],
+                         ids=["one-of-two", "all", "none"])
+def test_translate_says_once_how_many_sentences_were_cut(translator, caplog, lines, cut):
+    model, tokenizer = translator
+    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
+        translate(model, tokenizer, lines, max_source_length=16, num_beams=1, max_new_tokens=2, batch_size=1)
+    warnings = _cut_warnings(caplog)
+    if cut:
+        assert warnings == [warnings[0]] and f"{cut} of {len(lines)} sentences" in warnings[0]
+        assert "16 tokens" in warnings[0]
+    else:
+        assert warnings == []
+
+
+def test_translate_stream_says_it_once_for_the_whole_stream(translator, caplog):
+    from modeling_vaswani.evaluation.translation import translate_stream
+
+    model, tokenizer = translator
+    lines = ["A dog.", "dog " * 100, "Two men.", "cat " * 100, "A cat."] * 2
+    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
+        out = list(translate_stream(model, tokenizer, lines, batch_size=2, max_source_length=16,
+                                    num_beams=1, max_new_tokens=2))
+    assert len(out) == 10
+    warnings = _cut_warnings(caplog)
+    assert len(warnings) == 1 and "4 of 10 sentences" in warnings[0]
+
+
+def test_translate_script_warns_about_cut_sentences(monkeypatch, caplog, model_dir, tmp_path):
+    path = write(tmp_path / "in.en", "A dog.\n" + "dog " * 600 + "\n")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / "translate.py"), "--model", str(model_dir), "--file", str(path),
+                                      "--num_beams", "1", "--max_new_tokens", "2", "--batch_size", "1"])
+    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
+        runpy.run_path(str(SCRIPTS / "translate.py"), run_name="__main__")
+    warnings = _cut_warnings(caplog)
+    assert len(warnings) == 1 and "1 of 2 sentences are longer than 512 tokens" in warnings[0]

@@ -7,7 +7,6 @@ built once per forward pass, encoder keys/values for cross-attention computed on
 `torch.compile` captures as one graph.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,24 +18,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
+from benchmarks import harness, memory, report, run, training
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model import decoder as decoder_module
 from modeling_vaswani.model import encoder as encoder_module
 from modeling_vaswani.model.attention import MultiHeadAttention
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN = ROOT / "benchmarks" / "run.py"
 GPU = ROOT / "benchmarks" / "gpu.sh"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    """benchmarks/run.py as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("benchmarks_run", RUN)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
 
 
 def tiny_config(**overrides):
@@ -58,9 +47,10 @@ def padded_batch(batch=3, src=7, tgt=5, vocab=60):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_quick_run_writes_every_figure(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(RUN), "--quick", "--output-dir", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.run", "--quick", "--output-dir", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
@@ -69,6 +59,7 @@ def test_quick_run_writes_every_figure(tmp_path):
                 "figure_7_torch_compile", "parameters", "machine"):
         assert key in results, key
     assert results["machine"]["torch"] == torch.__version__
+    assert results["machine"]["cpu_bf16"] in ("amx", "avx512_bf16", "none")
     tiny = results["parameters"]["tiny"]
     assert tiny["modeling_vaswani"]["trainable"] == tiny["marian"]["trainable"] > 0
 
@@ -102,6 +93,7 @@ def test_quick_run_writes_every_figure(tmp_path):
     assert "Adam step" in profiles["training_breakdown"]["modeling_vaswani"]
 
 
+@pytest.mark.slow
 def test_gpu_script_without_cuda_says_so_and_exits_0(tmp_path):
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHON": sys.executable}
     out_dir = tmp_path / "gpu"
@@ -112,23 +104,42 @@ def test_gpu_script_without_cuda_says_so_and_exits_0(tmp_path):
     assert not out_dir.exists()  # nothing ran
 
 
-def test_unknown_figure_is_a_clear_error(bench):
+def test_unknown_figure_is_a_clear_error():
     with pytest.raises(ValueError, match="--figures"):
-        bench.main(["--figures", "1,9"])
+        run.main(["--figures", "1,9"])
 
 
-def test_marian_twin_does_the_same_computation(bench):
-    config = tiny_config(num_decoder_layers=3)
-    twin = bench.marian_twin_config(config)
+def test_every_figure_has_its_results_key():
+    """The report reads results.json by these keys; the recorded results.json has all of them."""
+    recorded = json.loads((ROOT / "benchmarks" / "results.json").read_text())
+    assert set(run.FIGURES.values()) <= set(report.RESULT_KEYS)
+    assert set(report.RESULT_KEYS.values()) <= set(recorded)
+    assert report.check_targets(recorded) == recorded["targets"]
+    assert report.markdown_tables(recorded) == (ROOT / "benchmarks" / "tables.md").read_text()
+
+
+def test_memory_inputs_round_trip_without_pickle(tmp_path):
+    batches = [{"input_ids": torch.arange(6).view(2, 3), "attention_mask": torch.ones(2, 3, dtype=torch.long)}]
+    memory.write_inputs(tmp_path, {"configs": {"train": {"d_model": 8}}}, train=batches, translate=batches * 2)
+    settings, read = memory.read_inputs(tmp_path)
+    assert settings == {"configs": {"train": {"d_model": 8}}}
+    assert len(read["train"]) == 1 and len(read["translate"]) == 2
+    assert torch.equal(read["translate"][1]["input_ids"], batches[0]["input_ids"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["inputs.json", "inputs.safetensors"]
+
+
+def test_marian_twin_does_the_same_computation():
+    config = tiny_config(num_decoder_layers=3, attention_bias=True)  # as the benchmark's configs
+    twin = harness.marian_twin_config(config)
     assert (twin.d_model, twin.encoder_ffn_dim, twin.encoder_attention_heads) == (32, 64, 4)
     assert (twin.encoder_layers, twin.decoder_layers) == (2, 3)
     assert twin.activation_function == "relu" and twin.scale_embedding and twin.tie_word_embeddings
-    counts = bench.parameter_counts(bench.build_pair(config, torch.device("cpu")))
+    counts = harness.parameter_counts(harness.build_pair(config, torch.device("cpu")))
     assert counts["modeling_vaswani"]["trainable"] == counts["marian"]["trainable"]
     assert counts["trainable_difference_percent"] == 0.0
 
 
-def test_analytic_training_flops_match_pytorchs_flop_counter(bench):
+def test_analytic_training_flops_match_pytorchs_flop_counter():
     """Figure 5's count, checked against torch's own count of every matmul in forward + backward."""
     config = tiny_config(num_decoder_layers=3, attn_implementation="eager")  # eager: attention as countable bmm
     model = VaswaniForConditionalGeneration(config)
@@ -136,7 +147,7 @@ def test_analytic_training_flops_match_pytorchs_flop_counter(bench):
     batch["decoder_input_ids"] = model.prepare_decoder_input_ids_from_labels(batch["labels"])
     with FlopCounterMode(display=False) as counter:
         model(**batch).loss.backward()
-    assert bench.training_flops(config, batch) == counter.get_total_flops()
+    assert training.training_flops(config, batch) == counter.get_total_flops()
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,9 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
-from modeling_vaswani.training.tokenization import train_bpe_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("[0-9][0-9]_*.py"))
@@ -37,17 +35,15 @@ TIMEOUT = 600  # seconds for all examples together; about half a minute on an id
 PARALLEL = 2
 
 
-def _train_tiny_model(folder: Path) -> Path:
-    """A 2-layer d_model-32 model with its own BPE vocabulary, trained for 40 steps on 400 pairs."""
-    torch.manual_seed(0)
+def _train_tiny_model(folder: Path, tokenizer, make_model) -> Path:
+    """The "tiny" preset (2 layers, d_model 32) over the shared test vocabulary, trained for 40 steps on 400 pairs."""
     sources = read_lines(DEFAULT_DATA_DIR / "train.en.gz")[:400]
     targets = read_lines(DEFAULT_DATA_DIR / "train.de.gz")[:400]
-    tokenizer = train_bpe_tokenizer(sources + targets, vocab_size=400)
-    config = VaswaniConfig.from_preset(
-        "tiny", vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id,
+    model = make_model(
+        preset="tiny", vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
     )
-    model = VaswaniForConditionalGeneration(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98), eps=1e-9)
     model.train()
     for step in range(40):
@@ -110,12 +106,14 @@ def _run_jobs(jobs: list[dict]) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, request):
     """Run every example (and example 11 without a model); {name: (exit status, stdout, stderr, folder)}."""
     if (HUB_CARD / "model.safetensors").is_file():
         model_args = []  # the scripts' default: hub_card/
     else:
-        model_args = ["--model", str(_train_tiny_model(tmp_path_factory.mktemp("tiny_model")))]
+        folder = tmp_path_factory.mktemp("tiny_model")
+        tokenizer, make_model = (request.getfixturevalue(name) for name in ("trained_tokenizer", "make_model"))
+        model_args = ["--model", str(_train_tiny_model(folder, tokenizer, make_model))]
     root = tmp_path_factory.mktemp("examples")
     jobs = {script.name: {"script": str(script), "output_dir": str(root / script.stem),
                           "args": model_args if script.name.startswith(NEEDS_MODEL) else []}
@@ -142,6 +140,7 @@ def test_the_numbered_examples_are_all_there():
     assert numbers == [f"{n:02d}" for n in range(1, 13)], numbers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", [s.name for s in EXAMPLES])
 def test_example_runs_and_draws(runs, script):
     status, stdout, stderr, output_dir = runs[script]
@@ -154,6 +153,7 @@ def test_example_runs_and_draws(runs, script):
         assert data.startswith(PNG_SIGNATURE) and len(data) > 5000, f"{picture.name} is not a real PNG image"
 
 
+@pytest.mark.slow
 def test_model_examples_report_a_missing_model_in_one_line(runs):
     status, _, stderr, output_dir = runs["missing-model"]
     assert status != 0

@@ -6,16 +6,22 @@
 - The Trainer writes a `checkpoint-<step>` folder in place too, with trainer_state.json last;
   checkpoint averaging and resuming refuse a folder without it.
 - scripts/translate.py reads a file a batch at a time, so its peak memory does not grow with the
-  file.
+  file; it refuses to write over its own input, and stopped (Ctrl-C, SIGTERM) it leaves every
+  finished line in --output, whole and in order.
+- Evaluation results go to a folder of their own, never into a model folder.
+- Resuming training unpickles the Trainer's optimizer, scheduler and RNG state only through torch's
+  weights_only loader, so a hostile pickle there does not run.
 """
 
 import json
 import os
 import runpy
 import shutil
+import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import datasets
@@ -275,6 +281,7 @@ _PAD = " " * 8000
 MARGIN_MB = 30
 
 
+@pytest.mark.slow
 def test_translating_a_file_streams_it_in_batches(model_dir, english, tmp_path):
     files = []
     for lines in (1_000, 10_000):
@@ -297,3 +304,180 @@ def test_translating_a_file_streams_it_in_batches(model_dir, english, tmp_path):
         outputs = Path(path + ".out").read_text(encoding="utf-8").split("\n")
         assert len(outputs) == 2 * lines + 1  # one output line per input line, then the final newline
         assert outputs[1] == outputs[-2] == ""  # whitespace-only lines give empty translations
+
+
+# --- nothing lost: an output that is the input, a stopped translation, results beside a model -----
+
+def _run_translate(monkeypatch, capsys, *args):
+    script = REPO / "scripts" / "translate.py"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", [str(script), *map(str, args)])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_path(str(script), run_name="__main__")
+    return stop.value.code, capsys.readouterr().err
+
+
+SAME_FILE_SPELLINGS = {
+    "same-path": lambda path: path,
+    "other-spelling": lambda path: path.parent / "." / ".." / path.parent.name / path.name,
+    "symlink": lambda path: _link(path, os.symlink),
+    "hardlink": lambda path: _link(path, os.link),
+}
+
+
+def _link(path, make):
+    link = path.with_name("link-" + path.name)
+    make(path, link)
+    return link
+
+
+@pytest.mark.parametrize("spelling", list(SAME_FILE_SPELLINGS))
+def test_output_that_is_the_input_file_is_refused(model_dir, tmp_path, monkeypatch, capsys, spelling):
+    """`--file x --output x` used to empty x (opening it for writing) and exit 0."""
+    source = tmp_path / "news.en"
+    source.write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
+    before = source.read_bytes()
+    output = SAME_FILE_SPELLINGS[spelling](source)
+    code, err = _run_translate(monkeypatch, capsys, "--model", model_dir, "--file", source, "--output", output)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+    assert "is the input file" in err and "Traceback" not in err
+    assert source.read_bytes() == before
+
+
+def _expected_translations(model_dir, lines, **settings):
+    from modeling_vaswani.evaluation.translation import load_translator, translate
+
+    model, tokenizer = load_translator(str(model_dir), device="cpu")
+    return translate(model, tokenizer, lines, batch_size=1, **settings)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_translation_keeps_every_finished_line(model_dir, english, tmp_path, signum):
+    """Stopped after its first lines, translate.py leaves them in --output as whole lines, in order,
+    each the translation of its input line; the message says how many."""
+    source = tmp_path / "long.en"
+    lines = [english[i % len(english)] for i in range(3000)]
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    output = tmp_path / "long.de"
+    settings = dict(num_beams=1, max_new_tokens=40)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "scripts" / "translate.py"), "--model", str(model_dir), "--file", str(source),
+         "--output", str(output), "--batch_size", "1", "--device", "cpu", "--num_beams", "1",
+         "--max_new_tokens", "40"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        # Wait (without a clock in the assertions) until the first finished line is in the file.
+        while process.poll() is None and not (output.is_file() and b"\n" in output.read_bytes()):
+            time.sleep(0.05)
+        assert process.poll() is None, "translate.py ended before it could be stopped"
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    written = output.read_text(encoding="utf-8")
+    assert written.endswith("\n")  # whole lines only
+    done = written.splitlines()
+    assert 1 <= len(done) < len(lines)
+    assert f"the translations of the first {len(done)} lines are in {output}" in err
+    assert done == _expected_translations(model_dir, lines[:len(done)], **settings)
+
+
+def _load_script(name):
+    return runpy.run_path(str(REPO / "scripts" / name))["main"]
+
+
+def test_evaluation_writes_its_results_outside_the_model_folder(model_dir, tmp_path, monkeypatch):
+    """`evaluate_model.py --model hub_card` used to write test-beam4.* into hub_card/."""
+    model = Path(shutil.copytree(model_dir, tmp_path / "my-model"))
+    before = sorted(os.listdir(model))
+    text = tmp_path / "test.en"
+    text.write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _load_script("evaluate_model.py")(["--model", str(model), "--source_file", str(text), "--reference_file",
+                                       str(text), "--num_beams", "1", "--max_new_tokens", "3"])
+    assert sorted(os.listdir(model)) == before
+    results = tmp_path / "evaluations" / "my-model"
+    assert sorted(os.listdir(results)) == ["custom-beam1.hyp.txt", "custom-beam1.scores.json"]
+
+
+@pytest.mark.parametrize("where", ["the-model-folder", "inside-the-model-folder", "another-model-folder"])
+def test_evaluation_refuses_to_write_into_a_model_folder(model_dir, tmp_path, monkeypatch, capsys, where):
+    model = Path(shutil.copytree(model_dir, tmp_path / "my-model"))
+    other = Path(shutil.copytree(model_dir, tmp_path / "other-model"))
+    before = sorted(os.listdir(model))
+    output = {"the-model-folder": model, "inside-the-model-folder": model / "evaluations",
+              "another-model-folder": other}[where]
+    script = REPO / "scripts" / "evaluate_model.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--model", str(model), "--output_dir", str(output)])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_path(str(script), run_name="__main__")
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("error: ") and "is a model folder" in err, err
+    assert sorted(os.listdir(model)) == before and not (model / "evaluations").exists()
+
+
+@pytest.mark.parametrize("where", ["run-folder", "inside-run-folder", "shipped-folder"])
+def test_collect_results_writes_translations_outside_model_folders(model_dir, tmp_path, monkeypatch, capsys, where):
+    run = Path(shutil.copytree(model_dir, tmp_path / "run"))
+    shipped = Path(shutil.copytree(model_dir, run / "averaged"))
+    output = {"run-folder": run, "inside-run-folder": run / "evaluations", "shipped-folder": shipped}[where]
+    script = REPO / "scripts" / "collect_results.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--run_dir", str(run), "--output_dir", str(output)])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_path(str(script), run_name="__main__")
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "model folder" in err, err
+    assert not (run / "evaluations").exists()
+
+
+# --- resuming training: what is unpickled, and how ----------------------------------------------
+
+def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, tokenizer, english, tmp_path, monkeypatch):
+    """The Trainer still reads optimizer.pt, scheduler.pt and rng_state.pth (pickles) when resuming;
+    every one goes through torch.load(weights_only=True), which builds tensors and plain containers
+    only (transformers 5.24 `Trainer._load_optimizer_and_scheduler`, `_load_rng_state`)."""
+    run = Path(shutil.copytree(run_dir[0], tmp_path / "run"))
+    calls = []
+    original = torch.load
+
+    def recording_load(file, *args, **kwargs):
+        calls.append((os.path.basename(str(file)), kwargs.get("weights_only")))
+        return original(file, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", recording_load)
+    trainer = _resuming_trainer(run, tokenizer, english, max_steps=3)
+    trainer.train(resume_from_checkpoint=str(run / "checkpoint-2"))
+    assert {name for name, _ in calls} >= {"optimizer.pt", "scheduler.pt", "rng_state.pth"}, calls
+    assert all(weights_only is True for _, weights_only in calls), calls
+    assert "training_args.bin" not in {name for name, _ in calls}  # written, never read back
+
+
+@pytest.mark.parametrize("victim", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_a_hostile_pickle_in_a_checkpoint_does_not_run(run_dir, tokenizer, english, tmp_path, victim):
+    run = Path(shutil.copytree(run_dir[0], tmp_path / "run"))
+    marker = tmp_path / "payload-ran"
+    # A pickle (protocol 0, written out by hand) that would create `marker` when unpickled.
+    (run / "checkpoint-2" / victim).write_bytes(f"cbuiltins\nopen\n(V{marker}\nVw\ntR.".encode())
+    trainer = _resuming_trainer(run, tokenizer, english, max_steps=3)
+    with pytest.raises(Exception, match="Weights only load failed|Unsupported global|weights_only"):
+        trainer.train(resume_from_checkpoint=str(run / "checkpoint-2"))
+    assert not marker.exists()
+
+
+def _resuming_trainer(run, tokenizer, english, max_steps):
+    encoded = tokenizer(english[:8], truncation=True, max_length=16)
+    data = datasets.Dataset.from_dict({"input_ids": encoded["input_ids"], "labels": encoded["input_ids"]})
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(run), max_steps=max_steps, save_steps=100, save_strategy="steps",
+        per_device_train_batch_size=4, report_to="none", logging_strategy="no", eval_strategy="no", use_cpu=True,
+        disable_tqdm=True,
+    )
+    model = tiny_model(len(tokenizer))
+    return VaswaniTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                          data_collator=DataCollatorForSeq2Seq(tokenizer, model=model))

@@ -16,48 +16,66 @@ from modeling_vaswani.training.data import multi30k_pairs
 from modeling_vaswani.hub.repository import REQUIRED_FILES, validate_repository
 from modeling_vaswani.evaluation.translation import load_translator, translate
 
-ROOT = Path(__file__).resolve().parents[2]
-HUB_CARD = ROOT / "hub_card"
-MODEL_CODE = ROOT / "modeling_vaswani" / "model"
-
 # Greedy translations of the shipped model, recorded when it was built.
 PINNED = json.loads((Path(__file__).parent / "data" / "hub_card_pins.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def shipped():
-    return load_translator(str(HUB_CARD), device="cpu")
+def hub_card(repo_root):
+    return repo_root / "hub_card"
 
 
-def test_every_file_of_a_hub_repository_is_there_and_small():
+@pytest.fixture(scope="module")
+def shipped(hub_card):
+    return load_translator(str(hub_card), device="cpu")
+
+
+def test_every_file_of_a_hub_repository_is_there_and_small(hub_card):
     for name in REQUIRED_FILES:
-        assert (HUB_CARD / name).is_file(), name
-    assert (HUB_CARD / "model.safetensors").stat().st_size < 40 * 2**20
-    assert not list(HUB_CARD.glob("*.bin"))
+        assert (hub_card / name).is_file(), name
+    assert (hub_card / "model.safetensors").stat().st_size < 40 * 2**20
+    assert not list(hub_card.glob("*.bin"))
 
 
-def test_code_files_equal_the_package():
-    copied = sorted(HUB_CARD.glob("*.py"))
+def test_code_files_equal_the_package(hub_card, model_code_dir):
+    copied = sorted(hub_card.glob("*.py"))
     assert copied
     for path in copied:
-        assert path.read_bytes() == (MODEL_CODE / path.name).read_bytes(), f"{path.name} differs from the package"
+        assert path.read_bytes() == (model_code_dir / path.name).read_bytes(), f"{path.name} differs from the package"
 
 
-def test_config_and_generation_config_carry_the_paper_decoding():
-    config = json.loads((HUB_CARD / "config.json").read_text())
+def test_custom_generate_is_the_packages_beam_search(hub_card, model_code_dir):
+    # What save_pretrained writes next to the code: transformers' hook for a model's own generate.
+    assert [p.name for p in (hub_card / "custom_generate").iterdir()] == ["generate.py"]
+    assert (hub_card / "custom_generate" / "generate.py").read_bytes() == (model_code_dir / "beam_search.py").read_bytes()
+
+
+def test_files_saved_before_new_settings_load_and_decode_as_they_were_built(hub_card, shipped):
+    """config.json predates `attention_bias` (its projections have biases), generation_config.json
+    predates the beam-search entries (it decodes with transformers' beam search, as measured)."""
+    assert "attention_bias" not in json.loads((hub_card / "config.json").read_text())
+    model, _ = shipped
+    assert model.config.attention_bias is True
+    assert all(layer.self_attn.q_proj.bias is not None for layer in model.model.encoder.layers)
+    generation = json.loads((hub_card / "generation_config.json").read_text())
+    assert "length_penalty_formula" not in generation and "beam_termination" not in generation
+
+
+def test_config_and_generation_config_carry_the_paper_decoding(hub_card):
+    config = json.loads((hub_card / "config.json").read_text())
     assert config["model_type"] == "vaswani"
     assert {"AutoConfig", "AutoModelForSeq2SeqLM"} <= set(config["auto_map"])
     assert "translation" in config["custom_pipelines"]
-    generation = json.loads((HUB_CARD / "generation_config.json").read_text())
+    generation = json.loads((hub_card / "generation_config.json").read_text())
     assert generation["num_beams"] == 4 and generation["length_penalty"] == 0.6
     # §6.1's limit is input length + 50, saved as an offset (generate's fallback of 20 is not a choice).
     assert generation["max_output_length_offset"] == 50
     assert "max_length" not in generation and "max_new_tokens" not in generation
 
 
-def test_card_metadata_carries_the_numbers_of_results_json():
-    results = json.loads((HUB_CARD / "results.json").read_text())
-    metadata = ModelCard.load(HUB_CARD / "README.md").data.to_dict()
+def test_card_metadata_carries_the_numbers_of_results_json(hub_card):
+    results = json.loads((hub_card / "results.json").read_text())
+    metadata = ModelCard.load(hub_card / "README.md").data.to_dict()
     reported = {(r["dataset"]["split"], m["name"]): m["value"]
                 for r in metadata["model-index"][0]["results"] for m in r["metrics"]}
     for evaluation in results["evaluations"]:
@@ -72,6 +90,7 @@ def test_pinned_translations(shipped):
     assert translate(model, tokenizer, sources, num_beams=1) == [pin["greedy"] for pin in PINNED]
 
 
+@pytest.mark.slow
 def test_bleu_floor_on_the_first_100_val_sentences(shipped):
     model, tokenizer = shipped
     sources, references = multi30k_pairs("validation", max_samples=100)
@@ -79,7 +98,8 @@ def test_bleu_floor_on_the_first_100_val_sentences(shipped):
     assert scores["bleu"] >= 33.0, scores["bleu"]  # measured 36.5 when the model was built
 
 
-def test_loads_and_translates_in_a_clean_process_without_the_package():
-    outcome = validate_repository(HUB_CARD, "Two dogs are playing in the snow.")
+@pytest.mark.slow
+def test_loads_and_translates_in_a_clean_process_without_the_package(hub_card):
+    outcome = validate_repository(hub_card, "Two dogs are playing in the snow.")
     assert outcome["class"].startswith("transformers_modules.")  # the repository's own code ran
     assert "Hunde" in outcome["pipeline"] and "Schnee" in outcome["pipeline"]

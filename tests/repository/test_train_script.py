@@ -3,15 +3,19 @@
 One short run on 300 Multi30k pairs (shared by the tests below) must learn something, evaluate
 BLEU, save a folder that reloads and translates, and average its last checkpoints (§6.1). A run
 killed mid-training and resumed from a checkpoint must end with exactly the weights of a run that
-was never interrupted. `torchrun` must split the §5.1 token-budget batches between two processes.
-Fine-tuning a saved model on local files must keep its tokenizer and fit the new pairs. Mistakes
-on the command line must end in one `error: ...` line, not a traceback.
+was never interrupted, even when the resume names no model flags. `torchrun` on a CPU machine,
+with no flag saying so, must split the §5.1 token budget of each step between two processes and
+save a model. A time budget must cover the whole run, evaluating no step twice. A short run must
+lead, by the next steps the scripts name, to a folder ready to share. Fine-tuning a saved model on
+local files must keep its tokenizer and fit the new pairs. Mistakes on the command line must end
+in one `error: ...` line, not a traceback.
 """
 
 import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -30,6 +34,8 @@ import modeling_vaswani  # noqa: F401  (registers the model with the Auto classe
 from modeling_vaswani.training.data import load_multi30k
 from modeling_vaswani.training.tokenization import load_tokenizer
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = str(REPO / "scripts" / "train.py")
 # Single-threaded subprocesses: reproducible float sums, and two ranks of torchrun share 2 cores.
@@ -39,11 +45,14 @@ TIMEOUT = 300
 
 # A tiny model on 300 pairs; dropout is 0 in the tiny preset and the data order comes from the
 # seeds, so two runs with these flags take exactly the same steps.
-DATA = ["--preset", "tiny", "--max_train_samples", "300", "--max_eval_samples", "30", "--vocab_size", "500",
-        "--max_tokens", "1024", "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true",
-        "--dataloader_pin_memory", "false"]
+# Nothing says CPU: the script finds that out (and under torchrun too).
+MODEL = ["--preset", "tiny", "--vocab_size", "500"]
+DATA = MODEL + ["--max_train_samples", "300", "--max_eval_samples", "30", "--max_tokens", "1024",
+                "--report_to", "none", "--disable_tqdm", "true"]
 RUN = DATA + ["--warmup_steps_noam", "30", "--seed", "7", "--data_seed", "7", "--logging_steps", "5",
               "--save_strategy", "steps", "--save_steps", "10", "--eval_strategy", "steps", "--eval_steps", "40"]
+# A resumed run is given no model flags: its model comes from the checkpoint.
+RESUME = [arg for arg in RUN if arg not in MODEL]
 STEPS = 40
 
 
@@ -83,8 +92,11 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
     output, log = base_run
     state = json.loads((output / "trainer_state.json").read_text())
     assert state["global_step"] == STEPS
-    losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
-    assert len(losses) == STEPS // 5
+    logged = [(entry["step"], entry["loss"]) for entry in state["log_history"] if "loss" in entry]
+    assert [step for step, _ in logged] == [1, *range(5, STEPS + 1, 5)]  # the first step too
+    losses = [loss for _, loss in logged]
+    # Evaluated at step 40 once: the step's own evaluation is the final one.
+    assert [e["step"] for e in state["log_history"] if "eval_loss" in e] == [STEPS]
     print(f"training loss {losses[0]:.3f} → {losses[-1]:.3f}")
     assert losses[-1] < losses[0] - 0.5  # starts near ln(500) ≈ 6.2
 
@@ -105,6 +117,14 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
     # run_info.json: the command and its training minutes, for the model card.
     (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
     assert segment["command"].startswith("python scripts/train.py --preset tiny") and segment["minutes"] > 0
+    # ... with the threads (one: the model is tiny, and OMP_NUM_THREADS says 1) and the batching.
+    assert (segment["threads"], segment["processes"]) == (1, 1) and ", 1 threads," in segment["hardware"]
+    assert segment["batching"]["max_tokens_per_batch"] == segment["batching"]["max_tokens_per_step"] == 1024
+    assert 512 < segment["batching"]["tokens_per_step"]["target"] <= 1024
+    # The last line names the one next step.
+    assert log.strip().splitlines()[-1] == (f"saved the model in {output}; next: python scripts/evaluate_model.py "
+                                            f"--model {output / 'averaged'} --split test")
+    assert "pin_memory" not in log and "Writing model shards" not in log
 
 
 def test_saved_folder_reloads_translates_and_keeps_its_tokenizer(base_run):
@@ -164,7 +184,7 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
     assert process.returncode == -signal.SIGKILL
     assert not (resumed / "model.safetensors").exists()  # it never got to the end
 
-    train(*RUN, "--max_steps", STEPS, "--output_dir", resumed, "--resume_from_checkpoint", checkpoint)
+    train(*RESUME, "--max_steps", STEPS, "--output_dir", resumed, "--resume_from_checkpoint", checkpoint)
     state = json.loads((resumed / "trainer_state.json").read_text())
     assert state["global_step"] == STEPS
     expected, got = weights(output), weights(resumed)
@@ -186,11 +206,12 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
 def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(tmp_path):
     # Two epochs, a checkpoint after every step; then a resume from a checkpoint in the middle of
     # the second epoch must end with the same weights (its batches are epoch 1's, not epoch 0's).
+    # No flag says CPU: on a machine without a GPU the script tells the Trainer so itself.
     def torchrun(output, *extra):
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", TRAIN,
                    *DATA, "--max_eval_samples", "8", "--num_train_epochs", "2", "--warmup_steps_noam", "10",
                    "--seed", "3", "--logging_steps", "1", "--eval_strategy", "epoch", "--save_strategy", "steps",
-                   "--save_steps", "1", "--output_dir", str(output), *extra]
+                   "--save_steps", "1", "--save_total_limit", "30", "--output_dir", str(output), *extra]
         result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
         assert result.returncode == 0, result.stderr[-4000:]
         return result
@@ -206,6 +227,13 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
     assert total > 4
     assert next(e["epoch"] for e in state["log_history"] if e.get("step") == per_process) == 1.0
     assert "eval_bleu" in json.loads((output / "eval_results.json").read_text())
+    # --max_tokens is the optimizer step's: each process's batches hold half of it.
+    (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
+    batching = segment["batching"]
+    assert (segment["processes"], batching["max_tokens_per_step"], batching["max_tokens_per_batch"]) == (2, 1024, 512)
+    assert batching["steps_per_epoch"] == per_process
+    assert 512 < batching["tokens_per_step"]["target"] <= 1024 and batching["tokens_per_step"]["source"] <= 1024
+    assert "tokens per step" in result.stderr and "parallel_mode != ParallelMode.DISTRIBUTED" not in result.stderr
 
     model = AutoModelForSeq2SeqLM.from_pretrained(output).eval()
     tokenizer = load_tokenizer(output)
@@ -220,6 +248,73 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
     expected, got = weights(output), weights(resumed)
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
+
+
+# --- a time budget ----------------------------------------------------------------------------
+
+BUDGET_MINUTES = 1.0
+# The budget is measured from the script's start and times its closing work as it goes; a
+# machine whose load changes during the run can still make that work take longer than timed.
+# The run must end within the budget plus half of it.
+BUDGET_MARGIN = 0.5
+
+
+def test_a_time_budget_covers_the_whole_run_and_no_step_is_evaluated_twice(tmp_path):
+    output = tmp_path / "budget"
+    began = time.monotonic()
+    result = train(*DATA, "--max_steps", "100000", "--max_train_minutes", BUDGET_MINUTES, "--eval_strategy", "steps",
+                   "--eval_steps", "25", "--save_every_minutes", "0.2", "--average_last", "3",
+                   "--output_dir", output)
+    wall = time.monotonic() - began
+    print(f"--max_train_minutes {BUDGET_MINUTES}: the run took {wall:.0f} s")
+    assert wall < 60 * BUDGET_MINUTES * (1 + BUDGET_MARGIN)
+    assert re.search(r"stopped at step \d+ after [\d.]+ minutes", result.stderr)
+
+    history = json.loads((output / "trainer_state.json").read_text())["log_history"]
+    steps = json.loads((output / "trainer_state.json").read_text())["global_step"]
+    evaluated = [e["step"] for e in history if "eval_loss" in e]
+    assert len(evaluated) == len(set(evaluated)) and evaluated[-1] == steps
+    assert [e["step"] for e in history if "loss" in e][-1] == steps  # the last loss is logged
+    assert (output / "model.safetensors").is_file() and (output / f"checkpoint-{steps}").is_dir()
+    assert (output / "averaged" / "eval_results.json").is_file()
+    (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
+    assert segment["minutes"] <= BUDGET_MINUTES * (1 + BUDGET_MARGIN)
+
+
+# --- the first hour: train, average, evaluate, share ----------------------------------------------
+
+def run_script(name, *args):
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / name), *map(str, args)], cwd=REPO, env=ENV,
+                            capture_output=True, text=True, timeout=2 * TIMEOUT)
+    assert result.returncode == 0, (name, result.stderr[-4000:])
+    return result
+
+
+def next_step(output):
+    """The command after `next: ` in a script's last line."""
+    return shlex.split(output.strip().splitlines()[-1].split("next: ", 1)[1])
+
+
+def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_it_names(tmp_path):
+    run = tmp_path / "run"
+    result = train(*DATA, "--max_steps", "12", "--save_strategy", "steps", "--save_steps", "4",
+                   "--eval_strategy", "no", "--output_dir", run)
+    command = next_step(result.stderr)
+    assert command[:2] == ["python", "scripts/average_checkpoints.py"]
+    result = run_script("average_checkpoints.py", *command[2:])  # 3 checkpoints: averaged, with a note
+    assert "fewer than the paper's 5; averaging all 3" in result.stderr
+    command = next_step(result.stdout)
+    assert command[:2] == ["python", "scripts/evaluate_model.py"] and command[3] == str(run / "averaged")
+    run_script("evaluate_model.py", *command[2:], "--max_samples", "8", "--num_beams", "1", "--max_new_tokens", "5",
+               "--output_dir", tmp_path / "scores")
+    assert list((tmp_path / "scores").glob("test-*.scores.json"))
+    # The model card's numbers (the whole validation split, four decodings), then the repository
+    # folder, checked, without uploading.
+    run_script("collect_results.py", "--run_dir", run, "--splits", "validation", "--output_dir", tmp_path / "decoded")
+    assert (run / "averaged" / "results.json").is_file()
+    run_script("push_to_hub.py", "--model_dir", run / "averaged", "--repo_id", "you/tiny", "--dry_run",
+               "--output_dir", tmp_path / "hub")
+    assert (tmp_path / "hub" / "README.md").is_file()
 
 
 # --- fine-tuning ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import torch
 from modeling_vaswani.training.batching import (
     TokenBudgetBatchSampler,
     default_batches,
+    padded_tokens,
     padding_efficiency,
     token_budget_batches,
 )
@@ -102,6 +103,16 @@ def test_padding_efficiency_value():
     assert padding_efficiency([[0, 1]], [2, 4], [3, 3]) == pytest.approx((2 + 4 + 3 + 3) / (2 * 4 + 2 * 3))
 
 
+def test_padded_tokens_are_what_the_budget_counts():
+    src, tgt = _random_lengths()
+    batches = token_budget_batches(src, tgt, max_tokens=256, seed=0)
+    source, target = padded_tokens(batches, src, tgt)
+    assert source == sum(len(b) * src[b].max() for b in batches) <= 256 * len(batches)
+    assert target == sum(len(b) * tgt[b].max() for b in batches) <= 256 * len(batches)
+    assert padded_tokens([[0, 1], []], [2, 4], [3, 1]) == (8, 6)
+
+
+@pytest.mark.slow
 def test_multi30k_padding_efficiency():
     """On real Multi30k en→de BPE lengths, length-aware batching wastes far less than random batching."""
     from modeling_vaswani.training.data import load_multi30k

@@ -13,6 +13,7 @@ from safetensors.torch import load_file, save_file
 from modeling_vaswani.training.checkpoint_averaging import (
     average_checkpoints,
     average_state_dicts,
+    complete_checkpoints,
     find_checkpoints,
 )
 
@@ -87,6 +88,15 @@ def test_find_checkpoints_sorts_numerically(tmp_path):
         find_checkpoints(tmp_path / "missing", 1)
 
 
+def test_complete_checkpoints_names_the_incomplete_ones(tmp_path):
+    for step in (20, 3):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-30").mkdir()
+    complete, incomplete = complete_checkpoints(tmp_path)
+    assert [p.name for p in complete] == ["checkpoint-3", "checkpoint-20"] and incomplete == ["checkpoint-30"]
+
+
 def test_average_checkpoints_writes_mean_and_model_files(tmp_path):
     dirs = [_make_checkpoint(tmp_path / f"checkpoint-{i}", v) for i, v in ((1, 1.0), (2, 2.0), (3, 6.0))]
     out = tmp_path / "averaged"
@@ -134,6 +144,7 @@ def _run_cli(*args):
     )
 
 
+@pytest.mark.slow
 def test_cli_averages_the_last_checkpoints(tmp_path):
     for step, value in ((5, 100.0), (10, 1.0), (20, 3.0)):
         _make_checkpoint(tmp_path / "run" / f"checkpoint-{step}", value)
@@ -143,6 +154,7 @@ def test_cli_averages_the_last_checkpoints(tmp_path):
     assert torch.equal(load_file(tmp_path / "out" / "model.safetensors")["b"], torch.tensor([2.0]))
 
 
+@pytest.mark.slow
 def test_cli_missing_folder_is_a_one_line_error(tmp_path):
     result = _run_cli("--checkpoints", str(tmp_path / "nope"), "--output_dir", str(tmp_path / "out"))
     assert result.returncode != 0
@@ -151,8 +163,35 @@ def test_cli_missing_folder_is_a_one_line_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_bad_flags_are_a_one_line_error(tmp_path):
     result = _run_cli("--checkpoints", "a", "--run_dir", "b", "--output_dir", str(tmp_path))
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
+
+
+@pytest.mark.slow
+def test_cli_after_a_short_run_averages_what_there_is_or_says_what_to_do(tmp_path):
+    run = tmp_path / "run"
+    for step, value in ((10, 1.0), (20, 3.0)):
+        _make_checkpoint(run / f"checkpoint-{step}", value)
+    # The paper's 5 by default: with 2 written, both are averaged, with a note, into run/averaged.
+    result = _run_cli("--run_dir", str(run))
+    assert result.returncode == 0, result.stderr
+    assert "holds 2 complete checkpoints, fewer than the paper's 5; averaging all 2" in result.stderr
+    assert torch.equal(load_file(run / "averaged" / "model.safetensors")["b"], torch.tensor([2.0]))
+    assert result.stdout.strip().splitlines()[-1] == \
+        f"next: python scripts/evaluate_model.py --model {run / 'averaged'} --split test"
+    # Asked for 5, it says how many there are and the command that averages them.
+    result = _run_cli("--run_dir", str(run), "--last", "5", "--output_dir", str(tmp_path / "out"))
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: --last 5: {run} holds 2 complete checkpoints (checkpoint-10, checkpoint-20)")
+    assert "pass --last 2" in line
+    # With one, there is nothing to average: evaluate the final model instead.
+    single = tmp_path / "single"
+    _make_checkpoint(single / "checkpoint-5", 1.0)
+    result = _run_cli("--run_dir", str(single))
+    (line,) = result.stderr.strip().splitlines()
+    assert "nothing to average" in line and f"evaluate_model.py --model {single}" in line

@@ -6,23 +6,16 @@ anywhere in the masks, the right shift, the positional encodings, the loss or th
 shows up here as a model that cannot copy.
 """
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "10_toy_copy_task.py"
-
 
 @pytest.fixture(scope="module")
-def copy_example():
-    spec = importlib.util.spec_from_file_location("toy_copy_task", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def copy_example(repo_root, load_module):
+    return load_module(repo_root / "examples" / "10_toy_copy_task.py", "toy_copy_task")
 
 
+@pytest.mark.slow
 def test_copy_task_reaches_95_percent_exact_match(copy_example, tmp_path):
     seed, steps, batch_size = 0, 300, 128
     model, tokenizer, log_history = copy_example.train_copy_model(seed=seed, steps=steps, batch_size=batch_size)

@@ -83,6 +83,38 @@ def test_scheduler_handles_several_param_groups_with_different_base_lr():
         assert group["lr"] == pytest.approx(noam_lr(6, 64, 10), rel=1e-12)
 
 
+@pytest.mark.parametrize("base_lr", [1.0, 0.5])
+@pytest.mark.parametrize("resume", [False, True])
+def test_schedule_on_an_optimizer_restored_from_a_checkpoint_is_eq3(base_lr, resume):
+    """A restored optimizer's groups carry "initial_lr" (the base) and "lr" (the last step's rate, here
+    Eq. (3)'s peak at step 10); the schedule built on it must still give Eq. (3), not Eq. (3) / lr."""
+    d_model, warmup = 64, 10
+    optimizer = create_adam([torch.nn.Parameter(torch.ones(2))], lr=base_lr)
+    scheduler = get_noam_schedule(optimizer, d_model, warmup)
+    for _ in range(9):
+        optimizer.step()
+        scheduler.step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(noam_lr(10, d_model, warmup), rel=1e-12)
+    saved_optimizer, saved_scheduler = optimizer.state_dict(), scheduler.state_dict()
+
+    restored = create_adam([torch.nn.Parameter(torch.ones(2))], lr=base_lr)
+    restored.load_state_dict(saved_optimizer)
+    group = restored.param_groups[0]
+    assert group["initial_lr"] == base_lr and group["lr"] == pytest.approx(noam_lr(10, d_model, warmup))
+    if resume:  # continue the run: the scheduler's own state comes back too
+        schedule = get_noam_schedule(restored, d_model, warmup)
+        schedule.load_state_dict(saved_scheduler)
+        expected = [noam_lr(step, d_model, warmup) for step in range(11, 14)]
+    else:  # a new schedule on the restored optimizer starts again at step_num 1
+        schedule = get_noam_schedule(restored, d_model, warmup)
+        assert group["lr"] == pytest.approx(noam_lr(1, d_model, warmup), rel=1e-12)
+        expected = [noam_lr(step, d_model, warmup) for step in range(2, 5)]
+    for rate in expected:
+        restored.step()
+        schedule.step()
+        assert group["lr"] == pytest.approx(rate, rel=1e-12)
+
+
 def test_scheduler_state_round_trips():
     weight = torch.nn.Parameter(torch.ones(1))
     optimizer = create_adam([weight])

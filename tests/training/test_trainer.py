@@ -8,42 +8,21 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from transformers import DataCollatorForSeq2Seq, EvalPrediction, Seq2SeqTrainingArguments
+from transformers import DataCollatorForSeq2Seq, EvalPrediction, Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.utils import logging as hf_logging
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
 from modeling_vaswani.training.optimization import noam_lr
-from modeling_vaswani.training.tokenization import train_bpe_tokenizer
 from modeling_vaswani.training.trainer import VaswaniTrainer, bleu_metrics_fn
 
-SENTENCES = [
-    "A man in a blue shirt is standing on a ladder.",
-    "Two young girls are playing in the sand.",
-    "A dog runs across the green field.",
-    "Ein Mann in einem blauen Hemd steht auf einer Leiter.",
-    "Zwei junge Mädchen spielen im Sand.",
-    "Ein Hund rennt über die grüne Wiese.",
-] * 5
 VOCAB = 300
 N_EXAMPLES = 120
+MODEL = dict(vocab_size=VOCAB, num_heads=2, num_layers=1)  # the tiny config with one layer and two heads
 
 
 @pytest.fixture(autouse=True)
 def _quiet():
     hf_logging.set_verbosity_error()
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return train_bpe_tokenizer(SENTENCES, vocab_size=120, min_frequency=1)
-
-
-def _model(label_smoothing=0.1, seed=0):
-    torch.manual_seed(seed)
-    config = VaswaniConfig(vocab_size=VOCAB, d_model=16, d_ff=32, num_heads=2, num_layers=1, dropout=0.0,
-                           label_smoothing=label_smoothing)
-    return VaswaniForConditionalGeneration(config)
 
 
 def _dataset(n=N_EXAMPLES, seed=0):
@@ -59,26 +38,32 @@ def _dataset(n=N_EXAMPLES, seed=0):
     return Dataset.from_dict(rows)
 
 
-def _trainer(tmp_path, tokenizer, model=None, dataset=None, **kwargs):
-    trainer_kwargs = {k: kwargs.pop(k) for k in ("max_tokens", "noam_scale", "warmup_steps") if k in kwargs}
-    trainer_kwargs.setdefault("warmup_steps", 4)
-    args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path), report_to="none", save_strategy="no", use_cpu=True, disable_tqdm=True,
-        dataloader_pin_memory=False, per_device_train_batch_size=8, seed=0, **kwargs,
-    )
-    model = model if model is not None else _model()
-    return VaswaniTrainer(
-        model=model, args=args, train_dataset=dataset if dataset is not None else _dataset(),
-        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
-        **trainer_kwargs,
-    )
+@pytest.fixture
+def build_trainer(tmp_path, tokenizer, make_model):
+    """build_trainer(model=None, dataset=None, eval_dataset=None, **kwargs): a VaswaniTrainer writing into tmp_path."""
+
+    def build(model=None, dataset=None, eval_dataset=None, **kwargs):
+        trainer_kwargs = {k: kwargs.pop(k) for k in ("max_tokens", "noam_scale", "warmup_steps") if k in kwargs}
+        trainer_kwargs.setdefault("warmup_steps", 4)
+        args = Seq2SeqTrainingArguments(
+            output_dir=str(tmp_path), report_to="none", save_strategy="no", use_cpu=True, disable_tqdm=True,
+            dataloader_pin_memory=False, per_device_train_batch_size=8, seed=0, **kwargs,
+        )
+        model = model if model is not None else make_model(**MODEL)
+        return VaswaniTrainer(
+            model=model, args=args, train_dataset=dataset if dataset is not None else _dataset(),
+            eval_dataset=eval_dataset, data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+            **trainer_kwargs,
+        )
+
+    return build
 
 
 # §5.3 ------------------------------------------------------------------------------------------
 
-def test_adam_settings_and_noam_rate_after_each_step(tmp_path, tokenizer):
+def test_adam_settings_and_noam_rate_after_each_step(build_trainer):
     steps = 6
-    trainer = _trainer(tmp_path, tokenizer, max_steps=steps, logging_steps=1, learning_rate=5e-5)
+    trainer = build_trainer(max_steps=steps, logging_steps=1, learning_rate=5e-5)
     trainer.train()
 
     optimizer = trainer.optimizer.optimizer if hasattr(trainer.optimizer, "optimizer") else trainer.optimizer
@@ -102,30 +87,30 @@ def test_adam_settings_and_noam_rate_after_each_step(tmp_path, tokenizer):
     assert rates[:warmup] == sorted(rates[:warmup]) and rates[warmup - 1] > rates[warmup] > rates[-1]
 
 
-def test_warmup_defaults_to_the_papers_4000(tmp_path, tokenizer):
-    model = _model()
+def test_warmup_defaults_to_the_papers_4000(make_model, tmp_path, tokenizer):
+    model = make_model(**MODEL)
     args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True)
     trainer = VaswaniTrainer(model=model, args=args, train_dataset=_dataset(),
                              data_collator=DataCollatorForSeq2Seq(tokenizer, model=model))
     assert trainer.warmup_steps == 4000
 
 
-def test_warmup_and_scale_arguments_set_the_schedule(tmp_path, tokenizer):
-    trainer = _trainer(tmp_path, tokenizer, max_steps=2, warmup_steps=50, noam_scale=2.0)
+def test_warmup_and_scale_arguments_set_the_schedule(build_trainer):
+    trainer = build_trainer(max_steps=2, warmup_steps=50, noam_scale=2.0)
     trainer.train()
     assert trainer.lr_scheduler.get_last_lr()[0] == pytest.approx(2.0 * noam_lr(3, 16, 50), rel=1e-12)
 
 
 # §5.4 ------------------------------------------------------------------------------------------
 
-def test_refuses_the_trainers_own_label_smoothing(tmp_path, tokenizer):
+def test_refuses_the_trainers_own_label_smoothing(build_trainer):
     with pytest.raises(ValueError, match=r"label_smoothing_factor.*config\.label_smoothing|config\.label_smoothing"):
-        _trainer(tmp_path, tokenizer, label_smoothing_factor=0.1)
+        build_trainer(label_smoothing_factor=0.1)
 
 
-def test_loss_is_the_label_smoothed_cross_entropy(tmp_path, tokenizer):
-    model = _model(label_smoothing=0.1)
-    trainer = _trainer(tmp_path, tokenizer, model=model)
+def test_loss_is_the_label_smoothed_cross_entropy(build_trainer, make_model):
+    model = make_model(**MODEL, label_smoothing=0.1)
+    trainer = build_trainer(model=model)
     features = [_dataset()[i] for i in range(6)]
     batch = trainer.data_collator(features)
     assert (batch["labels"] == -100).any()  # padding is present and must be ignored
@@ -150,9 +135,9 @@ def _epoch_batches(loader):
     return [(batch["input_ids"].shape, batch["labels"].shape, batch["input_ids"][:, 0].tolist()) for batch in loader]
 
 
-def test_token_budget_dataloader(tmp_path, tokenizer):
+def test_token_budget_dataloader(build_trainer):
     max_tokens = 120
-    trainer = _trainer(tmp_path, tokenizer, max_tokens=max_tokens)
+    trainer = build_trainer(max_tokens=max_tokens)
     loader = trainer.get_train_dataloader()
     epoch0 = _epoch_batches(loader)
 
@@ -172,28 +157,28 @@ def test_token_budget_dataloader(tmp_path, tokenizer):
     assert sorted(i - 4 for _, _, firsts in epoch1 for i in firsts) == list(range(N_EXAMPLES))
 
 
-def test_data_seed_drives_the_batch_order(tmp_path, tokenizer):
+def test_data_seed_drives_the_batch_order(build_trainer):
     def order(**kwargs):
-        loader = _trainer(tmp_path, tokenizer, max_tokens=120, **kwargs).get_train_dataloader()
+        loader = build_trainer(max_tokens=120, **kwargs).get_train_dataloader()
         return [firsts for *_, firsts in _epoch_batches(loader)]
 
     assert order(data_seed=3) == order(data_seed=3)
     assert order(data_seed=3) != order(data_seed=4)
 
 
-def test_fixed_batches_without_max_tokens_and_bad_budget(tmp_path, tokenizer):
-    loader = _trainer(tmp_path, tokenizer).get_train_dataloader()
+def test_fixed_batches_without_max_tokens_and_bad_budget(build_trainer):
+    loader = build_trainer().get_train_dataloader()
     assert {b["input_ids"].shape[0] for b in loader} == {8}  # 120 examples in batches of 8
     with pytest.raises(ValueError, match="max_tokens"):
-        _trainer(tmp_path, tokenizer, max_tokens=0)
+        build_trainer(max_tokens=0)
 
 
-def test_training_with_a_token_budget_lowers_the_loss(tmp_path, tokenizer):
+def test_training_with_a_token_budget_lowers_the_loss(build_trainer):
     """Memorising 16 short pairs: the loss must fall well below its starting value."""
     data = _dataset(n=16).map(lambda row: {"input_ids": row["input_ids"][:6], "labels": row["labels"][:6],
                                            "attention_mask": row["attention_mask"][:6]})
-    trainer = _trainer(tmp_path, tokenizer, dataset=data, max_tokens=64, num_train_epochs=25, logging_steps=1,
-                       warmup_steps=20, noam_scale=2.0)
+    trainer = build_trainer(dataset=data, max_tokens=64, num_train_epochs=25, logging_steps=1,
+                            warmup_steps=20, noam_scale=2.0)
     trainer.train()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert trainer.state.global_step == 25 * len(trainer.get_train_dataloader())
@@ -224,12 +209,12 @@ def test_bleu_metrics_fn_decodes_padding_marks(tokenizer):
     assert worse["bleu"] < 90.0
 
 
-def test_evaluation_leaves_the_models_generation_config_as_set(tmp_path, tokenizer):
+def test_evaluation_leaves_the_models_generation_config_as_set(build_trainer, make_model, tokenizer):
     """Seq2SeqTrainer's prediction_step fills generate's fallbacks (max_length 20, ...) into the
     model's generation config; checkpoints would then save them as chosen limits."""
-    model = _model()
-    trainer = _trainer(tmp_path, tokenizer, model=model, predict_with_generate=True, per_device_eval_batch_size=4,
-                       eval_strategy="no")
+    model = make_model(**MODEL)
+    trainer = build_trainer(model=model, predict_with_generate=True, per_device_eval_batch_size=4,
+                            eval_strategy="no")
     trainer.compute_metrics = bleu_metrics_fn(tokenizer)  # without it evaluation computes the loss only
     set_before = model.generation_config.to_diff_dict()
     metrics = trainer.evaluate(eval_dataset=_dataset(n=4), max_new_tokens=3)
@@ -237,3 +222,60 @@ def test_evaluation_leaves_the_models_generation_config_as_set(tmp_path, tokeniz
     assert model.generation_config.max_length is None and model.generation_config.top_k is None
     assert model.generation_config.to_diff_dict() == set_before
     assert model.generation_config.num_beams == 4 and model.generation_config.length_penalty == 0.6
+
+
+# §5.1: the budget is the optimizer step's -----------------------------------------------------
+
+def test_the_token_budget_is_shared_by_the_batches_of_one_step(build_trainer):
+    """With 2 accumulated batches per step (as with 2 processes) each batch gets half the budget,
+    so an optimizer step still holds about max_tokens tokens a side, not twice as many."""
+    one = build_trainer(max_tokens=120).batching_summary()
+    two = build_trainer(max_tokens=120, gradient_accumulation_steps=2)
+    assert (two.batches_per_step, two.max_tokens_per_batch) == (2, 60)
+    for (n, src_len), (_, tgt_len), _ in _epoch_batches(two.get_train_dataloader()):
+        assert n * src_len <= 60 and n * tgt_len <= 60
+    summary = two.batching_summary()
+    assert summary["max_tokens_per_step"] == 120 and summary["max_tokens_per_batch"] == 60
+    for batching in (one, summary):
+        # Padded tokens per step, on average: within the budget, and most of it used.
+        assert 60 < batching["tokens_per_step"]["target"] <= 120
+    assert abs(summary["steps_per_epoch"] - one["steps_per_epoch"]) <= 0.3 * one["steps_per_epoch"]
+
+
+# Work done once per step ------------------------------------------------------------------------
+
+class _AskAtEveryStep(TrainerCallback):
+    """Asks for an evaluation and a checkpoint at every step, as a time budget's stop does."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        control.should_evaluate = control.should_save = True
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        control.should_evaluate = control.should_save = True
+
+
+def test_one_step_is_evaluated_and_saved_once(build_trainer, monkeypatch):
+    saved = []
+    save = Seq2SeqTrainer._save_checkpoint
+    monkeypatch.setattr(Seq2SeqTrainer, "_save_checkpoint",
+                        lambda self, model, trial: saved.append(self.state.global_step) or save(self, model, trial))
+    trainer = build_trainer(dataset=_dataset(n=16), eval_dataset=_dataset(n=8, seed=1), max_tokens=120,
+                            num_train_epochs=1, eval_strategy="epoch", per_device_eval_batch_size=8)
+    trainer.add_callback(_AskAtEveryStep)
+    trainer.train()
+    steps = trainer.state.global_step
+    evaluated = [entry["step"] for entry in trainer.state.log_history if "eval_loss" in entry]
+    # The last step was asked for twice (its end and the epoch's end), and is evaluated once.
+    assert evaluated == list(range(1, steps + 1))
+    assert saved == list(range(1, steps + 1))
+    again = trainer.evaluate()  # a script's final evaluation: the same step, nothing new to score
+    assert [entry["step"] for entry in trainer.state.log_history if "eval_loss" in entry] == evaluated
+    assert again["eval_loss"] == next(e["eval_loss"] for e in trainer.state.log_history if e.get("step") == steps
+                                      and "eval_loss" in e)
+    assert trainer.evaluate(eval_dataset=_dataset(n=4, seed=2))["eval_loss"] != again["eval_loss"]  # other data
+
+
+def test_a_run_shorter_than_logging_steps_logs_its_last_loss(build_trainer):
+    trainer = build_trainer(max_steps=3, logging_steps=50)
+    trainer.train()
+    assert [entry["step"] for entry in trainer.state.log_history if "loss" in entry] == [3]

@@ -1,0 +1,126 @@
+"""Measurements of decoding: §6.1 beam search, and cached `generate` against the recomputing greedy decoder.
+
+Random weights never stop at the same place, so both systems are forced to the same output
+length (min_new_tokens = max_new_tokens): equal work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+
+import numpy as np
+
+from modeling_vaswani.evaluation.greedy_decoding import greedy_decode
+from modeling_vaswani.model.generation import NUM_BEAMS
+
+from .harness import (MARIAN, OURS, alternate, autocast, build_pair, corpus_config, forced_generation_config,
+                      forced_length, ratio, source_batches, summary)
+
+DECODERS = ("ours_cached_generate", "ours_recomputing_greedy_decode", "marian_cached_generate")
+
+
+def beam_search_speed(settings, corpus, device, dtype, log) -> dict:
+    """Figure 2: §6.1 beam search over the first test sentences, sentences/s and tokens/s, per preset."""
+    sources = settings.beam_sentences
+    length = forced_length(settings, corpus, sources)  # realistic work, equal for both
+    batches = source_batches(corpus, sources, settings.beam_batch_size, device)
+    sentences = sum(len(ids) for ids, _ in batches)
+    generation_config = forced_generation_config(corpus.tokenizer, length, num_beams=NUM_BEAMS)
+    results = {"forced_output_length": length, "sentences": sentences, "batch_size": settings.beam_batch_size}
+    for preset in settings.presets:
+        models = build_pair(corpus_config(corpus, preset), device)
+        for m in models.values():
+            m.eval()
+
+        def translate(model, which=batches):
+            def run():
+                with autocast(device, dtype):
+                    for input_ids, mask in which:
+                        out = model.generate(input_ids=input_ids, attention_mask=mask,
+                                             generation_config=generation_config)
+                        assert out.shape[1] == length + 1, out.shape  # start token + forced length
+            return run
+
+        seconds = alternate({n: translate(m) for n, m in models.items()}, settings.beam_reps, device,
+                            warmup={n: translate(m, batches[:1]) for n, m in models.items()})
+        entry = {n: summary(seconds[n], sentences, "sentences_per_second") for n in models}
+        for n in models:
+            entry[n]["tokens_per_second"] = sentences * length / entry[n]["median_seconds"]
+        entry["ratio_ours_over_marian"] = ratio(entry, "sentences_per_second")
+        results[preset] = entry
+        log(f"[2] {preset}: ours {entry[OURS]['sentences_per_second']:.2f} sent/s, Marian "
+            f"{entry[MARIAN]['sentences_per_second']:.2f} sent/s, ratio {entry['ratio_ours_over_marian']:.3f}")
+        del models
+    return results
+
+
+@contextlib.contextmanager
+def never_finishing(model):
+    """greedy_decode stops once every row has emitted </s>; no token has id -1, so it runs its full length."""
+    saved = model.config.eos_token_id
+    model.config.eos_token_id = -1
+    try:
+        yield
+    finally:
+        model.config.eos_token_id = saved
+
+
+def cached_vs_recomputing_decoding(settings, corpus, device, dtype, log) -> dict:
+    """Figure 3: time per generated token of cached greedy `generate` and of `greedy_decode`, as the output grows."""
+    models = build_pair(corpus_config(corpus, settings.decode_preset), device)
+    for m in models.values():
+        m.eval()
+    ours = models[OURS]
+    (input_ids, mask), = source_batches(corpus, settings.decode_batch_size, settings.decode_batch_size, device)
+    results = {"preset": settings.decode_preset, "batch_size": settings.decode_batch_size, "lengths": {}}
+    for length in settings.decode_lengths:
+        gen = forced_generation_config(corpus.tokenizer, length, num_beams=1)
+
+        def cached(model):
+            def run():
+                with autocast(device, dtype):
+                    out = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=gen)
+                assert out.shape[1] == length + 1
+            return run
+
+        def recomputing():
+            with never_finishing(ours), autocast(device, dtype):
+                out = greedy_decode(ours, input_ids, mask, max_new_tokens=length)
+            assert out.shape[1] == length + 1
+
+        jobs = dict(zip(DECODERS, (cached(ours), recomputing, cached(models[MARIAN]))))
+        # The shortest length warms every job up; longer ones reuse the warm state.
+        warmup = jobs if length == settings.decode_lengths[0] else None
+        seconds = alternate(jobs, settings.decode_reps, device, warmup=warmup)
+        entry = {}
+        for name, values in seconds.items():
+            median = statistics.median(values)
+            entry[name] = {"seconds": values, "median_seconds": median,
+                           "ms_per_generated_token": 1000.0 * median / length}
+        entry["recomputing_over_cached"] = (entry["ours_recomputing_greedy_decode"]["median_seconds"]
+                                            / entry["ours_cached_generate"]["median_seconds"])
+        entry["ratio_ours_over_marian_cached"] = (entry["marian_cached_generate"]["median_seconds"]
+                                                  / entry["ours_cached_generate"]["median_seconds"])
+        results["lengths"][str(length)] = entry
+        log(f"[3] length {length}: cached {entry['ours_cached_generate']['ms_per_generated_token']:.2f} ms/token, "
+            f"recomputing {entry['ours_recomputing_greedy_decode']['ms_per_generated_token']:.2f} ms/token")
+    results["fits"] = fit_growth(results["lengths"])
+    return results
+
+
+def fit_growth(per_length: dict) -> dict:
+    """Least-squares fits of per-token time a + b·L, and the log–log slope k of total time ∝ L^k."""
+    lengths = np.array([float(k) for k in per_length])
+    fits = {}
+    for name in DECODERS:
+        per_token = np.array([per_length[k][name]["ms_per_generated_token"] for k in per_length])
+        slope, intercept = np.polyfit(lengths, per_token, 1)
+        total = per_token * lengths
+        exponent = np.polyfit(np.log(lengths), np.log(total), 1)[0]
+        fits[name] = {
+            "ms_per_token_intercept": float(intercept),
+            "ms_per_token_per_unit_length": float(slope),
+            "total_time_exponent": float(exponent),
+        }
+    return fits

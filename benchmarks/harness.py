@@ -1,0 +1,288 @@
+"""What every measurement shares: the two systems, the sizes, the corpus, and timing in alternation.
+
+The two systems are `modeling_vaswani` ("ours") and `MarianMTModel` configured to the same
+computation (same widths, depth, vocabulary, ReLU feed-forward, post-LN, scaled and tied
+embeddings, dropout, SDPA attention). They are always timed alternately, A B A B ..., so a slow
+drift of the machine's speed hits both alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import statistics
+import time
+from typing import Callable
+
+import torch
+from transformers import GenerationConfig, MarianConfig, MarianMTModel
+
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani.conversion.marian import config_to_marian
+from modeling_vaswani.model.generation import LENGTH_PENALTY
+from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
+from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
+from modeling_vaswani.training.batching import token_budget_batches
+from modeling_vaswani.training.data import load_multi30k
+from modeling_vaswani.training.optimization import create_adam
+from modeling_vaswani.training.tokenization import train_bpe_tokenizer
+
+OURS, MARIAN = "modeling_vaswani", "marian"
+
+
+@dataclasses.dataclass
+class Settings:
+    """Sizes of every measurement; `FULL` is the recorded run, `QUICK` only proves that the code runs."""
+
+    presets: tuple = ("small", "base")
+    vocab_size: int = 8000  # tokenization.py's default for Multi30k
+    train_sentences: int | None = None  # None = all 29,000 pairs
+    max_tokens: int = 4096  # §5.1 token budget per side (scripts/train.py's default)
+    train_batches: int = 3  # batches per timed pass of the training step
+    train_reps: int = 3
+    beam_sentences: int = 200
+    beam_batch_size: int = 50
+    beam_reps: int = 3
+    beam_length: int | None = None  # forced output length; None = mean reference length of the sentences
+    decode_preset: str = "small"
+    decode_lengths: tuple = (16, 64, 256)
+    decode_batch_size: int = 4
+    decode_reps: int = 3
+    epoch_seconds: float | None = 90.0  # data pipeline: time cap per batching scheme; None = whole epoch
+    matmul_size: int = 2048
+    matmul_reps: int = 5
+    memory_train_preset: str = "base"
+    memory_translate_preset: str = "small"  # 1,000 sentences of base-preset beam search: minutes per system
+    memory_train_steps: int = 2
+    memory_sentences: int = 1000
+    memory_batch_size: int = 100
+    compile_preset: str = "small"
+    run_compile: bool = True
+
+
+FULL = Settings()
+QUICK = Settings(
+    presets=("tiny",), vocab_size=300, train_sentences=300, max_tokens=256, train_batches=2, train_reps=1,
+    beam_sentences=8, beam_batch_size=4, beam_reps=1, beam_length=6,
+    decode_preset="tiny", decode_lengths=(4, 8, 16), decode_batch_size=2, decode_reps=1,
+    epoch_seconds=0.5, matmul_size=128, matmul_reps=2,
+    memory_train_preset="tiny", memory_translate_preset="tiny", memory_train_steps=1, memory_sentences=8,
+    memory_batch_size=4, compile_preset="tiny", run_compile=False,
+)
+
+
+# --- the two systems -----------------------------------------------------------------------------
+
+
+def vaswani_config(preset: str, tokenizer_ids: dict, vocab_size: int) -> VaswaniConfig:
+    # Dropout 0.1 in every preset, so "tiny" (quick mode) runs the same kind of step as the others.
+    # Biased Q/K/V/O projections: Marian's always have biases, so both do the same work.
+    return VaswaniConfig.from_preset(preset, vocab_size=vocab_size, dropout=0.1, attention_dropout=0.0,
+                                     attention_bias=True, attn_implementation="sdpa", **tokenizer_ids)
+
+
+def marian_twin_config(config: VaswaniConfig) -> MarianConfig:
+    """A MarianConfig doing the computation of `config` (the converter's, modeling_vaswani.conversion.marian)."""
+    if not getattr(config, "attention_bias", True):
+        raise ValueError("MarianMTModel's attention projections always have biases: give attention_bias=True.")
+    twin = config_to_marian(config)
+    twin._attn_implementation = "sdpa"
+    return twin
+
+
+def build_model(system: str, config: VaswaniConfig, device: torch.device):
+    """One system's model from the same seed, so both start from equally random weights."""
+    torch.manual_seed(0)
+    model = VaswaniForConditionalGeneration(config) if system == OURS else MarianMTModel(marian_twin_config(config))
+    return model.to(device)
+
+
+def build_pair(config: VaswaniConfig, device: torch.device) -> dict:
+    return {system: build_model(system, config, device) for system in (OURS, MARIAN)}
+
+
+def parameter_counts(models: dict) -> dict:
+    """Trainable parameters must agree; Marian also keeps frozen position tables and a logits-bias buffer."""
+    counts = {}
+    for name, model in models.items():
+        counts[name] = {
+            "trainable": model.num_parameters(only_trainable=True),
+            "all_parameters": model.num_parameters(),
+            "buffers": sum(b.numel() for b in model.buffers()),
+        }
+    ours, theirs = counts[OURS]["trainable"], counts[MARIAN]["trainable"]
+    counts["trainable_difference_percent"] = 100.0 * (theirs - ours) / ours
+    return counts
+
+
+def training_loss(name: str, model, batch: dict) -> torch.Tensor:
+    """The same §5.4 loss for both: ours computes it inside forward, Marian's logits get the same function."""
+    if name == OURS:
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     decoder_input_ids=batch["decoder_input_ids"], labels=batch["labels"]).loss
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                   decoder_input_ids=batch["decoder_input_ids"]).logits
+    return label_smoothed_cross_entropy(logits, batch["labels"], LABEL_SMOOTHING)  # ε_ls of every preset
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    """bf16/fp16 mixed precision when `dtype` is given, else plain float32."""
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+class TrainingStep:
+    """One system's training step: zero_grad, forward, loss, backward, Adam (§5.3)."""
+
+    def __init__(self, name: str, model, autocast_dtype: torch.dtype | None, device: torch.device, step_model=None):
+        self.name, self.model = name, model
+        self.step_model = step_model if step_model is not None else model  # e.g. a torch.compile'd wrapper
+        self.optimizer = create_adam([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+        self.device, self.autocast_dtype = device, autocast_dtype
+
+    def step(self, batch: dict) -> torch.Tensor:
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        with autocast(self.device, self.autocast_dtype):
+            loss = training_loss(self.name, self.step_model, batch)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+
+def forced_generation_config(tokenizer, length: int, num_beams: int) -> GenerationConfig:
+    """§6.1 decoding (its beam size and length penalty) forced to exactly `length` new tokens, the same for both."""
+    beam = dict(length_penalty=LENGTH_PENALTY, early_stopping=True) if num_beams > 1 else {}
+    return GenerationConfig(num_beams=num_beams, do_sample=False, use_cache=True, min_new_tokens=length,
+                            max_new_tokens=length, **beam, **tokenizer_ids(tokenizer))
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn: Callable[[], object], device: torch.device) -> float:
+    synchronize(device)
+    start = time.perf_counter()
+    fn()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def alternate(jobs: dict, reps: int, device: torch.device, warmup: dict | None = None) -> dict:
+    """Time each job `reps` times in the order A B A B ...; returns {name: [seconds, ...]}.
+
+    `warmup` (same keys) runs once per job first, so one-off costs (allocations, Adam state) stay
+    out of the numbers.
+    """
+    for name, fn in (warmup or {}).items():
+        fn()
+    seconds = {name: [] for name in jobs}
+    for _ in range(reps):
+        for name, fn in jobs.items():
+            seconds[name].append(timed(fn, device))
+    return seconds
+
+
+def summary(seconds: list, work: float, unit: str) -> dict:
+    median = statistics.median(seconds)
+    return {"seconds": seconds, "median_seconds": median, unit: work / median}
+
+
+def ratio(result: dict, unit: str) -> float:
+    """ours / theirs for a higher-is-better rate."""
+    return result[OURS][unit] / result[MARIAN][unit]
+
+
+# --- data: Multi30k, shared BPE (§5.1), token-budget batches ---------------------------------------
+
+
+@dataclasses.dataclass
+class Corpus:
+    tokenizer: object
+    train_src: list
+    train_tgt: list
+    test_src: list
+    test_tgt: list
+
+
+def prepare_corpus(settings: Settings) -> Corpus:
+    data = load_multi30k("en", "de")
+    train = data["train"]
+    if settings.train_sentences is not None:
+        train = train.select(range(settings.train_sentences))
+    pairs = train["translation"]
+    texts = [p["en"] for p in pairs] + [p["de"] for p in pairs]
+    tokenizer = train_bpe_tokenizer(texts, vocab_size=settings.vocab_size)
+    test = data["test"]["translation"]
+
+    def encode(rows, lang):
+        return tokenizer([r[lang] for r in rows], max_length=256, truncation=True)["input_ids"]
+
+    return Corpus(tokenizer, encode(pairs, "en"), encode(pairs, "de"), encode(test, "en"), encode(test, "de"))
+
+
+def tokenizer_ids(tokenizer) -> dict:
+    return dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id)
+
+
+def corpus_config(corpus: Corpus, preset: str) -> VaswaniConfig:
+    """A preset's config sized to the corpus' vocabulary and special tokens."""
+    return vaswani_config(preset, tokenizer_ids(corpus.tokenizer), len(corpus.tokenizer))
+
+
+def collate(corpus: Corpus, indices, device: torch.device) -> dict:
+    """Pad training pairs: input_ids/attention_mask (B, S), labels (B, T) with -100, decoder_input_ids shifted right."""
+    pad_id, start_id = corpus.tokenizer.pad_token_id, corpus.tokenizer.bos_token_id
+    batch_src = [corpus.train_src[i] for i in indices]
+    batch_tgt = [corpus.train_tgt[i] for i in indices]
+    s_len, t_len = max(map(len, batch_src)), max(map(len, batch_tgt))
+    input_ids = torch.full((len(indices), s_len), pad_id, dtype=torch.long)
+    labels = torch.full((len(indices), t_len), -100, dtype=torch.long)
+    for row, (s, t) in enumerate(zip(batch_src, batch_tgt)):
+        input_ids[row, : len(s)] = torch.tensor(s)
+        labels[row, : len(t)] = torch.tensor(t)
+    batch = {
+        "input_ids": input_ids,
+        "attention_mask": (input_ids != pad_id).long(),
+        "labels": labels,
+        "decoder_input_ids": shift_tokens_right(labels, pad_id, start_id),
+    }
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def real_tokens(batch: dict) -> int:
+    return int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
+
+
+def training_batches(settings: Settings, corpus: Corpus, device: torch.device) -> tuple[list, dict]:
+    """The timed training batches and one more for warming up, all §5.1 token-budget batches.
+
+    The first batches of the shuffled epoch are a random sample of its batches.
+    """
+    epoch = token_budget_batches([len(x) for x in corpus.train_src], [len(x) for x in corpus.train_tgt],
+                                 settings.max_tokens, seed=0, shuffle=True)
+    batches = [collate(corpus, indices, device) for indices in epoch[: settings.train_batches]]
+    return batches, collate(corpus, epoch[settings.train_batches], device)
+
+
+def source_batches(corpus: Corpus, sentences: int, batch_size: int, device: torch.device) -> list:
+    """The first `sentences` test sources in consecutive batches, padded: (input_ids, attention_mask) per batch."""
+    ids, pad_id = corpus.test_src[:sentences], corpus.tokenizer.pad_token_id
+    out = []
+    for start in range(0, len(ids), batch_size):
+        rows = ids[start : start + batch_size]
+        input_ids = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
+        for r, s in enumerate(rows):
+            input_ids[r, : len(s)] = torch.tensor(s)
+        out.append((input_ids.to(device), (input_ids != pad_id).long().to(device)))
+    return out
+
+
+def forced_length(settings: Settings, corpus: Corpus, sentences: int) -> int:
+    """The output length both systems are held to: the mean reference length of the first `sentences`."""
+    return settings.beam_length or round(statistics.mean(len(t) for t in corpus.test_tgt[:sentences]))

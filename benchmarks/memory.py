@@ -1,0 +1,180 @@
+"""Figure 6: peak resident memory of training and of translating, each measured in its own child process.
+
+Every measurement (train / translate × two systems) runs in a child forked from a fresh server
+process that has only imported the benchmark's code and libraries, so each child starts from the
+same import-only state and none sees memory left over from another one or from the parent's
+earlier measurements. The workload reaches the children as safetensors (the batches) and JSON
+(the configs); the server takes one JSON line per measurement on stdin and answers with one.
+The server is this module: `python -m benchmarks.memory INPUTS_DIR`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import GenerationConfig
+
+from modeling_vaswani import VaswaniConfig
+from modeling_vaswani.model.generation import NUM_BEAMS
+
+from .harness import (MARIAN, OURS, TrainingStep, build_model, corpus_config, forced_generation_config,
+                      forced_length, source_batches, synchronize)
+
+ROOT = Path(__file__).resolve().parent.parent  # where `benchmarks` is importable from
+TASKS = ("train", "translate")
+
+
+def peak_memory(settings, corpus, batches, device, workdir: Path, log) -> dict:
+    """Peak RSS of a few training steps on `batches` and of translating the test set, per system."""
+    sentences = settings.memory_sentences
+    length = forced_length(settings, corpus, sentences)
+    presets = {"train": settings.memory_train_preset, "translate": settings.memory_translate_preset}
+    translate = source_batches(corpus, sentences, settings.memory_batch_size, torch.device("cpu"))
+    write_inputs(workdir, {
+        "configs": {task: corpus_config(corpus, preset).to_dict() for task, preset in presets.items()},
+        "generation_config": forced_generation_config(corpus.tokenizer, length, num_beams=NUM_BEAMS).to_dict(),
+    }, train=batches[: settings.memory_train_steps],
+        translate=[{"input_ids": ids, "attention_mask": mask} for ids, mask in translate])
+    results = {"train_preset": presets["train"], "translate_preset": presets["translate"],
+               "train_steps": settings.memory_train_steps, "translate_sentences": sum(len(i) for i, _ in translate),
+               "translate_batch_size": settings.memory_batch_size, "forced_output_length": length}
+    with MeasurementServer(workdir) as server:
+        for task in TASKS:
+            results[task] = {}
+            for system in (OURS, MARIAN):  # one child per measurement, alternating systems
+                results[task][system] = server.measure(system, task, device.type)
+            ours, theirs = results[task][OURS]["peak_rss_mib"], results[task][MARIAN]["peak_rss_mib"]
+            results[task]["ratio_ours_over_marian"] = ours / theirs
+            log(f"[6] {task}: peak RSS ours {ours:.0f} MiB, Marian {theirs:.0f} MiB "
+                f"(both started at {results[task][OURS]['rss_at_start_mib']:.0f} MiB)")
+    return results
+
+
+class MeasurementServer:
+    """The parent's side of the server: one JSON line out per measurement, one back when its child is done."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.log_path = folder / "server.log"
+
+    def __enter__(self):
+        self.log = self.log_path.open("w")
+        self.process = subprocess.Popen([sys.executable, "-m", "benchmarks.memory", str(self.folder)], cwd=ROOT,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        return self
+
+    def measure(self, system: str, task: str, device_name: str) -> dict:
+        report = self.folder / f"{task}_{system}.json"
+        self.process.stdin.write(json.dumps({"system": system, "task": task, "device": device_name,
+                                             "report": str(report)}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        exitcode = json.loads(answer)["exitcode"] if answer else self.process.wait()
+        if exitcode != 0 or not report.exists():
+            self.log.flush()
+            raise RuntimeError(f"The memory measurement ({system}, {task}) failed with exit code {exitcode}: "
+                               f"{self.log_path.read_text().strip()[-2000:]}")
+        return json.loads(report.read_text())
+
+    def __exit__(self, *exc):
+        self.process.stdin.close()
+        self.process.wait()
+        self.process.stdout.close()
+        self.log.close()
+
+
+def write_inputs(folder: Path, settings: dict, **batch_lists: list) -> None:
+    """`settings` as inputs.json; each list of tensor dicts into inputs.safetensors as "<list>.<index>.<name>"."""
+    # Copies: safetensors refuses tensors that share storage (a batch listed twice, a view).
+    tensors = {f"{which}.{i}.{name}": tensor.detach().cpu().contiguous().clone()
+               for which, batches in batch_lists.items() for i, batch in enumerate(batches)
+               for name, tensor in batch.items()}
+    counts = {which: len(batches) for which, batches in batch_lists.items()}
+    save_file(tensors, str(folder / "inputs.safetensors"))
+    (folder / "inputs.json").write_text(json.dumps({**settings, "batches": counts}))
+
+
+def read_inputs(folder: Path) -> tuple[dict, dict]:
+    """The inverse of `write_inputs`: (settings, {list name: [tensor dict, ...]})."""
+    settings = json.loads((folder / "inputs.json").read_text())
+    tensors = load_file(str(folder / "inputs.safetensors"))
+    batches = {which: [{} for _ in range(count)] for which, count in settings.pop("batches").items()}
+    for key, tensor in tensors.items():
+        which, index, name = key.split(".")
+        batches[which][int(index)][name] = tensor
+    return settings, batches
+
+
+def current_rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def max_rss_mib() -> float:
+    """Peak resident memory since this process was forked (for a forked child Linux starts it afresh)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
+    """In a freshly forked child: build one model, run one workload, return resident memory (MiB) and times."""
+    at_start = current_rss_mib()
+    device = torch.device(device_name)
+    settings, batches = read_inputs(folder)
+    config = VaswaniConfig.from_dict(settings["configs"][task], attn_implementation="sdpa")
+    model = build_model(system, config, device)
+    setup = max_rss_mib()
+    start = time.perf_counter()
+    if task == "train":
+        trainer = TrainingStep(system, model, None, device)
+        for batch in batches["train"]:
+            trainer.step({k: v.to(device) for k, v in batch.items()})
+    else:
+        model.eval()
+        generation_config = GenerationConfig(**settings["generation_config"])
+        for batch in batches["translate"]:
+            model.generate(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                           generation_config=generation_config)
+    synchronize(device)
+    return {"rss_at_start_mib": at_start, "rss_after_setup_mib": setup, "peak_rss_mib": max_rss_mib(),
+            "workload_seconds": time.perf_counter() - start,
+            "cpu_seconds": resource.getrusage(resource.RUSAGE_SELF).ru_utime}
+
+
+def serve(folder: Path) -> None:
+    """Fork one child per JSON line on stdin; answer each with its exit code once the child has finished."""
+    # Every child starts from what the benchmark process itself imports, as the recorded runs did.
+    from . import decoding, profiling, report, training  # noqa: F401
+
+    for line in sys.stdin:
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                Path(job["report"]).write_text(json.dumps(measure(folder, job["system"], job["task"], job["device"])))
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stderr.flush()
+                os._exit(code)  # the child must not return into the server's loop
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"exitcode": os.waitstatus_to_exitcode(status)}), flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m benchmarks.memory INPUTS_DIR (measurement requests as JSON lines on stdin)")
+    serve(Path(sys.argv[1]))

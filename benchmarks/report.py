@@ -1,0 +1,291 @@
+"""The report of a benchmark run: target checks, Markdown tables, the RESULTS.md block, the figure.
+
+Everything here reads only the results dict (as written to results.json), so a recorded
+results.json can be turned into tables again without measuring anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from modeling_vaswani.model.generation import NUM_BEAMS
+
+from .harness import MARIAN, OURS
+
+# results.json keys, one per measurement; the figure numbers are the labels the tables use.
+RESULT_KEYS = {
+    "training_step_speed": "figure_1_training_step",
+    "beam_search_speed": "figure_2_beam_search",
+    "cached_vs_recomputing_decoding": "figure_3_cached_vs_recomputing_decoding",
+    "data_pipeline_throughput": "figure_4_data_pipeline",
+    "hardware_efficiency": "figure_5_hardware_efficiency",
+    "peak_memory": "figure_6_peak_memory",
+    "compiled_training_step": "figure_7_torch_compile",
+    "fused_qkv_projection": "appendix_fused_qkv_projection",
+    "profiles": "profiles",
+}
+
+
+def presets_of(entry: dict) -> list:
+    """The per-preset entries of a result (the others are its settings)."""
+    return [p for p in entry if isinstance(entry[p], dict)]
+
+
+def check_targets(results: dict) -> list:
+    """The recorded (not asserted) targets: [{target, measured, met, shortfall}], only for measurements that ran."""
+    rows = []
+
+    def add(target, measured, goal, text):
+        rows.append({"target": target, "measured": text, "met": measured >= goal,
+                     "shortfall": None if measured >= goal else f"{(goal - measured) / goal:.1%} below"})
+
+    for preset, entry in (results.get(RESULT_KEYS["training_step_speed"]) or {}).items():
+        add(f"training step ≥ 1.0× Marian ({preset})", entry["ratio_ours_over_marian"], 1.0,
+            f"{entry['ratio_ours_over_marian']:.3f}×")
+    beam = results.get(RESULT_KEYS["beam_search_speed"]) or {}
+    for preset in presets_of(beam):
+        add(f"beam-{NUM_BEAMS} generation ≥ 1.0× Marian ({preset})", beam[preset]["ratio_ours_over_marian"], 1.0,
+            f"{beam[preset]['ratio_ours_over_marian']:.3f}×")
+    pipeline = results.get(RESULT_KEYS["data_pipeline_throughput"])
+    if pipeline:
+        add("token-budget real tokens/s ≥ 1.3× fixed-size batches", pipeline["ratio_token_budget_over_fixed"], 1.3,
+            f"{pipeline['ratio_token_budget_over_fixed']:.2f}×")
+    efficiency = results.get(RESULT_KEYS["hardware_efficiency"])
+    if efficiency:
+        preset = "base" if "base" in efficiency else presets_of(efficiency)[-1]
+        fraction = efficiency[preset][OURS]["fraction_of_matmul_rate"]
+        add(f"model FLOP/s ≥ 70% of the measured matmul rate ({preset})", fraction, 0.70, f"{fraction:.1%}")
+    decoding = results.get(RESULT_KEYS["cached_vs_recomputing_decoding"])
+    if decoding:
+        cached = decoding["fits"]["ours_cached_generate"]["total_time_exponent"]
+        recomputing = decoding["fits"]["ours_recomputing_greedy_decode"]["total_time_exponent"]
+        rows.append({"target": "cached generation linear (total ∝ L^k, k ≈ 1), recomputing quadratic (k ≈ 2)",
+                     "measured": f"cached k = {cached:.2f}, recomputing k = {recomputing:.2f}",
+                     "met": cached < 1.3 and recomputing > 1.5, "shortfall": None})
+    return rows
+
+
+class Markdown:
+    """Lines of Markdown, with one call per table."""
+
+    def __init__(self):
+        self.lines = []
+
+    def table(self, title, header, rows):
+        self.lines.extend([f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)])
+        self.lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+        self.lines.append("")
+
+    def text(self):
+        return "\n".join(self.lines)
+
+
+def _speed_tables(md: Markdown, results: dict) -> None:
+    """Targets, parameters, and figures 1 to 3."""
+    if results.get("targets"):
+        md.table("Targets (recorded, not asserted)", ["target", "measured", "met"],
+                 [[t["target"], t["measured"], "yes" if t["met"] else f"**no** ({t['shortfall'] or 'see text'})"]
+                  for t in results["targets"]])
+    params = results.get("parameters")
+    if params:
+        md.table("Parameters", ["preset", "ours trainable", "Marian trainable", "difference",
+                                "Marian frozen position tables + buffers"],
+                 [[p, f"{c[OURS]['trainable']:,}", f"{c[MARIAN]['trainable']:,}",
+                   f"{c['trainable_difference_percent']:+.3f}%",
+                   f"{c[MARIAN]['all_parameters'] - c[MARIAN]['trainable']:,} + {c[MARIAN]['buffers']:,}"]
+                  for p, c in params.items()])
+    f1 = results.get(RESULT_KEYS["training_step_speed"])
+    if f1:
+        md.table("Figure 1 — training step (forward + backward + Adam), real source+target tokens/s",
+                 ["preset", "batches × sentences", "ours tok/s", "Marian tok/s", "ours s/step", "Marian s/step",
+                  "ours / Marian"],
+                 [[p, f"{e['batches']} × {e['sentences_per_pass'] / e['batches']:.0f}",
+                   f"{e[OURS]['tokens_per_second']:,.0f}", f"{e[MARIAN]['tokens_per_second']:,.0f}",
+                   f"{e[OURS]['seconds_per_step']:.3f}", f"{e[MARIAN]['seconds_per_step']:.3f}",
+                   f"**{e['ratio_ours_over_marian']:.3f}**"] for p, e in f1.items()])
+    f2 = results.get(RESULT_KEYS["beam_search_speed"])
+    if f2:
+        md.table(f"Figure 2 — beam {NUM_BEAMS}, {f2['sentences']} sentences, "
+                 f"forced length {f2['forced_output_length']}",
+                 ["preset", "ours sent/s", "Marian sent/s", "ours tok/s", "Marian tok/s", "ours / Marian"],
+                 [[p, f"{f2[p][OURS]['sentences_per_second']:.2f}", f"{f2[p][MARIAN]['sentences_per_second']:.2f}",
+                   f"{f2[p][OURS]['tokens_per_second']:.1f}", f"{f2[p][MARIAN]['tokens_per_second']:.1f}",
+                   f"**{f2[p]['ratio_ours_over_marian']:.3f}**"] for p in presets_of(f2)])
+    f3 = results.get(RESULT_KEYS["cached_vs_recomputing_decoding"])
+    if f3:
+        md.table(f"Figure 3 — greedy decoding, ms per generated token ({f3['preset']}, batch {f3['batch_size']})",
+                 ["output length", "ours cached generate", "ours recomputing greedy_decode",
+                  "Marian cached generate", "recomputing / cached"],
+                 [[k, f"{e['ours_cached_generate']['ms_per_generated_token']:.2f}",
+                   f"{e['ours_recomputing_greedy_decode']['ms_per_generated_token']:.2f}",
+                   f"{e['marian_cached_generate']['ms_per_generated_token']:.2f}",
+                   f"{e['recomputing_over_cached']:.1f}×"] for k, e in f3["lengths"].items()])
+        md.table("Figure 3 — fits", ["decoder", "ms/token at L→0", "ms/token added per unit length",
+                                     "total time ∝ L^k, k ="],
+                 [[n, f"{f['ms_per_token_intercept']:.3f}", f"{f['ms_per_token_per_unit_length']:.4f}",
+                   f"{f['total_time_exponent']:.2f}"] for n, f in f3["fits"].items()])
+
+
+def _resource_tables(md: Markdown, results: dict) -> None:
+    """Figures 4 to 6."""
+    f4 = results.get(RESULT_KEYS["data_pipeline_throughput"])
+    if f4:
+        md.table(f"Figure 4 — data pipeline ({f4['preset']} model, budget {f4['max_tokens']} tokens/side, "
+                 f"fixed batch size {f4['fixed_batch_size']})",
+                 ["batching", "batches/epoch", "measured", "mean real tokens/batch", "padding efficiency",
+                  "real tokens/s", "epoch seconds"],
+                 [[n, e["batches_per_epoch"],
+                   f"{e['batches_measured']}" + ("" if e["whole_epoch_measured"] else " (time cap)"),
+                   f"{e['mean_real_tokens_per_batch']:.0f}", f"{e['padding_efficiency']:.3f}",
+                   f"{e['real_tokens_per_second']:,.0f}",
+                   f"{e['epoch_seconds']:.0f}" + (" (extrapolated)" if e["epoch_seconds_is_extrapolated"] else "")]
+                  for n, e in ((k, f4[k]) for k in ("token_budget", "fixed_size_random"))])
+        md.lines.append(f"Token budget / fixed size: **{f4['ratio_token_budget_over_fixed']:.2f}×** real tokens/s.\n")
+    f5 = results.get(RESULT_KEYS["hardware_efficiency"])
+    if f5:
+        md.table(f"Figure 5 — model FLOP/s of the training step vs torch.mm "
+                 f"({f5['matmul_size']}², {f5['matmul_dtype']}: "
+                 f"{f5['matmul_flops_per_second'] / 1e9:.1f} GFLOP/s)",
+                 ["preset", "ours GFLOP/s", "ours fraction", "Marian GFLOP/s", "Marian fraction"],
+                 [[p, f"{f5[p][OURS]['model_flops_per_second'] / 1e9:.1f}",
+                   f"{f5[p][OURS]['fraction_of_matmul_rate']:.1%}",
+                   f"{f5[p][MARIAN]['model_flops_per_second'] / 1e9:.1f}",
+                   f"{f5[p][MARIAN]['fraction_of_matmul_rate']:.1%}"] for p in presets_of(f5)])
+    f6 = results.get(RESULT_KEYS["peak_memory"])
+    if f6:
+        md.table(f"Figure 6 — peak resident memory, MiB (train: {f6['train_preset']}, {f6['train_steps']} steps; "
+                 f"translate: {f6['translate_preset']}, {f6['translate_sentences']} sentences, beam {NUM_BEAMS}, "
+                 f"batch {f6['translate_batch_size']}, forced length {f6['forced_output_length']})",
+                 ["workload", "child start", "ours after model build", "ours peak", "Marian after model build",
+                  "Marian peak", "ours / Marian peak"],
+                 [[t, f"{f6[t][OURS]['rss_at_start_mib']:.0f}", f"{f6[t][OURS]['rss_after_setup_mib']:.0f}",
+                   f"{f6[t][OURS]['peak_rss_mib']:.0f}", f"{f6[t][MARIAN]['rss_after_setup_mib']:.0f}",
+                   f"{f6[t][MARIAN]['peak_rss_mib']:.0f}", f"{f6[t]['ratio_ours_over_marian']:.3f}"]
+                  for t in ("train", "translate")])
+
+
+def _explanation_tables(md: Markdown, results: dict) -> None:
+    """Profiles, the fused-Q/K/V appendix and figure 7."""
+    profiles = results.get(RESULT_KEYS["profiles"]) or {}
+    for key, what in (("training_breakdown", "one training step (figure 1's first batch)"),
+                      ("generation_breakdown", "one beam-search batch (figure 2's first batch)")):
+        breakdown = profiles.get(key)
+        if breakdown:
+            md.table(f"Where the CPU time goes: {what}, {profiles['preset']} (torch.profiler, share of the "
+                     "profiled time)", ["category", "ours", "Marian"],
+                     [[c, f"{breakdown[OURS][c]:.1%}", f"{breakdown[MARIAN][c]:.1%}"] for c in breakdown[OURS]])
+    qkv = results.get(RESULT_KEYS["fused_qkv_projection"])
+    if qkv:
+        md.table("Appendix — Q/K/V projections: three Linears vs one matmul on concatenated weights (median s)",
+                 ["shape", "separate", "fused", "fused / separate"],
+                 [[k, f"{e['separate']:.4f}", f"{e['fused']:.4f}", f"{e['fused_over_separate_time']:.3f}"]
+                  for k, e in qkv.items()])
+    f7 = results.get(RESULT_KEYS["compiled_training_step"])
+    if f7 and "skipped" not in f7:
+        md.table(f"Figure 7 — torch.compile of the training step ({f7['preset']})",
+                 ["mode", "tokens/s", "first pass incl. compilation (s)"],
+                 [["eager", f"{f7['eager']['tokens_per_second']:,.0f}", ""],
+                  ["compiled", f"{f7['compiled']['tokens_per_second']:,.0f}",
+                   f"{f7['first_pass_seconds_including_compilation']:.1f}"]])
+        md.lines.append(f"Compiled / eager: **{f7['ratio_compiled_over_eager']:.3f}×**.\n")
+
+
+def markdown_tables(results: dict) -> str:
+    machine = results["machine"]
+    md = Markdown()
+    md.lines.extend([
+        f"Command: `{results['command']}` (dtype {results['dtype']}, {results['total_seconds'] / 60:.1f} minutes)",
+        "",
+        f"Machine: {machine['cpu_model_name']}, {machine['cpu_cores']} cores ({machine['torch_threads']} torch threads)"
+        + (f", CPU bf16: {machine['cpu_bf16']}" if "cpu_bf16" in machine else "")
+        + (f", GPU {machine['gpu']}" if "gpu" in machine else "")
+        + f"; Python {machine['python']}, torch {machine['torch']}, transformers {machine['transformers']}.",
+        "",
+    ])
+    _speed_tables(md, results)
+    _resource_tables(md, results)
+    _explanation_tables(md, results)
+    return md.text()
+
+
+def markers(section: str) -> tuple[str, str]:
+    return f"<!-- generated:{section}:begin -->", f"<!-- generated:{section}:end -->"
+
+
+def check_results_md(path: Path, section: str) -> None:
+    """Raise ValueError unless `path` has the markers of `section` (checked before a long run, not after)."""
+    begin, end = markers(section)
+    text = path.read_text() if path.exists() else ""
+    if begin not in text or end not in text:
+        raise ValueError(f"{path} has no '{begin}' … '{end}' markers to write the {section} tables between.")
+
+
+def fill_results_md(path: Path, section: str, tables: str) -> None:
+    """Replace what lies between the `<!-- generated:SECTION:begin -->` and `...:end -->` markers of `path`."""
+    check_results_md(path, section)
+    begin, end = markers(section)
+    head, rest = path.read_text().split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{tables}\n{end}{tail}")
+
+
+def _plot_decoding(ax, f3: dict) -> None:
+    import matplotlib.ticker
+
+    lengths = np.array([int(k) for k in f3["lengths"]])
+    styles = {"ours_cached_generate": ("C0", "o", "ours, cached generate"),
+              "marian_cached_generate": ("C1", "s", "Marian, cached generate"),
+              "ours_recomputing_greedy_decode": ("C3", "^", "ours, recomputing greedy_decode")}
+    grid = np.linspace(lengths.min(), lengths.max(), 100)
+    for name, (color, marker, label) in styles.items():
+        ms = [f3["lengths"][str(k)][name]["ms_per_generated_token"] for k in lengths]
+        fit = f3["fits"][name]
+        ax.plot(lengths, ms, marker, color=color, label=f"{label} (total ∝ L^{fit['total_time_exponent']:.2f})")
+        ax.plot(grid, fit["ms_per_token_intercept"] + fit["ms_per_token_per_unit_length"] * grid, "-",
+                color=color, alpha=0.6)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(lengths, [str(k) for k in lengths])
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("forced output length L (tokens)")
+    ax.set_ylabel("ms per generated token (log)")
+    ax.set_title(f"Figure 3: greedy decoding, {f3['preset']}, batch {f3['batch_size']}\n"
+                 "markers measured, lines: least-squares a + b·L", fontsize=10)
+    ax.legend(fontsize=8)
+
+
+def _plot_training(ax, f1: dict) -> None:
+    presets = list(f1)
+    x = np.arange(len(presets))
+    ours = [f1[p][OURS]["tokens_per_second"] for p in presets]
+    theirs = [f1[p][MARIAN]["tokens_per_second"] for p in presets]
+    ax.bar(x - 0.2, ours, 0.4, label="modeling_vaswani", color="C0")
+    ax.bar(x + 0.2, theirs, 0.4, label="MarianMTModel", color="C1")
+    for i, p in enumerate(presets):
+        ax.annotate(f"{f1[p]['ratio_ours_over_marian']:.2f}×", (x[i], max(ours[i], theirs[i])),
+                    ha="center", va="bottom")
+    ax.set_xticks(x, presets)
+    ax.set_ylabel("real source+target tokens / s")
+    ax.set_title("Figure 1: training step (forward + backward + Adam)\nsame Multi30k token-budget batches, "
+                 "ours / Marian above the bars", fontsize=10)
+    ax.legend(fontsize=8)
+
+
+def plot(results: dict, path: Path) -> None:
+    """figures.png: figure 3 (left) and figure 1 (right), each where it was measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    if results.get(RESULT_KEYS["cached_vs_recomputing_decoding"]):
+        _plot_decoding(left, results[RESULT_KEYS["cached_vs_recomputing_decoding"]])
+    if results.get(RESULT_KEYS["training_step_speed"]):
+        _plot_training(right, results[RESULT_KEYS["training_step_speed"]])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,280 @@
+"""Our model as a CTranslate2 model folder, for fast CPU (and GPU) inference with int8 weights if wanted.
+
+CTranslate2 (`pip install ctranslate2`) is an inference engine for Transformer models; its
+`Translator` runs the encoder–decoder of §3 with its own kernels and its own beam search. It is
+optional: nothing in `modeling_vaswani/model/` needs it, and this module imports it only when a
+function here is called (a missing package is one `CTranslate2NotInstalledError` line saying
+`pip install ctranslate2`).
+
+How the folder is built: straight from our weights. CTranslate2 describes a model as a "spec"
+(`ctranslate2.specs.TransformerSpec`), a tree of named arrays that its runtime reads; this module
+fills that tree from our modules and saves it, with no intermediate model. (Going through
+`export_marian` and CTranslate2's Marian loader would need a loader of our own anyway: that
+loader assumes the Opus-MT layout — pad is the last vocabulary id, the decoder starts from a zero
+vector — which ours does not have.) Building the spec directly also keeps what Marian cannot hold:
+
+| ours                                          | the CTranslate2 spec                                    |
+|-----------------------------------------------|---------------------------------------------------------|
+| embeddings × √d_model (`scale_embedding`)     | `scale_embeddings` = the same factor (1 without it)     |
+| the position table of §3.5 (interleaved sin/  | stored as `position_encodings` (CTranslate2's built-in  |
+| cos) or learned positions (Table 3, row E)    | sinusoids are laid out differently), row 0 = position 0 |
+| W^Q, W^K, W^V (biases if `attention_bias`)    | one fused QKV Linear (self-attention); Q and a fused KV  |
+|                                               | Linear (encoder–decoder attention)                      |
+| post-LN (§3.1) or pre-LN (`norm_first`, with  | `pre_norm` false or true (the final LayerNorm of each   |
+| a final LayerNorm per stack)                  | stack then)                                             |
+| ReLU (Eq. 2) or "swish"                       | `Activation.RELU` or `Activation.SWISH`                 |
+| `layer_norm_eps`                              | `layer_norm_epsilon` in the config                      |
+| pre-softmax projection (+ `final_logits_bias`)| the decoder's `projection` (its bias)                   |
+| token ids of `<s>`, `</s>`, `<unk>`, the      | the same tokens by name; the vocabulary is the          |
+| decoder start token                           | tokenizer's, in id order                                |
+
+Refused with a `CTranslate2ConversionError`: heads narrower or wider than d_model / h
+(`d_k`, `d_v` set apart from it), and a vocabulary larger than the model's.
+
+The one table CTranslate2 holds that ours computes on demand is the sinusoid table: it is stored
+for max(max_position_embeddings, 1024) positions, more than the longest decoding of
+`modeling_vaswani.evaluation` (512 source tokens + 50 + the start token). Weights are written in
+float32, or quantized (`quantization="int8"`, "int8_float32", "int16", "float16", "bfloat16", ...;
+CTranslate2 quantizes each weight matrix row by row). In float32 the converted model's token
+log-probabilities equal ours to float rounding (about 1e-6), and its greedy and beam outputs are
+ours (see `modeling_vaswani.evaluation.ctranslate2_engine` for the decoding settings).
+
+The folder also holds the model's tokenizer (CTranslate2 takes tokens, not text), its
+generation_config.json (the decoding settings the engine adapter reads) and conversion.json (the
+source, its parameter count — which chooses the CPU threads, as for our model — and the weight type).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Union
+
+import torch
+
+from ..model.configuration_vaswani import VaswaniConfig
+from ..model.positional_encoding import LearnedPositionalEmbedding, sinusoidal_table
+
+PathLike = Union[str, os.PathLike]
+
+INSTALL_HINT = "pip install ctranslate2"
+# Rows of the stored sinusoid table at least: 512 source tokens (MAX_SOURCE_LENGTH of evaluation/) and
+# input length + 50 target positions fit with room to spare.
+MIN_SINUSOID_POSITIONS = 1024
+# CTranslate2 model files; a folder holding them is a CTranslate2 model.
+CTRANSLATE2_FILES = ("model.bin", "shared_vocabulary.json")
+# What the conversion writes about itself beside CTranslate2's files (read by the engine adapter).
+CONVERSION_RECORD = "conversion.json"
+# Placeholder names for ids the model has but the tokenizer does not (vocab_size rounded up).
+UNUSED_TOKEN = "<unused_{}>"
+
+
+class CTranslate2NotInstalledError(ImportError, ValueError):
+    """CTranslate2 is not installed. (Also a ValueError, so the scripts report it as one line.)"""
+
+
+class CTranslate2ConversionError(ValueError):
+    """A setting of our model that the CTranslate2 Transformer spec cannot represent."""
+
+
+def import_ctranslate2():
+    """The `ctranslate2` module, or CTranslate2NotInstalledError saying how to install it."""
+    try:
+        import ctranslate2
+    except ImportError:
+        raise CTranslate2NotInstalledError(
+            f"CTranslate2 is not installed; `{INSTALL_HINT}` (or `pip install modeling_vaswani[ctranslate2]`)."
+        ) from None
+    return ctranslate2
+
+
+def check_quantization(quantization: str | None) -> None:
+    """Refuse a quantization CTranslate2 does not know, naming those it does (None: float32 weights)."""
+    ctranslate2 = import_ctranslate2()
+    if quantization is None:
+        return
+    accepted = ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES
+    if quantization not in accepted:
+        raise ValueError(f"quantization {quantization!r} is not one of CTranslate2's: {', '.join(accepted)}.")
+
+
+def check_convertible(config: VaswaniConfig) -> None:
+    """CTranslate2ConversionError for a setting the CTranslate2 Transformer spec has no place for."""
+    head = config.d_model / config.num_heads
+    if config.d_k != head or config.d_v != head:
+        raise CTranslate2ConversionError(
+            f"d_k={config.d_k}, d_v={config.d_v} with num_heads={config.num_heads} cannot be converted: "
+            f"CTranslate2's heads are d_model / h = {head:g} wide."
+        )
+
+
+def vocabulary(tokenizer, vocab_size: int) -> list[str]:
+    """The tokens of ids 0 … vocab_size−1, by name (ids the tokenizer lacks get placeholder names)."""
+    by_id = {index: token for token, index in tokenizer.get_vocab().items()}
+    if max(by_id) >= vocab_size:
+        raise CTranslate2ConversionError(
+            f"The tokenizer has token id {max(by_id)} but the model only vocab_size={vocab_size} ids; "
+            "convert the model with the tokenizer it was trained with."
+        )
+    tokens = [by_id.get(index) for index in range(vocab_size)]
+    taken = set(by_id.values())
+    for index, token in enumerate(tokens):
+        if token is None:
+            name, n = UNUSED_TOKEN.format(index), 0
+            while name in taken:  # never a name the tokenizer uses
+                n += 1
+                name = UNUSED_TOKEN.format(f"{index}_{n}")
+            tokens[index] = name
+            taken.add(name)
+    return tokens
+
+
+def position_table(stack, config: VaswaniConfig) -> torch.Tensor:
+    """The (positions, d_model) table `stack` adds to its embeddings: learned rows, or §3.5's sinusoids."""
+    if isinstance(stack.embed_positions, LearnedPositionalEmbedding):
+        return stack.embed_positions.weight
+    return sinusoidal_table(max(config.max_position_embeddings, MIN_SINUSOID_POSITIONS), config.d_model)
+
+
+def to_ctranslate2_spec(model, tokenizer):
+    """A `ctranslate2.specs.TransformerSpec` computing what `model` computes (float32 weights, not yet
+    validated or quantized: `convert_ctranslate2` does both)."""
+    import_ctranslate2()
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    config = model.config
+    check_convertible(config)
+    tokens = vocabulary(tokenizer, config.vocab_size)
+    activation = {"relu": common_spec.Activation.RELU, "swish": common_spec.Activation.SWISH}[
+        config.activation_function]
+    spec = transformer_spec.TransformerSpec.from_config(
+        (config.num_layers, config.num_decoder_layers), config.num_heads,
+        pre_norm=bool(config.norm_first), activation=activation)
+
+    def tensor(value: torch.Tensor) -> torch.Tensor:
+        return value.detach().to(device="cpu", dtype=torch.float32).contiguous()
+
+    def linear(linear_spec, *modules) -> None:
+        """One CTranslate2 Linear from one or more of ours, their output rows stacked (a fused projection)."""
+        linear_spec.weight = tensor(torch.cat([m.weight for m in modules]))
+        if modules[0].bias is not None:
+            linear_spec.bias = tensor(torch.cat([m.bias for m in modules]))
+
+    def norm(norm_spec, module) -> None:
+        norm_spec.gamma = tensor(module.weight)
+        norm_spec.beta = tensor(module.bias)
+
+    def stack(stack_spec, ours) -> None:
+        stack_spec.scale_embeddings = float(ours.embed_tokens.embed_scale)
+        stack_spec.position_encodings.encodings = tensor(position_table(ours, config))
+        embeddings = stack_spec.embeddings[0] if isinstance(stack_spec.embeddings, list) else stack_spec.embeddings
+        embeddings.weight = tensor(ours.embed_tokens.weight)
+        if ours.final_norm is not None:
+            norm(stack_spec.layer_norm, ours.final_norm)
+
+    encoder, decoder = model.get_encoder(), model.get_decoder()
+    stack(spec.encoder, encoder)
+    for layer_spec, layer in zip(spec.encoder.layer, encoder.layers):
+        attention = layer.self_attn
+        linear(layer_spec.self_attention.linear[0], attention.q_proj, attention.k_proj, attention.v_proj)
+        linear(layer_spec.self_attention.linear[1], attention.out_proj)
+        norm(layer_spec.self_attention.layer_norm, layer.self_attn_sublayer.norm)
+        linear(layer_spec.ffn.linear_0, layer.feed_forward.linear_1)
+        linear(layer_spec.ffn.linear_1, layer.feed_forward.linear_2)
+        norm(layer_spec.ffn.layer_norm, layer.feed_forward_sublayer.norm)
+    stack(spec.decoder, decoder)
+    for layer_spec, layer in zip(spec.decoder.layer, decoder.layers):
+        attention = layer.self_attn
+        linear(layer_spec.self_attention.linear[0], attention.q_proj, attention.k_proj, attention.v_proj)
+        linear(layer_spec.self_attention.linear[1], attention.out_proj)
+        norm(layer_spec.self_attention.layer_norm, layer.self_attn_sublayer.norm)
+        attention = layer.cross_attn
+        linear(layer_spec.attention.linear[0], attention.q_proj)
+        linear(layer_spec.attention.linear[1], attention.k_proj, attention.v_proj)
+        linear(layer_spec.attention.linear[2], attention.out_proj)
+        norm(layer_spec.attention.layer_norm, layer.cross_attn_sublayer.norm)
+        linear(layer_spec.ffn.linear_0, layer.feed_forward.linear_1)
+        linear(layer_spec.ffn.linear_1, layer.feed_forward.linear_2)
+        norm(layer_spec.ffn.layer_norm, layer.feed_forward_sublayer.norm)
+    spec.decoder.projection.weight = tensor(model.lm_head.weight)
+    if model.final_logits_bias is not None:
+        spec.decoder.projection.bias = tensor(model.final_logits_bias.reshape(-1))
+
+    spec.register_source_vocabulary(tokens)
+    spec.register_target_vocabulary(tokens)  # one vocabulary: saved once, as shared_vocabulary.json
+    token = {name: tokens[getattr(config, f"{name}_token_id")] for name in ("bos", "eos", "decoder_start")}
+    spec.config.bos_token = token["bos"]
+    spec.config.eos_token = token["eos"]
+    spec.config.decoder_start_token = token["decoder_start"]
+    unk = getattr(tokenizer, "unk_token", None)
+    spec.config.unk_token = unk if unk in tokens else token["eos"]  # a token the tokenizer never makes
+    spec.config.layer_norm_epsilon = float(config.layer_norm_eps)
+    return spec
+
+
+def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: str | None = None,
+                        force: bool = False, **from_pretrained_kwargs) -> Path:
+    """Our model folder or Hub id → a CTranslate2 model folder at `output_dir`, with the tokenizer and
+    the generation config.
+
+    `quantization`: None (float32 weights) or one of CTranslate2's weight types ("int8", "int8_float32",
+    "int16", "float16", "bfloat16", ...). An `output_dir` that already holds files is refused unless
+    `force` (then the files of the conversion are written over those of the same names).
+    """
+    ctranslate2 = import_ctranslate2()  # CTranslate2NotInstalledError before anything is loaded
+    check_quantization(quantization)
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise NotADirectoryError(f"{output_dir} is a file; name a folder to write the CTranslate2 model to.")
+    if output_dir.is_dir() and any(output_dir.iterdir()) and not force:
+        raise FileExistsError(f"{output_dir} already holds files; name an empty or new folder, or write over them "
+                              "with force=True (--force).")
+    from ..model.modeling_vaswani import VaswaniForConditionalGeneration
+    from ..training.tokenization import load_tokenizer
+
+    config_type = _model_type(source, **from_pretrained_kwargs)
+    if config_type != VaswaniConfig.model_type:
+        raise CTranslate2ConversionError(
+            f"{str(source)!r} holds a {config_type!r} model, not one of ours ('vaswani').")
+    model = VaswaniForConditionalGeneration.from_pretrained(source, **from_pretrained_kwargs).eval()
+    tokenizer = load_tokenizer(source)
+    spec = to_ctranslate2_spec(model, tokenizer)
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    spec.save(str(output_dir))
+    tokenizer.save_pretrained(output_dir)
+    model.generation_config.save_pretrained(output_dir)
+    record = dict(source=str(source), num_parameters=model.num_parameters(), quantization=quantization or "float32",
+                  ctranslate2_version=ctranslate2.__version__)
+    (output_dir / CONVERSION_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return output_dir
+
+
+def read_conversion_record(folder: PathLike) -> dict:
+    """What `convert_ctranslate2` recorded in `folder` (source, num_parameters, quantization, CTranslate2
+    version); {} for a folder converted otherwise."""
+    path = Path(folder) / CONVERSION_RECORD
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON ({error}); convert the model again.") from None
+    return record if isinstance(record, dict) else {}
+
+
+def is_ctranslate2_model(folder: PathLike) -> bool:
+    """Whether `folder` holds a CTranslate2 model (its model.bin and vocabulary)."""
+    folder = Path(folder)
+    return all((folder / name).is_file() for name in CTRANSLATE2_FILES)
+
+
+def _model_type(source: PathLike, **kwargs) -> str | None:
+    from transformers import PretrainedConfig
+
+    config_dict, _ = PretrainedConfig.get_config_dict(str(source), **kwargs)
+    if not config_dict:
+        raise FileNotFoundError(f"No config.json in {str(source)!r}.")
+    return config_dict.get("model_type")

@@ -1,0 +1,273 @@
+"""Translating with CTranslate2 instead of PyTorch — the same tokenizer, batches and decoding limits.
+
+A CTranslate2 folder (`modeling_vaswani.conversion.ctranslate2.convert_ctranslate2`) is loaded as a
+`CTranslate2Engine`, which stands in for our model in `translation.translate`, `translate_batches`
+and `scoring.score_model`: it has the model's `generate(input_ids, attention_mask, num_beams=...,
+length_penalty=..., max_new_tokens=...)`, so tokenizing, sorting by length, batching, cutting long
+sentences and detokenizing are the code that runs for our model. `generate` turns each batch into
+token strings and calls CTranslate2's `Translator.translate_batch`. `translate_ctranslate2` does all
+of it for a list of sentences in one call.
+
+The decoding settings map one to one. The defaults are those of the generation_config.json saved in
+the folder (§6.1 for our models: beam 4, α = 0.6, input length + 50), else `NUM_BEAMS`,
+`LENGTH_PENALTY` and `MAX_OUTPUT_LENGTH_OFFSET`:
+
+| ours (`generate`)                        | CTranslate2 (`translate_batch`)                           |
+|------------------------------------------|-----------------------------------------------------------|
+| `num_beams`                              | `beam_size`                                               |
+| `length_penalty` α                       | `length_penalty`: a finished hypothesis scores            |
+|                                          | log P(Y | X) / |Y|^α, transformers' formula, where |Y|    |
+|                                          | counts </s> with `return_end_token=True` (as transformers |
+|                                          | does; without it CTranslate2 leaves </s> out of |Y|)      |
+| `max_new_tokens`, by default the padded  | `max_decoding_length`, absolute: the same number, computed|
+| batch's input length + 50 (§6.1)         | for each batch from its longest (padded) input            |
+| `early_stopping=True` (done once k       | `patience=1` (done once beam_size × patience hypotheses   |
+| hypotheses finished)                     | finished); only the k best of 2k candidates may finish    |
+| no minimum length                        | `min_decoding_length=0` (CTranslate2's default, 1, would  |
+|                                          | forbid </s> as the first token)                           |
+
+So CTranslate2 decodes as `generate(..., **TRANSFORMERS_BEAM_SEARCH)` does: with a model saved with
+that search (no `length_penalty_formula` in its generation config, as the shipped hub_card) the
+outputs are ours, token for token, in float32. CTranslate2 has neither GNMT's length penalty
+((5 + |Y|) / 6)^α nor tensor2tensor's stopping rule, which models trained by this package decode
+with by default (model/beam_search.py); for those the engine says once, as a warning, that a few
+beam translations may differ. Greedy decoding (`num_beams=1`) is the same either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Union
+
+import torch
+from transformers import GenerationConfig
+
+from ..conversion.ctranslate2 import (
+    convert_ctranslate2,
+    import_ctranslate2,
+    is_ctranslate2_model,
+    read_conversion_record,
+)
+from ..model.generation import (
+    LENGTH_PENALTY,
+    MAX_OUTPUT_LENGTH_OFFSET,
+    NUM_BEAMS,
+    length_limit_chosen,
+    output_length_offset,
+)
+from ..training.tokenization import load_tokenizer
+from .cpu_threads import choose_threads
+from .translation import translate
+
+logger = logging.getLogger(__name__)
+
+PathLike = Union[str, os.PathLike]
+
+# The decoding a CTranslate2 folder without generation_config.json gets: §6.1 with transformers' rule.
+DEFAULT_DECODING = dict(num_beams=NUM_BEAMS, length_penalty=LENGTH_PENALTY, early_stopping=True,
+                        max_output_length_offset=MAX_OUTPUT_LENGTH_OFFSET)
+# generate() settings the engine maps; any other is refused rather than silently ignored.
+GENERATE_SETTINGS = ("num_beams", "length_penalty", "max_new_tokens")
+# Files of a model folder whose change calls for a new conversion in the cache.
+MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
+               "pytorch_model.bin", "tokenizer.json", "tokenizer_config.json")
+
+
+class CTranslate2Engine:
+    """A CTranslate2 model folder with our model's `generate` and `device`, for `translation.translate`.
+
+    `device`: "cpu", "cuda", "cuda:1" (None: cuda when CTranslate2 sees a GPU, else cpu);
+    `compute_type`: CTranslate2's ("default" keeps the saved weights' type; "int8", "float32", ...
+    convert them on loading); `threads`: CPU threads of one translation (None: the package's rule,
+    `cpu_threads.choose_threads`, for the model's parameter count: 1 under 20M, as for our model;
+    0: CTranslate2's own default). The count is `self.threads`, why `self.threads_chosen_by`.
+    """
+
+    def __init__(self, folder: PathLike, device: str | None = None, compute_type: str = "default",
+                 threads: int | None = None):
+        ctranslate2 = import_ctranslate2()
+        folder = Path(folder)
+        if not is_ctranslate2_model(folder):
+            raise FileNotFoundError(f"{folder} is not a CTranslate2 model folder (no model.bin and "
+                                    "shared_vocabulary.json); convert one with scripts/convert_ctranslate2.py.")
+        kind, index = _device(device, ctranslate2)
+        self.folder = folder
+        self.conversion = read_conversion_record(folder)
+        if threads is None:
+            threads, self.threads_chosen_by = choose_threads(self.conversion.get("num_parameters", 0))
+        else:
+            self.threads_chosen_by = "--threads"
+        self.threads = threads
+        self.translator = ctranslate2.Translator(str(folder), device=kind, device_index=index,
+                                                 compute_type=compute_type, intra_threads=threads)
+        self.tokens = json.loads((folder / "shared_vocabulary.json").read_text(encoding="utf-8"))
+        self.ids = {token: index for index, token in enumerate(self.tokens)}
+        ct2_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        self.decoder_start_token_id = self.ids[ct2_config["decoder_start_token"]]
+        self.eos_token_id = self.ids[ct2_config["eos_token"]]
+        self.pad_token_id = self.ids.get("<pad>", self.eos_token_id)
+        if (folder / "generation_config.json").is_file():
+            self.generation_config = GenerationConfig.from_pretrained(folder)
+        else:
+            self.generation_config = GenerationConfig(**DEFAULT_DECODING)
+        # Token ids go back to the caller on the CPU, whatever device CTranslate2 computes on.
+        self.device = torch.device("cpu")
+        self._warned = False
+
+    def settings(self, input_length: int, num_beams=None, length_penalty=None, max_new_tokens=None) -> dict:
+        """The translate_batch options for a batch whose longest input has `input_length` tokens."""
+        config = self.generation_config
+        if max_new_tokens is None:
+            if length_limit_chosen(config):  # the saved config's own limit replaces §6.1's, as in ours
+                max_new_tokens = config.max_new_tokens or config.max_length - 1  # max_length counts the start token
+            else:
+                max_new_tokens = input_length + output_length_offset(config)  # §6.1: input length + 50
+        return dict(beam_size=num_beams or config.num_beams or 1,
+                    length_penalty=config.length_penalty if length_penalty is None else length_penalty,
+                    patience=1.0, max_decoding_length=max_new_tokens, min_decoding_length=0,
+                    return_end_token=True, max_input_length=0)
+
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs) -> torch.Tensor:
+        """Translations of the batch as token ids (B, T): decoder start token, tokens, </s>, padding."""
+        unknown = sorted(set(kwargs) - set(GENERATE_SETTINGS))
+        if unknown:
+            raise ValueError(f"The ctranslate2 engine does not support {', '.join(unknown)}; it takes "
+                             f"{', '.join(GENERATE_SETTINGS)}.")
+        options = self.settings(input_ids.shape[1], **{k: v for k, v in kwargs.items() if v is not None})
+        if options["beam_size"] > 1:
+            self._warn_if_other_search()
+        rows = input_ids.tolist()
+        if attention_mask is not None:  # padding left out, on whichever side the tokenizer put it
+            rows = [[index for index, keep in zip(row, mask) if keep] for row, mask in zip(rows, attention_mask.tolist())]
+        source = [[self.tokens[index] for index in row] for row in rows]
+        results = self.translator.translate_batch(source, **options)
+        outputs = [[self.decoder_start_token_id] + [self.ids[token] for token in result.hypotheses[0]]
+                   for result in results]
+        width = max(len(ids) for ids in outputs)
+        return torch.tensor([ids + [self.pad_token_id] * (width - len(ids)) for ids in outputs], dtype=torch.long)
+
+    def _warn_if_other_search(self) -> None:
+        config = self.generation_config
+        other = [f"{name}={getattr(config, name)!r}" for name in ("length_penalty_formula", "beam_termination")
+                 if getattr(config, name, None) is not None]
+        if config.early_stopping is not True:
+            other.append(f"early_stopping={config.early_stopping!r}")
+        if other and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"This model decodes with {', '.join(other)}; CTranslate2's beam search ranks hypotheses by "
+                "log P / |Y|^α and stops once k have finished (transformers' rule), so a few beam translations "
+                "may differ from the PyTorch model's.", stacklevel=3)
+
+
+def load_ctranslate2_translator(folder: PathLike, device: str | None = None, compute_type: str = "default",
+                                threads: int | None = None):
+    """(engine, tokenizer) from a CTranslate2 folder written by convert_ctranslate2, as
+    `translation.load_translator` returns (model, tokenizer)."""
+    engine = CTranslate2Engine(folder, device=device, compute_type=compute_type, threads=threads)
+    return engine, load_tokenizer(folder)
+
+
+def load_ctranslate2_for(model_name_or_path: str, ct2_model: PathLike | None = None, device: str | None = None,
+                         compute_type: str = "default", threads: int | None = None):
+    """(engine, tokenizer) for the scripts' --engine ctranslate2: `ct2_model` if given, else
+    `model_name_or_path` itself when it is a CTranslate2 folder, else its conversion in the cache
+    (made on first use). `threads`: as for `CTranslate2Engine` (None: the package's rule, as for our model)."""
+    import_ctranslate2()
+    if ct2_model is None:
+        local = Path(model_name_or_path)
+        ct2_model = local if is_ctranslate2_model(local) else cached_ctranslate2_model(model_name_or_path)
+    return load_ctranslate2_translator(ct2_model, device=device, compute_type=compute_type, threads=threads)
+
+
+def translate_ctranslate2(folder: PathLike, sentences: list[str], batch_size: int = 64, device: str | None = None,
+                          compute_type: str = "default", threads: int | None = None, **generate_kwargs) -> list[str]:
+    """Translate `sentences` with a CTranslate2 folder (tokenize → translate_batch → detokenize).
+
+    `generate_kwargs`: num_beams, length_penalty, max_new_tokens, as for our model; `max_source_length`
+    as for `translation.translate`.
+    """
+    engine, tokenizer = load_ctranslate2_translator(folder, device=device, compute_type=compute_type, threads=threads)
+    return translate(engine, tokenizer, sentences, batch_size=batch_size, **generate_kwargs)
+
+
+# --- converting on the fly -----------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    """Where converted models are kept: $MODELING_VASWANI_CACHE, else $XDG_CACHE_HOME/modeling_vaswani,
+    else ~/.cache/modeling_vaswani; then ctranslate2/."""
+    base = os.environ.get("MODELING_VASWANI_CACHE")
+    if not base:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modeling_vaswani"
+    return Path(base) / "ctranslate2"
+
+
+def cached_ctranslate2_model(model_name_or_path: str, quantization: str | None = None,
+                             cache_dir: PathLike | None = None) -> Path:
+    """A CTranslate2 conversion of our model folder or Hub id, made once and kept in `cache_dir`
+    (default: `cache_root()`).
+
+    A local folder's conversion is made again when its weights, config or tokenizer change (their
+    sizes and modification times are part of the cache key); a Hub id's, for each commit.
+    """
+    import_ctranslate2()
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    name, key = _cache_key(model_name_or_path, quantization)
+    target = root / f"{name}-{quantization or 'float32'}-{key}"
+    if is_ctranslate2_model(target):
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    logger.warning("converting %s to CTranslate2 (%s) into %s", model_name_or_path, quantization or "float32", target)
+    building = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        convert_ctranslate2(model_name_or_path, building, quantization=quantization, force=True)
+        try:
+            os.replace(building, target)  # whole or not at all, if another process converts at the same time
+        except OSError:
+            if not is_ctranslate2_model(target):
+                raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return target
+
+
+def _cache_key(model_name_or_path: str, quantization: str | None) -> tuple[str, str]:
+    local = Path(model_name_or_path)
+    digest = hashlib.sha256(f"{quantization}".encode())
+    if local.is_dir():
+        local = local.resolve()
+        digest.update(str(local).encode())
+        for file in MODEL_FILES:
+            if (local / file).is_file():
+                stat = (local / file).stat()
+                digest.update(f"{file}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        name = local.name
+    else:
+        from huggingface_hub import hf_hub_download
+
+        # .../snapshots/<commit>/config.json: the commit a Hub id resolves to now (or offline, the cached one).
+        commit = Path(hf_hub_download(model_name_or_path, "config.json")).parent.name
+        digest.update(f"{model_name_or_path}@{commit}".encode())
+        name = model_name_or_path.replace("/", "--")
+    return name, digest.hexdigest()[:12]
+
+
+def _device(device: str | None, ctranslate2) -> tuple[str, int]:
+    """CTranslate2's (device, device_index) for a torch-style name: cpu, cuda, cuda:1."""
+    if device is None:
+        return ("cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"), 0
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+        raise ValueError(f"device {device!r}: the ctranslate2 engine runs on cpu, cuda or cuda:N.")
+    if kind == "cuda" and ctranslate2.get_cuda_device_count() <= int(index or 0):
+        raise ValueError(f"device {device!r} is not available to CTranslate2 here "
+                         f"({ctranslate2.get_cuda_device_count()} CUDA devices); use cpu.")
+    return kind, int(index or 0)

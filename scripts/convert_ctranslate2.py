@@ -1,0 +1,43 @@
+#!/usr/bin/env python
+"""Convert a model of this package to a CTranslate2 model folder, for faster translation on CPU or GPU.
+
+    python scripts/convert_ctranslate2.py --model hub_card --output_dir hub_card-ct2
+    python scripts/convert_ctranslate2.py --model hub_card --output_dir hub_card-ct2-int8 --quantization int8
+    python scripts/translate.py --engine ctranslate2 --ct2_model hub_card-ct2 "Two dogs are playing in the snow."
+
+Needs CTranslate2 (`pip install ctranslate2`). The folder holds CTranslate2's model.bin, config.json
+and shared_vocabulary.json, the model's tokenizer and its generation_config.json (the decoding
+settings). In float32 it computes what the PyTorch model computes (token log-probabilities equal to
+about 1e-6); --quantization int8 stores 8-bit weights: a quarter of the size and faster on CPU, with
+translations that differ in about a quarter of the sentences (hub_card: 273 of the 1,000 test
+sentences, BLEU 37.17 against 36.97). Settings CTranslate2 cannot represent end the program with
+one line naming the setting.
+"""
+
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
+
+
+def parse_args(argv=None):
+    parser = cli.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", required=True, help="A folder or Hub id of one of our models.")
+    parser.add_argument("--output_dir", required=True, help="Folder to write the CTranslate2 model to.")
+    parser.add_argument("--quantization", help="Weight type: int8, int8_float32, int16, float16, bfloat16, "
+                        "float32 (default: float32, the weights as trained).")
+    parser.add_argument("--force", action="store_true", help="Write into --output_dir even if it holds files.")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)  # before the heavy imports: --help and flag errors come at once
+    cli.require_model("--model", args.model)
+    from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
+
+    output = convert_ctranslate2(args.model, args.output_dir, quantization=args.quantization, force=args.force)
+    print(f"converted {args.model} → {output} (CTranslate2, {args.quantization or 'float32'})")
+
+
+if __name__ == "__main__":
+    cli.run_main(main)

@@ -1,0 +1,39 @@
+#!/usr/bin/env python
+"""Bring in a Marian model (MarianMTModel, e.g. an Opus-MT model) as a model of this package.
+
+    python scripts/convert_marian.py --model Helsinki-NLP/opus-mt-en-de --output_dir opus-mt-en-de-vaswani
+    python scripts/convert_marian.py --model path/to/marian-folder --output_dir converted
+
+The output folder holds our model (config.json, model.safetensors, the model code) with Marian's
+own tokenizer (sentencepiece) and decoding settings; its logits equal Marian's to float rounding and
+its greedy and beam outputs are Marian's. Settings ours cannot represent (separate source and
+target vocabularies, an activation other than ReLU or swish, ...) end the program with one line
+naming the setting. The sentencepiece tokenizer needs `pip install sentencepiece`.
+"""
+
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
+
+
+def parse_args(argv=None):
+    parser = cli.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", required=True, help="A MarianMTModel folder or Hub id.")
+    parser.add_argument("--output_dir", required=True, help="Folder to write the converted model to.")
+    parser.add_argument("--revision", help="Hub revision (branch, tag or commit) of --model.")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cli.require_model("--model", args.model)
+    from modeling_vaswani.conversion.marian import convert_marian  # the package, torch and transformers: only now
+
+    kwargs = {"revision": args.revision} if args.revision else {}
+    output = convert_marian(args.model, args.output_dir, **kwargs)
+    print(f"converted {args.model} → {output}")
+
+
+if __name__ == "__main__":
+    cli.run_main(main)

@@ -1,0 +1,37 @@
+#!/usr/bin/env python
+"""Take a model of this package out as a Marian folder (MarianMTModel), for tools that know Marian only.
+
+    python scripts/export_marian.py --model hub_card --output_dir hub_card-marian
+
+The output folder loads with transformers' `MarianMTModel.from_pretrained` (no remote code) and
+carries the model's own tokenizer and decoding settings. Its config.json also records the
+model's `layer_norm_eps`, which transformers' MarianMTModel does not read (it normalises with
+1e-5): a model trained with another ε, as ours are (1e-6), then gives logits that differ slightly;
+the program says so. Settings Marian cannot represent (pre-LN, learned positions, unshared
+embeddings, ...) end the program with one line naming the setting.
+"""
+
+try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
+
+
+def parse_args(argv=None):
+    parser = cli.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", required=True, help="A folder or Hub id of one of our models.")
+    parser.add_argument("--output_dir", required=True, help="Folder to write the Marian model to.")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cli.require_model("--model", args.model)
+    from modeling_vaswani.conversion.marian import export_marian  # the package, torch and transformers: only now
+
+    output = export_marian(args.model, args.output_dir)
+    print(f"exported {args.model} → {output} (MarianMTModel)")
+
+
+if __name__ == "__main__":
+    cli.run_main(main)

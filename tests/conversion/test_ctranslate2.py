@@ -1,0 +1,197 @@
+"""modeling_vaswani/conversion/ctranslate2.py and evaluation/ctranslate2_engine.py: our model run by CTranslate2.
+
+The models are tiny and random (nothing is downloaded), saved with the shared test tokenizer: the
+paper's configuration, and one with every option the conversion maps (pre-LN, learned positions,
+swish, no embedding scale, attention and logits biases, another LayerNorm ε). The float32
+conversion must give our token log-probabilities and our greedy and beam outputs.
+"""
+
+import importlib.util
+import json
+import shutil
+import sys
+
+import pytest
+import torch
+
+from modeling_vaswani.conversion.ctranslate2 import (
+    CTranslate2ConversionError,
+    CTranslate2NotInstalledError,
+    check_convertible,
+    convert_ctranslate2,
+    import_ctranslate2,
+)
+from modeling_vaswani.evaluation.translation import translate
+from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
+
+requires_ctranslate2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None,
+                                          reason="needs ctranslate2 (pip install ctranslate2)")
+# The engine says once that CTranslate2's beam search is transformers' rule, not the GNMT one our
+# generation config names; the tests compare with ours decoding by that rule.
+pytestmark = pytest.mark.filterwarnings("ignore:This model decodes with:UserWarning")
+
+SENTENCES = ["A man is riding a bicycle.", "Two dogs are playing in the snow.",
+             "A little girl in a pink dress climbs the stairs.", "People."]
+TARGETS = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
+           "Ein kleines Mädchen in einem rosa Kleid steigt die Treppe hinauf.", "Leute."]
+VARIANTS = {
+    "paper": {},
+    "options": dict(norm_first=True, positional_encoding="learned", activation_function="swish",
+                    scale_embedding=False, attention_bias=True, final_logits_bias=True, layer_norm_eps=1e-5),
+}
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def saved_pair(request, tmp_path_factory, make_model, trained_tokenizer):
+    """(our model, its tokenizer, its CTranslate2 float32 folder) for one variant."""
+    pytest.importorskip("ctranslate2")
+    model = make_model(seed=1, vocab_size=len(trained_tokenizer), **VARIANTS[request.param])
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():  # biases start at zero: give them values, so that mapping them matters
+        for name, tensor in model.named_parameters():
+            if name.endswith("_proj.bias"):
+                tensor.normal_(0.0, 0.5, generator=generator)
+        if model.final_logits_bias is not None:
+            model.final_logits_bias.normal_(0.0, 0.5, generator=generator)
+    folder = tmp_path_factory.mktemp(f"ct2-{request.param}")
+    model.save_pretrained(folder / "ours")
+    trained_tokenizer.save_pretrained(folder / "ours")
+    convert_ctranslate2(folder / "ours", folder / "ct2")
+    return model.eval(), trained_tokenizer, folder / "ct2"
+
+
+def load_engine(folder, **kwargs):
+    from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_translator
+
+    return load_ctranslate2_translator(folder, device="cpu", **{"threads": 1, **kwargs})
+
+
+@requires_ctranslate2
+def test_token_log_probabilities_equal_ours(saved_pair):
+    model, tokenizer, folder = saved_pair
+    engine, _ = load_engine(folder)
+    sources = [tokenizer.convert_ids_to_tokens(ids) for ids in tokenizer(SENTENCES)["input_ids"]]
+    target_ids = tokenizer(TARGETS, add_special_tokens=False)["input_ids"]
+    results = engine.translator.score_batch(sources, [tokenizer.convert_ids_to_tokens(ids) for ids in target_ids])
+    for sentence, ids, result in zip(SENTENCES, target_ids, results):
+        encoded = tokenizer([sentence], return_tensors="pt")
+        decoder_input_ids = torch.tensor([[model.config.decoder_start_token_id] + ids])
+        with torch.no_grad():
+            logits = model(**encoded, decoder_input_ids=decoder_input_ids).logits[0]
+        expected = ids + [model.config.eos_token_id]  # CTranslate2 scores </s> too
+        ours = torch.log_softmax(logits, dim=-1)[torch.arange(len(expected)), torch.tensor(expected)]
+        assert result.tokens == tokenizer.convert_ids_to_tokens(expected)
+        torch.testing.assert_close(torch.tensor(result.log_probs), ours, atol=1e-4, rtol=0)
+
+
+def _until_eos(row: list[int], eos: int) -> list[int]:
+    return row[:row.index(eos) + 1] if eos in row else row
+
+
+@requires_ctranslate2
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_greedy_and_beam_outputs_equal_ours(saved_pair, num_beams):
+    model, tokenizer, folder = saved_pair
+    engine, _ = load_engine(folder)
+    encoded = tokenizer(SENTENCES, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        ours = model.generate(**encoded, num_beams=num_beams, **TRANSFORMERS_BEAM_SEARCH)
+    theirs = engine.generate(**encoded, num_beams=num_beams)
+    eos = model.config.eos_token_id
+    assert [_until_eos(row, eos) for row in theirs.tolist()] == [_until_eos(row, eos) for row in ours.tolist()]
+    # The whole pipeline (sorting, batching, detokenizing) gives our strings too.
+    assert translate(engine, tokenizer, SENTENCES, batch_size=3, num_beams=num_beams) == translate(
+        model, tokenizer, SENTENCES, batch_size=3, num_beams=num_beams, **TRANSFORMERS_BEAM_SEARCH)
+
+
+@requires_ctranslate2
+def test_decoding_settings_map_to_translate_batch(saved_pair):
+    """§6.1's limit is absolute for CTranslate2: the batch's input length + 50, computed per batch."""
+    _, _, folder = saved_pair
+    engine, _ = load_engine(folder)
+    options = engine.settings(input_length=7)
+    assert options["beam_size"] == 4 and options["length_penalty"] == 0.6
+    assert options["max_decoding_length"] == 7 + 50
+    assert options["return_end_token"] and options["min_decoding_length"] == 0  # |Y| counts </s>, as ours
+    assert engine.settings(7, num_beams=1, length_penalty=1.0, max_new_tokens=9) == {
+        **options, "beam_size": 1, "length_penalty": 1.0, "max_decoding_length": 9}
+    with pytest.raises(ValueError, match="does not support do_sample"):
+        engine.generate(torch.tensor([[5, 2]]), do_sample=True)
+
+
+@requires_ctranslate2
+def test_threads_follow_the_package_rule(saved_pair, monkeypatch):
+    """A small model decodes on 1 thread, as ours (several threads on a busy CPU mostly wait for each other)."""
+    model, _, folder = saved_pair
+    assert json.loads((folder / "conversion.json").read_text())["num_parameters"] == model.num_parameters()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    engine, _ = load_engine(folder, threads=None)
+    assert (engine.threads, engine.threads_chosen_by) == (1, "the model has under 20M parameters")
+    assert load_engine(folder, threads=2)[0].threads == 2
+
+
+@requires_ctranslate2
+def test_int8_conversion_translates(saved_model_dir, tmp_path, trained_tokenizer):
+    int8 = convert_ctranslate2(saved_model_dir, tmp_path / "int8", quantization="int8")
+    float32 = convert_ctranslate2(saved_model_dir, tmp_path / "float32")
+    assert (int8 / "model.bin").stat().st_size < (float32 / "model.bin").stat().st_size
+    engine, tokenizer = load_engine(int8)
+    outputs = translate(engine, tokenizer, SENTENCES + [""], num_beams=2, max_new_tokens=8)
+    assert len(outputs) == len(SENTENCES) + 1 and all(isinstance(text, str) for text in outputs)
+    assert outputs[-1] == ""  # blank lines stay blank, without decoding
+
+
+@requires_ctranslate2
+def test_refusals(make_config, saved_model_dir, tmp_path):
+    with pytest.raises(CTranslate2ConversionError, match="d_k=8"):
+        check_convertible(make_config(d_k=8))
+    with pytest.raises(ValueError, match="not one of CTranslate2's"):
+        convert_ctranslate2(saved_model_dir, tmp_path / "out", quantization="int3")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="already holds files"):
+        convert_ctranslate2(saved_model_dir, tmp_path / "full")
+    with pytest.raises(FileNotFoundError, match="not a CTranslate2 model folder"):
+        load_engine(saved_model_dir)
+
+
+@requires_ctranslate2
+def test_on_the_fly_conversion_is_cached(saved_model_dir, tmp_path):
+    from modeling_vaswani.evaluation.ctranslate2_engine import cached_ctranslate2_model
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(saved_model_dir, model_dir)
+    first = cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache")
+    written = (first / "model.bin").stat().st_mtime_ns
+    assert cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache") == first
+    assert (first / "model.bin").stat().st_mtime_ns == written  # not converted again
+    (model_dir / "generation_config.json").write_text((model_dir / "generation_config.json").read_text() + "\n")
+    assert cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache") != first  # the model changed
+    assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")] == []  # no leftovers
+
+
+@requires_ctranslate2
+def test_translate_script_engine_flag(saved_model_dir, tmp_path, repo_root, load_module, capsys):
+    folder = convert_ctranslate2(saved_model_dir, tmp_path / "ct2")
+    script = load_module(repo_root / "scripts" / "translate.py")
+    script.main(["--model", str(saved_model_dir), "--num_beams", "1", *SENTENCES[:2]])
+    ours = capsys.readouterr().out
+    script.main(["--model", str(saved_model_dir), "--engine", "ctranslate2", "--ct2_model", str(folder),
+                 "--num_beams", "1", *SENTENCES[:2]])
+    assert capsys.readouterr().out == ours
+
+
+def test_missing_ctranslate2_is_one_line_naming_pip_install(monkeypatch, tmp_path, repo_root, load_module, capsys):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # `import ctranslate2` now raises ImportError
+    with pytest.raises(CTranslate2NotInstalledError, match="pip install ctranslate2"):
+        import_ctranslate2()
+    with pytest.raises(ImportError, match="pip install ctranslate2"):  # before anything is read
+        convert_ctranslate2(tmp_path / "no-such-model", tmp_path / "out")
+    script = load_module(repo_root / "scripts" / "convert_ctranslate2.py")
+    with pytest.raises(SystemExit) as exit_info:
+        script.cli.run_main(lambda: script.main(["--model", str(repo_root / "hub_card"), "--output_dir",
+                                             str(tmp_path / "out")]))
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("error: CTranslate2 is not installed") and \
+        "pip install ctranslate2" in error

@@ -1,0 +1,68 @@
+"""A static key/value cache (`cache_implementation="static"`) and torch.compile decode exactly as
+the dynamic cache does. Hugging Face glue for fast generation, not from the paper: the static
+cache allocates every slot up front and generate() passes the whole decoder mask, (B, 1, T, K)."""
+
+import pytest
+import torch
+from transformers import CompileConfig
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCache
+
+from modeling_vaswani import VaswaniForConditionalGeneration
+
+EOS = 2
+SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
+SOURCE_MASK = (SOURCE != 0).long()
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+@pytest.mark.parametrize("num_beams", [1, 4])
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+def test_static_cache_generates_the_tokens_of_the_dynamic_cache(make_model, impl, num_beams, positions):
+    model = make_model(seed=2, attn_implementation=impl, positional_encoding=positions)
+    kwargs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=num_beams, max_new_tokens=9,
+                  output_scores=True, return_dict_in_generate=True)
+    dynamic = model.generate(**kwargs)
+    static = model.generate(**kwargs, cache_implementation="static")
+    assert dynamic.sequences.shape[1] > 3
+    assert torch.equal(static.sequences, dynamic.sequences)
+    for a, b in zip(static.scores, dynamic.scores):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+def test_decoding_by_hand_with_a_static_cache_matches_the_full_forward(make_model):
+    model = make_model(seed=3)
+    target = torch.tensor([[1, 5, 6, 7], [1, 9, 10, 11]])
+    full = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=target, use_cache=False).logits
+    encoder_outputs = model.get_encoder()(input_ids=SOURCE, attention_mask=SOURCE_MASK)
+    cache = EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),
+                                StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))
+    steps = [model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target[:, :2],
+                   cache=cache).logits]
+    for t in range(2, 4):  # no decoder mask given: the empty slots are hidden as future positions
+        steps.append(model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK,
+                           decoder_input_ids=target[:, t:t + 1], cache=cache).logits)
+    assert int(cache.get_seq_length()) == 4
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
+    # A 2-D decoder mask over the tokens so far (not the slots) is accepted too.
+    dynamic = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    static = EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),
+                                 StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))
+    for cache in (dynamic, static):
+        out = model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target,
+                    decoder_attention_mask=torch.ones_like(target), cache=cache)
+        torch.testing.assert_close(out.logits, full, rtol=0, atol=1e-5)
+
+
+def test_the_compile_flag_transformers_reads_is_declared():
+    assert VaswaniForConditionalGeneration._can_compile_fullgraph is True
+
+
+@pytest.mark.slow
+def test_compiled_generation_with_a_static_cache_gives_the_same_tokens(make_model):
+    model = make_model(seed=2)
+    kwargs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=1, max_new_tokens=6)
+    expected = model.generate(**kwargs)
+    compile_config = CompileConfig(fullgraph=True)
+    compile_config._compile_all_devices = True  # generate() compiles on accelerators only, unless told
+    compiled = model.generate(**kwargs, cache_implementation="static", compile_config=compile_config)
+    assert torch.equal(compiled, expected)
