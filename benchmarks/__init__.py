@@ -25,7 +25,12 @@ machine's speed hit both equally; each reports medians and ours/theirs), by figu
    `training.fused_qkv_projection`, whether one matmul on concatenated Q/K/V weights would pay;
 6. `memory.peak_memory`: peak resident memory of training and of translating the whole test set,
    each in its own fresh process;
-7. `training.compiled_training_step` (optional): `torch.compile` of the training step against eager.
+7. `training.compiled_training_step` (optional): `torch.compile` of the training step against eager;
+8. `translation.test_set_translation`: the shipped model translating test_2016_flickr in every system
+   (ours fp32 with either beam search, bf16, int8, static cache; Marian fp32 and bf16; CTranslate2
+   float32 and int8 when installed), sentences/s, tokens/s and BLEU at 1 and 2 threads, with
+   `translation.search_speed` (the two beam searches at base) and `translation.compile_payoff`.
+   Figure 1 also runs in bf16 (1b) and figure 5 against the bf16 matmul rate (5b).
 
 `profiling.profiles` writes torch.profiler tables of one training step and one beam-search batch
 per system next to the results, with a breakdown of where the time goes. `harness` holds what

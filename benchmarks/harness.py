@@ -18,7 +18,7 @@ import torch
 from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian import config_to_marian
+from modeling_vaswani.conversion.marian_config import config_to_marian
 from modeling_vaswani.model.generation import LENGTH_PENALTY
 from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
 from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
@@ -58,6 +58,14 @@ class Settings:
     memory_batch_size: int = 100
     compile_preset: str = "small"
     run_compile: bool = True
+    train_dtypes: tuple = ("float32", "bfloat16")  # figure 1's precisions (bfloat16: CPU autocast)
+    translate_sentences: int | None = None  # figure 8: None = all 1,000 of test_2016_flickr
+    translate_batch_size: int = 32
+    translate_reps: int = 3
+    translate_threads: tuple = (1, 2)
+    search_preset: str = "base"  # figure 8's beam-search comparison with random weights
+    search_sentences: int = 100
+    compile_batches: int = 3  # figure 8's compile payoff: the first test batches
 
 
 FULL = Settings()
@@ -68,6 +76,8 @@ QUICK = Settings(
     epoch_seconds=0.5, matmul_size=128, matmul_reps=2,
     memory_train_preset="tiny", memory_translate_preset="tiny", memory_train_steps=1, memory_sentences=8,
     memory_batch_size=4, compile_preset="tiny", run_compile=False,
+    translate_sentences=8, translate_batch_size=4, translate_reps=1, translate_threads=(1,),
+    search_preset="tiny", search_sentences=8, compile_batches=1,
 )
 
 

@@ -25,7 +25,17 @@ RESULT_KEYS = {
     "compiled_training_step": "figure_7_torch_compile",
     "fused_qkv_projection": "appendix_fused_qkv_projection",
     "profiles": "profiles",
+    "training_step_speed_bf16": "figure_1b_training_step_bf16",
+    "hardware_efficiency_bf16": "figure_5b_hardware_efficiency_bf16",
+    "test_set_translation": "figure_8_test_set_translation",
+    "beam_search_comparison": "figure_8b_beam_searches",
+    "compile_payoff": "figure_8c_compile_payoff",
 }
+# Figure 8's rows (benchmarks/translation.py names them).
+OURS_FP32, OURS_PAPER, OURS_BF16 = "ours fp32, transformers' search", "ours fp32, paper's search", "ours bf16"
+MARIAN_FP32, MARIAN_BF16, CT2_FP32 = "Marian fp32", "Marian bf16", "CTranslate2 float32"
+PYTORCH_PATHS = ("ours fp32, transformers' search", "ours fp32, paper's search", "ours bf16", "ours int8",
+                 "ours fp32, static cache + compile setting")
 
 
 def presets_of(entry: dict) -> list:
@@ -64,7 +74,50 @@ def check_targets(results: dict) -> list:
         rows.append({"target": "cached generation linear (total ∝ L^k, k ≈ 1), recomputing quadratic (k ≈ 2)",
                      "measured": f"cached k = {cached:.2f}, recomputing k = {recomputing:.2f}",
                      "met": cached < 1.3 and recomputing > 1.5, "shortfall": None})
+    rows.extend(_new_targets(results, add))
     return rows
+
+
+def _new_targets(results: dict, add) -> list:
+    """Targets of the bf16 training step and of figure 8, added through `add`; returns the rows that do
+    not apply on this machine (met: None)."""
+    not_applicable = []
+    machine = results.get("machine", {})
+    bf16 = results.get(RESULT_KEYS["training_step_speed_bf16"]) or {}
+    for preset, entry in bf16.items():
+        add(f"bf16 training step ≥ 1.1× Marian ({preset})", entry["ratio_ours_over_marian"], 1.1,
+            f"{entry['ratio_ours_over_marian']:.3f}×")
+        ratio = entry[OURS]["bf16_over_fp32"]
+        if preset == "base" and machine.get("cpu_bf16") == "amx":
+            add("bf16 base step ≥ 2× the fp32 step (AMX)", ratio, 2.0, f"{ratio:.2f}×")
+        elif preset == "base":
+            not_applicable.append({"target": "bf16 base step ≥ 2× the fp32 step (on a CPU with AMX)", "met": None,
+                                   "measured": f"{ratio:.2f}× (CPU bf16 support: {machine.get('cpu_bf16')})",
+                                   "shortfall": None})
+    translation = results.get(RESULT_KEYS["test_set_translation"]) or {}
+    for threads, entry in (translation.get("threads") or {}).items():
+        for ours, theirs in ((OURS_FP32, MARIAN_FP32), (OURS_BF16, MARIAN_BF16)):
+            if ours in entry and theirs in entry:
+                r = entry[ours]["sentences_per_second"] / entry[theirs]["sentences_per_second"]
+                add(f"test set: {ours} ≥ 1.2× {theirs} ({threads} thread(s))", r, 1.2, f"{r:.2f}×")
+        base = entry[OURS_FP32]
+        close = [n for n in PYTORCH_PATHS if n in entry and abs(entry[n]["bleu"] - base["bleu"]) <= 0.3]
+        fastest = max(close, key=lambda n: entry[n]["sentences_per_second"])
+        speed = entry[fastest]["speed_over_ours_fp32"]
+        add(f"test set: fastest PyTorch path, BLEU within 0.3, ≥ 3× ours fp32 ({threads} thread(s))", speed, 3.0,
+            f"{speed:.2f}× ({fastest})")
+        if CT2_FP32 in entry:
+            same, total = entry[CT2_FP32]["identical_outputs_to_ours_fp32"], translation["sentences"]
+            add(f"test set: CTranslate2 float32 outputs identical to ours fp32 ({threads} thread(s))", same / total,
+                1.0, f"{same} of {total}")
+        if OURS_PAPER in entry:
+            r = entry[OURS_PAPER]["sentences_per_second"] / base["sentences_per_second"]
+            add(f"test set: paper's beam search ≥ 1.0× transformers' ({threads} thread(s))", r, 1.0, f"{r:.2f}×")
+    search = results.get(RESULT_KEYS["beam_search_comparison"])
+    if search:
+        r = search["ratio_paper_over_transformers"]
+        add(f"paper's beam search ≥ 1.0× transformers' ({search['preset']}, forced length)", r, 1.0, f"{r:.2f}×")
+    return not_applicable
 
 
 class Markdown:
@@ -86,7 +139,8 @@ def _speed_tables(md: Markdown, results: dict) -> None:
     """Targets, parameters, and figures 1 to 3."""
     if results.get("targets"):
         md.table("Targets (recorded, not asserted)", ["target", "measured", "met"],
-                 [[t["target"], t["measured"], "yes" if t["met"] else f"**no** ({t['shortfall'] or 'see text'})"]
+                 [[t["target"], t["measured"], "n/a" if t["met"] is None
+                   else "yes" if t["met"] else f"**no** ({t['shortfall'] or 'see text'})"]
                   for t in results["targets"]])
     params = results.get("parameters")
     if params:
@@ -192,6 +246,54 @@ def _explanation_tables(md: Markdown, results: dict) -> None:
         md.lines.append(f"Compiled / eager: **{f7['ratio_compiled_over_eager']:.3f}×**.\n")
 
 
+def _fast_path_tables(md: Markdown, results: dict) -> None:
+    """Figures 1b and 5b (bf16 training), 8, 8b and 8c (translating the test set)."""
+    f1b = results.get(RESULT_KEYS["training_step_speed_bf16"])
+    if f1b:
+        md.table("Figure 1b — training step in bf16 (CPU autocast), real source+target tokens/s",
+                 ["preset", "ours tok/s", "Marian tok/s", "ours bf16 / fp32", "Marian bf16 / fp32", "ours / Marian"],
+                 [[p, f"{e[OURS]['tokens_per_second']:,.0f}", f"{e[MARIAN]['tokens_per_second']:,.0f}",
+                   f"{e[OURS]['bf16_over_fp32']:.2f}×", f"{e[MARIAN]['bf16_over_fp32']:.2f}×",
+                   f"**{e['ratio_ours_over_marian']:.3f}**"] for p, e in f1b.items()])
+    f5 = results.get(RESULT_KEYS["hardware_efficiency"])
+    f5b = results.get(RESULT_KEYS["hardware_efficiency_bf16"])
+    if f5 and f5b:
+        md.table("Figure 5b — model FLOP/s of the training step as a share of each precision's torch.mm rate",
+                 ["preset", "precision", "matmul GFLOP/s", "ours GFLOP/s", "ours share", "Marian share"],
+                 [[p, f["matmul_dtype"].replace("torch.", ""), f"{f['matmul_flops_per_second'] / 1e9:.1f}",
+                   f"{f[p][OURS]['model_flops_per_second'] / 1e9:.1f}", f"{f[p][OURS]['fraction_of_matmul_rate']:.1%}",
+                   f"{f[p][MARIAN]['fraction_of_matmul_rate']:.1%}"]
+                  for p in presets_of(f5) for f in (f5, f5b)])
+    f8 = results.get(RESULT_KEYS["test_set_translation"])
+    if f8 and "skipped" not in f8:
+        for threads, entry in f8["threads"].items():
+            md.table(f"Figure 8 — test_2016_flickr, {f8['sentences']} sentences, {f8['model']}, "
+                     f"beam {f8['num_beams']}, batch {f8['batch_size']}, {threads} thread(s) (median of {f8['reps']})",
+                     ["system", "sentences/s", "tokens/s", "cased BLEU", "outputs identical to ours fp32",
+                      "speed / ours fp32"],
+                     [[n, f"{e['sentences_per_second']:.1f}", f"{e['tokens_per_second']:,.0f}", f"{e['bleu']:.2f}",
+                       f"{e['identical_outputs_to_ours_fp32']} / {f8['sentences']}",
+                       f"**{e['speed_over_ours_fp32']:.2f}×**"] for n, e in entry.items()])
+    f8b = results.get(RESULT_KEYS["beam_search_comparison"])
+    if f8b:
+        names = [n for n in f8b if isinstance(f8b[n], dict)]
+        md.table(f"Figure 8b — the two beam searches, {f8b['preset']} preset, random weights, {f8b['sentences']} "
+                 f"sentences forced to {f8b['forced_output_length']} tokens, batch {f8b['batch_size']}",
+                 ["search", "sentences/s", "tokens/s"],
+                 [[n, f"{f8b[n]['sentences_per_second']:.2f}", f"{f8b[n]['tokens_per_second']:.1f}"] for n in names])
+        md.lines.append(f"Paper's / transformers': **{f8b['ratio_paper_over_transformers']:.3f}×**.\n")
+    f8c = results.get(RESULT_KEYS["compile_payoff"])
+    if f8c and "skipped" not in f8c:
+        md.table(f"Figure 8c — greedy decoding, eager vs static cache + torch.compile, batch {f8c['batch_size']} (s)",
+                 ["batch", "source length", "eager", "compiled, first call", "compiled, again"],
+                 [[i, r["source_length"], f"{r['eager_seconds']:.2f}", f"{r['compiled_seconds']:.2f}",
+                   f"{r['compiled_again_seconds']:.2f}"] for i, r in enumerate(f8c["batches"])])
+        md.lines.append(f"Compiling cost {f8c['compile_seconds']:.0f} s; it saves "
+                        f"{f8c['saved_seconds_per_batch']:.3f} s per batch, "
+                        f"{f8c['saved_seconds_on_the_test_set']:.1f} s over the test set's {f8c['test_set_batches']} batches: "
+                        + ("it pays off.\n" if f8c["pays_off_on_the_test_set"] else "**it does not pay off**.\n"))
+
+
 def markdown_tables(results: dict) -> str:
     machine = results["machine"]
     md = Markdown()
@@ -207,6 +309,7 @@ def markdown_tables(results: dict) -> str:
     _speed_tables(md, results)
     _resource_tables(md, results)
     _explanation_tables(md, results)
+    _fast_path_tables(md, results)
     return md.text()
 
 
@@ -274,18 +377,39 @@ def _plot_training(ax, f1: dict) -> None:
     ax.legend(fontsize=8)
 
 
+def _plot_translation(ax, f8: dict) -> None:
+    """Figure 8: every system's sentences/s against its BLEU, one marker shape per thread count."""
+    markers = "os^D"
+    for t, (threads, entry) in enumerate(f8["threads"].items()):
+        for i, (name, e) in enumerate(entry.items()):
+            ax.plot(e["sentences_per_second"], e["bleu"], markers[t % len(markers)], color=f"C{i}",
+                    label=name if t == 0 else None, markersize=7, alpha=0.85)
+        ax.plot([], [], markers[t % len(markers)], color="grey", label=f"{threads} thread(s)")
+    ax.set_xscale("log")
+    ax.set_xlabel("sentences / s (log)")
+    ax.set_ylabel("cased BLEU")
+    ax.set_title(f"Figure 8: translating test_2016_flickr ({f8['sentences']} sentences, beam {f8['num_beams']})\n"
+                 "speed against BLEU, same weights in every system", fontsize=10)
+    ax.legend(fontsize=7)
+
+
 def plot(results: dict, path: Path) -> None:
-    """figures.png: figure 3 (left) and figure 1 (right), each where it was measured."""
+    """figures.png: figure 3 (left), figure 1 and, where measured, figure 8 (right)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    f8 = results.get(RESULT_KEYS["test_set_translation"])
+    f8 = f8 if f8 and "threads" in f8 else None
+    fig, axes = plt.subplots(1, 3 if f8 else 2, figsize=(18 if f8 else 12, 4.8))
+    left, right = axes[0], axes[1]
     if results.get(RESULT_KEYS["cached_vs_recomputing_decoding"]):
         _plot_decoding(left, results[RESULT_KEYS["cached_vs_recomputing_decoding"]])
     if results.get(RESULT_KEYS["training_step_speed"]):
         _plot_training(right, results[RESULT_KEYS["training_step_speed"]])
+    if f8:
+        _plot_translation(axes[2], f8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

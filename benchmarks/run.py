@@ -2,13 +2,14 @@
 
     python -m benchmarks.run --results-md benchmarks/RESULTS.md   # the full run, recorded in RESULTS.md
     python -m benchmarks.run --quick                              # tiny sizes; checks that everything runs
+    python -m benchmarks.run --only translation --threads 1       # figure 8 alone, at 1 thread
     benchmarks/gpu.sh                                             # figures 1, 2, 5 on a CUDA GPU in bf16
 
-Run from the repository root. Figures: 1 training step, 2 beam search, 3 cached vs recomputing
-decoding, 4 data pipeline, 5 hardware efficiency (with the fused-Q/K/V appendix), 6 peak memory,
-7 torch.compile (see benchmarks/__init__.py). Results: `results.json` (every number), `tables.md`
-(the generated tables of RESULTS.md), `figures.png` (figures 3 and 1) and `profile_*.txt`, in
---output-dir (default benchmarks/).
+Run from the repository root. Figures: 1 training step (fp32 and bf16), 2 beam search, 3 cached vs
+recomputing decoding, 4 data pipeline, 5 hardware efficiency (with the fused-Q/K/V appendix), 6 peak
+memory, 7 torch.compile, 8 test-set translation of the shipped model by every system (see
+benchmarks/__init__.py). Results: `results.json` (every number), `tables.md` (the generated tables of
+RESULTS.md), `figures.png` (figures 3, 1 and 8) and `profile_*.txt`, in --output-dir (default benchmarks/).
 """
 
 from __future__ import annotations
@@ -26,21 +27,26 @@ import torch
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.machine import describe_machine
 
-from . import decoding, memory, profiling, report, training
+from . import decoding, memory, profiling, report, training, translation
 from .harness import FULL, QUICK, prepare_corpus, training_batches
 from .report import RESULT_KEYS
 
 HERE = Path(__file__).resolve().parent
 # --figures numbers, as the tables and RESULTS.md name them.
 FIGURES = {1: "training_step_speed", 2: "beam_search_speed", 3: "cached_vs_recomputing_decoding",
-           4: "data_pipeline_throughput", 5: "hardware_efficiency", 6: "peak_memory", 7: "compiled_training_step"}
+           4: "data_pipeline_throughput", 5: "hardware_efficiency", 6: "peak_memory", 7: "compiled_training_step",
+           8: "test_set_translation"}
+# --only names, each a group of figures.
+PARTS = {"training": {1, 4, 5, 7}, "decoding": {2, 3, 8}, "translation": {8}, "memory": {6}, "compile": {7}}
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
-    parser.add_argument("--figures", default="1,2,3,4,5,6,7", help="Comma-separated figure numbers to run.")
+    parser.add_argument("--figures", default="1,2,3,4,5,6,7,8", help="Comma-separated figure numbers to run.")
+    parser.add_argument("--only", help=f"Comma-separated parts instead of --figures: {', '.join(PARTS)}.")
+    parser.add_argument("--threads", help="Comma-separated thread counts of figure 8 (default 1,2; --quick: 1).")
     parser.add_argument("--presets", default=None,
                         help="Comma-separated presets for figures 1, 2, 5 (default small,base).")
     parser.add_argument("--device", default="cpu", help="cpu or cuda.")
@@ -61,14 +67,31 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def chosen_figures(text: str) -> set:
+def chosen_figures(text: str, only: str | None = None) -> set:
+    if only is not None:
+        parts = [p.strip() for p in only.split(",") if p.strip()]
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown or not parts:
+            raise ValueError(f"--only takes comma-separated parts from {', '.join(PARTS)}, got {only!r}.")
+        return set().union(*(PARTS[p] for p in parts))
+    last = max(FIGURES)
     try:
         figures = {int(x) for x in text.split(",") if x.strip()}
     except ValueError:
-        raise ValueError(f"--figures must be comma-separated numbers from 1 to 7, got {text!r}.") from None
+        raise ValueError(f"--figures must be comma-separated numbers from 1 to {last}, got {text!r}.") from None
     if not figures <= set(FIGURES):
-        raise ValueError(f"--figures must name figures 1 to 7, got {text!r}.")
+        raise ValueError(f"--figures must name figures 1 to {last}, got {text!r}.")
     return figures
+
+
+def thread_counts(text: str) -> tuple:
+    try:
+        counts = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise ValueError(f"--threads must be comma-separated positive numbers, e.g. 1,2; got {text!r}.")
+    return counts
 
 
 def settings_for(args, device: torch.device):
@@ -81,6 +104,10 @@ def settings_for(args, device: torch.device):
         settings.matmul_size, settings.matmul_reps = 8192, 10
     if args.presets:
         settings.presets = tuple(p.strip() for p in args.presets.split(",") if p.strip())
+    if args.threads:
+        settings.translate_threads = thread_counts(args.threads)
+    if device.type != "cpu" or args.dtype != "float32":  # bf16 beside fp32 is the CPU run's second precision
+        settings.train_dtypes = (args.dtype,)
     if args.no_compile:
         settings.run_compile = False
     elif args.compile:
@@ -105,6 +132,10 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
         if 1 in figures:
             results["parameters"] = counts
             results[key("training_step_speed")] = step_speed
+        if "bfloat16" in settings.train_dtypes and dtype is None:
+            bf16_speed, _ = training.training_step_speed(settings, corpus, batches, warm, device, torch.bfloat16, log)
+            if 1 in figures:
+                results[key("training_step_speed_bf16")] = training.precision_ratios(step_speed, bf16_speed)
     if 2 in figures:
         results[key("beam_search_speed")] = decoding.beam_search_speed(settings, corpus, device, dtype, log)
     if 3 in figures:
@@ -115,6 +146,9 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
                                                                                       dtype, log)
     if 5 in figures:
         results[key("hardware_efficiency")] = training.hardware_efficiency(settings, step_speed, device, dtype, log)
+        if "bfloat16" in settings.train_dtypes and dtype is None:
+            results[key("hardware_efficiency_bf16")] = training.hardware_efficiency(settings, bf16_speed, device,
+                                                                                   torch.bfloat16, log)
     if 6 in figures:
         with tempfile.TemporaryDirectory(prefix="vaswani-bench-mem-") as workdir:
             results[key("peak_memory")] = memory.peak_memory(settings, corpus, batches, device, Path(workdir), log)
@@ -124,6 +158,14 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
             else {"skipped": "quick mode or --no-compile"})
     if 5 in figures:
         results[key("fused_qkv_projection")] = training.fused_qkv_projection(settings, corpus, device, log)
+    if 8 in figures:
+        if device.type != "cpu":
+            results[key("test_set_translation")] = {"skipped": "measured on the CPU only"}
+        else:
+            results[key("test_set_translation")] = translation.test_set_translation(settings, log)
+            results[key("beam_search_comparison")] = translation.search_speed(settings, corpus, device, log)
+            results[key("compile_payoff")] = (translation.compile_payoff(settings, log) if settings.run_compile
+                                              else {"skipped": "quick mode or --no-compile"})
     if profile and batches is not None:
         results[key("profiles")] = profiling.profiles(settings, corpus, batches, device, dtype, out_dir, log)
     return results
@@ -131,7 +173,7 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    figures = chosen_figures(args.figures)
+    figures = chosen_figures(args.figures, args.only)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda was given but PyTorch sees no CUDA device; use --device cpu.")
@@ -167,7 +209,7 @@ def main(argv=None) -> dict:
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))
     tables = report.markdown_tables(results)
     (out_dir / "tables.md").write_text(tables)
-    if {1, 3} & figures:
+    if {1, 3, 8} & figures:
         report.plot(results, out_dir / "figures.png")
     if args.results_md:
         report.fill_results_md(Path(args.results_md), section, tables)

@@ -89,6 +89,17 @@ def training_step_speed(settings, corpus, batches, warm, device, dtype, log) -> 
     return results, counts
 
 
+def precision_ratios(fp32_speed: dict, bf16_speed: dict) -> dict:
+    """Figure 1b: the bf16 (CPU autocast) training step, with its speed over the fp32 step of figure 1."""
+    results = {}
+    for preset, entry in bf16_speed.items():
+        results[preset] = dict(entry)
+        for name in (OURS, MARIAN):
+            results[preset][name] = {**entry[name], "bf16_over_fp32": entry[name]["tokens_per_second"]
+                                     / fp32_speed[preset][name]["tokens_per_second"]}
+    return results
+
+
 def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
     """Figure 4: token-budget batches against fixed-size random batches, through the real collator and model."""
     tok = corpus.tokenizer

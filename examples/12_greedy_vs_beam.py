@@ -46,7 +46,7 @@ from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.model.beam_search import gnmt_length_penalty, hf_length_penalty
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
-from modeling_vaswani.training.tokenization import load_tokenizer
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 NUM_BEAMS, ALPHA = 4, 0.6  # §6.1

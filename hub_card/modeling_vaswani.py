@@ -12,14 +12,14 @@ the next." (§3)
   shared with both embeddings), the label-smoothed training loss (§5.4) and `generate` with the
   paper's decoding defaults (§6.1: beam 4, length penalty 0.6, output length ≤ input length + 50).
 
-Everything else is Hugging Face glue: weight initialisation and output classes here; strict
-loading and saving in `loading.py`; §6.1's decoding settings in `generation.py`.
+Everything else is Hugging Face glue: output classes here; weight initialisation in
+`initialization.py`; strict loading and saving in `loading.py`; §6.1's decoding settings in
+`generation.py`.
 """
 
 import torch
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
-from transformers import initialization as init
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import can_return_tuple
@@ -30,12 +30,12 @@ from .decoder import Decoder
 from .embeddings import ScaledEmbedding
 from .encoder import Encoder
 from .generation import length_limit_chosen, max_new_tokens_for, paper_generation_config
+from .initialization import initialize_module
 from .inputs import check_attention_mask, check_batch, check_decoder_inputs, check_encoder_inputs, check_labels
 from .label_smoothing import label_smoothed_cross_entropy
 from .loading import StrictCheckpoints
 from .masking import attention_dtype, padding_mask
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
-from .positional_encoding import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 from .transformers_compat import CACHE_FIELD, cache_field, pop_cache
 
 
@@ -55,35 +55,8 @@ class VaswaniPreTrainedModel(StrictCheckpoints, PreTrainedModel):
     _no_split_modules = ["EncoderLayer", "DecoderLayer"]
 
     def _init_weights(self, module):
-        """Initialisation is not in the paper. Ours: embeddings ~ Normal(0, d_model^-0.5), so that
-        after the √d_model scale of §3.4 each entry has unit scale; every Linear Xavier-uniform,
-        U(±√(6 / (fan_in + fan_out))), with zero bias; LayerNorm the identity.
-
-        - tensor2tensor (the paper's code): embeddings Normal(0, d_model^-0.5); every other weight from
-          its "uniform_unit_scaling" setting (gain 1.0), which despite the name its trainer builds as
-          `variance_scaling_initializer(1.0, mode="fan_avg", distribution="uniform")`, i.e.
-          Xavier-uniform, not TensorFlow's `uniform_unit_scaling_initializer` (variance 1/fan_in).
-          Its attention computes Q, K and V with one d_model × 3·d_model matrix (K, V of
-          encoder–decoder attention with one d_model × 2·d_model), whose fan_out gives those entries
-          a smaller variance than separate matrices get here.
-        - fairseq's transformer: embeddings Normal(0, d_model^-0.5); `xavier_uniform_` for every Linear,
-          zero biases; its attention likewise projects Q, K, V with one 3·d_model × d_model matrix
-          (later versions: three matrices with gain 1/√2, the same variance).
-        """
-        std = self.config.init_std if self.config.init_std is not None else self.config.d_model ** -0.5
-        if isinstance(module, SinusoidalPositionalEncoding):
-            init.copy_(module.table, sinusoidal_table(module.table.shape[0], module.d_model))
-        elif isinstance(module, (ScaledEmbedding, LearnedPositionalEmbedding)):
-            init.normal_(module.weight, mean=0.0, std=std)
-        elif isinstance(module, nn.Linear):
-            init.xavier_uniform_(module.weight)
-            if module.bias is not None:
-                init.zeros_(module.bias)
-        elif isinstance(module, nn.LayerNorm):
-            init.ones_(module.weight)
-            init.zeros_(module.bias)
-        elif getattr(module, "final_logits_bias", None) is not None:
-            init.zeros_(module.final_logits_bias)
+        """Initialisation is not in the paper; ours, and tensor2tensor's and fairseq's: initialization.py."""
+        initialize_module(module, self.config)
 
 
 class VaswaniModel(VaswaniPreTrainedModel):

@@ -81,6 +81,27 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ct2_compute_type", default="default",
                         help="With --engine ctranslate2: default (the saved weights' type), int8, float32, "
                              "int8_float32, float16, ...")
+    # The torch engine's speed options (evaluation/fast_path.py); unset, the model is exactly its float32 self.
+    parser.add_argument("--dtype", default="float32", choices=TORCH_DTYPES,
+                        help="Weights and activations in this dtype (bfloat16 is fast only on CPUs with AMX or "
+                             "AVX512-BF16; a warning says when it is not).")
+    parser.add_argument("--quantize", choices=("int8",),
+                        help="int8: torch's dynamic quantization of the Linear layers (CPU only).")
+    parser.add_argument("--compile", action="store_true",
+                        help="Static key/value cache and torch.compile of the decoding step (greedy search; "
+                             "compiles again for every batch shape, minutes on a CPU).")
+
+
+TORCH_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def check_engine_arguments(args) -> None:
+    """Refuse the torch engine's speed options with --engine ctranslate2, which has its own (--ct2_compute_type)."""
+    given = [flag for flag, value in (("--dtype", args.dtype != "float32"), ("--quantize", args.quantize),
+                                      ("--compile", args.compile)) if value]
+    if args.engine == "ctranslate2" and given:
+        raise ValueError(f"{', '.join(given)}: a speed option of the torch engine; with --engine ctranslate2 use "
+                         "--ct2_compute_type (int8, float32, bfloat16, ...).")
 
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")

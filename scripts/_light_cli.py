@@ -7,6 +7,11 @@ at once) and checks what it can, and imports the package only for the work. The 
 registered under its own name, modeling_vaswani.cli, so the package, once imported, uses this same
 module.
 
+Other modules of the package written the same way (standard library only at import, such as
+training/recipe_flags.py) load through `load_light` too, each under its own name; a module that
+imports such a sibling is loaded after it, so the sibling is found in sys.modules and no package
+`__init__` runs.
+
 A script imports this file when it runs as `python scripts/<name>.py` (scripts/ is then first on
 sys.path); run in-process by another program, it imports `modeling_vaswani.cli` as usual.
 """
@@ -15,26 +20,26 @@ import importlib.util
 import sys
 from pathlib import Path
 
-NAME = "modeling_vaswani.cli"
-
-
-def load_cli():
-    """modeling_vaswani.cli, loaded from the installed package's folder without running its __init__."""
-    if NAME in sys.modules:
-        return sys.modules[NAME]
+def load_light(name: str):
+    """The package's module `name` (say "modeling_vaswani.cli"), loaded from the installed package's
+    folder without running any package `__init__`; the module itself must import only the standard
+    library and modules already loaded this way."""
+    if name in sys.modules:
+        return sys.modules[name]
     package = importlib.util.find_spec("modeling_vaswani")  # finds the package; does not import it
     if package is None or not package.submodule_search_locations:
         raise ModuleNotFoundError("modeling_vaswani is not installed; install it with pip install -e . "
                                   "in the repository", name="modeling_vaswani")
-    spec = importlib.util.spec_from_file_location(NAME, Path(list(package.submodule_search_locations)[0]) / "cli.py")
+    root = Path(list(package.submodule_search_locations)[0])
+    spec = importlib.util.spec_from_file_location(name, root.joinpath(*name.split(".")[1:]).with_suffix(".py"))
     module = importlib.util.module_from_spec(spec)
-    sys.modules[NAME] = module
+    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[NAME]
+        del sys.modules[name]
         raise
     return module
 
 
-cli = load_cli()
+cli = load_light("modeling_vaswani.cli")

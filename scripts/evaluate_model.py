@@ -5,6 +5,7 @@
     python scripts/evaluate_model.py --model outputs/multi30k-en-de --split validation --num_beams 1
     python scripts/evaluate_model.py --model my-model --source_file test.en --reference_file test.de
     python scripts/evaluate_model.py --model hub_card --engine ctranslate2 --ct2_compute_type int8
+    python scripts/evaluate_model.py --quantize int8          # int8 Linear layers, BLEU beside the exact float32
 
 Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json: cased
 detokenized sacreBLEU with its signature, lowercased tokenized BLEU, the paper's tokenized BLEU
@@ -45,7 +46,8 @@ def parse_args(argv=None):
     parser.add_argument("--output_dir", help="Where to write results (default: ./evaluations/<model name>); "
                         "never a model folder.")
     parser.add_argument("--name", help="File name stem (default: <split>-beam<N>, "
-                        "+ -ctranslate2 with that engine).")
+                        "+ -ctranslate2[-<compute type>] with that engine, + -int8 / -bfloat16 / -float32-compiled with "
+                        "those options).")
     parser.add_argument("--threads", type=cli.positive_int,
                         help="CPU threads (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters, "
                         "else the idle cores).")
@@ -96,12 +98,15 @@ def main(argv=None):
     # Only now the package, torch and transformers: --help and the checks above answer at once.
     from modeling_vaswani import shipped_model_path
     from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.evaluation.fast_path import FastPath
     from modeling_vaswani.evaluation.progress import progress_bar
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
 
     args.model = args.model or shipped_model_path()
     out_dir = output_folder(args)
+    cli.check_engine_arguments(args)
+    fast_path = FastPath(args.dtype, args.quantize, args.compile)  # the torch engine's; exact float32 by default
     sources, references = load_pairs(args)
     if args.engine == "ctranslate2":
         from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
@@ -111,9 +116,10 @@ def main(argv=None):
         threads, threads_chosen_by = model.threads, model.threads_chosen_by
         engine = f"ctranslate2, {threads} thread{'s' * (threads != 1)}"
     else:
-        model, tokenizer = load_translator(args.model)
+        model, tokenizer = load_translator(args.model, fast_path=fast_path)
         threads, threads_chosen_by = use_threads(model, args.threads)
         engine = f"{threads} thread{'s' * (threads != 1)}"
+        engine = engine if fast_path.is_default else f"{fast_path.describe()}, {engine}"
     generate_kwargs = {key: value for key, value in (("num_beams", args.num_beams), ("length_penalty", args.length_penalty),
                                                     ("max_new_tokens", args.max_new_tokens)) if value is not None}
     if generate_kwargs.get("num_beams") == 1:
@@ -128,13 +134,16 @@ def main(argv=None):
         if bar is not None:
             bar.close()
     scores.update(model=str(args.model), engine=args.engine, split=args.source_file or args.split,
+                  precision=args.ct2_compute_type if args.engine == "ctranslate2" else fast_path.describe(),
                   source_lang=args.source_lang, target_lang=args.target_lang)
     if threads is not None:
         scores.update(threads=threads, threads_chosen_by=threads_chosen_by)
     out_dir.mkdir(parents=True, exist_ok=True)
     scores.setdefault("num_beams", num_beams)
     name = args.name or f"{'custom' if args.source_file else args.split}-beam{num_beams}" + (
-        "-ctranslate2" if args.engine == "ctranslate2" else "")
+        f"-ctranslate2{'' if args.ct2_compute_type == 'default' else '-' + args.ct2_compute_type}"
+        if args.engine == "ctranslate2" else "") + (
+        "" if args.engine == "ctranslate2" or fast_path.is_default else f"-{fast_path.describe().replace(', ', '-')}")
     (out_dir / f"{name}.hyp.txt").write_text("".join(as_one_line(h) + "\n" for h in hypotheses), encoding="utf-8")
     (out_dir / f"{name}.scores.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n",
                                                 encoding="utf-8")

@@ -5,6 +5,7 @@
     python scripts/translate.py --file news.en --output news.de --batch_size 32
     cat news.en | python scripts/translate.py --model outputs/multi30k-en-de --num_beams 1
     python scripts/translate.py --engine ctranslate2 --file news.en   # CTranslate2, converted on first use
+    python scripts/translate.py --quantize int8 --file news.en        # int8 Linear layers (CPU)
 
 The model defaults to hub_card/, the English→German Multi30k model shipped with the repository
 (found from any directory).
@@ -18,6 +19,8 @@ A file or stdin is translated under a progress bar on stderr, shown only when st
 (and the translations do not go to it too) and without --quiet. On a CPU, a model under 20 million
 parameters decodes on 1 thread, the fastest for it (several threads mostly wait for each other),
 a larger one on the cores the load average leaves idle; OMP_NUM_THREADS or --threads choose instead.
+--dtype, --quantize and --compile trade exactness for speed (the default is the exact float32 model);
+benchmarks/RESULTS.md measures each against its BLEU.
 """
 
 import os
@@ -105,6 +108,7 @@ def main(argv=None):
     from modeling_vaswani.training.data import iter_lines
 
     model_name = args.model or shipped_model_path()
+    cli.check_engine_arguments(args)
     if args.engine == "ctranslate2":
         from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
 
@@ -112,10 +116,14 @@ def main(argv=None):
                                                 threads=args.threads)
         engine = f"ctranslate2, {model.threads} thread{'s' * (model.threads != 1)}"
     else:
+        from modeling_vaswani.evaluation.fast_path import FastPath
+
         device = resolve_device(args.device)  # a device that is not here is refused before the model loads
-        model, tokenizer = load_translator(model_name, str(device))
+        fast_path = FastPath(args.dtype, args.quantize, args.compile)
+        model, tokenizer = load_translator(model_name, str(device), fast_path=fast_path)
         threads, _ = use_threads(model, args.threads)
         engine = f"{threads} thread{'s' * (threads != 1)}"
+        engine = engine if fast_path.is_default else f"{fast_path.describe()}, {engine}"
     generate_kwargs = {k: v for k, v in (("num_beams", args.num_beams), ("max_new_tokens", args.max_new_tokens))
                        if v is not None}
 

@@ -231,7 +231,7 @@ def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: st
         raise FileExistsError(f"{output_dir} already holds files; name an empty or new folder, or write over them "
                               "with force=True (--force).")
     from ..model.modeling_vaswani import VaswaniForConditionalGeneration
-    from ..training.tokenization import load_tokenizer
+    from ..tokenizer_loading import load_tokenizer
 
     config_type = _model_type(source, **from_pretrained_kwargs)
     if config_type != VaswaniConfig.model_type:

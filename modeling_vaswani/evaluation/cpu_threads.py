@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping
 
 # One threshold and one count of cores for training and translating (see the tables of both modules).
-from ..training.threads import SMALL_MODEL_PARAMETERS, available_cores, explicit_threads
+from ..thread_choice import SMALL_MODEL_PARAMETERS, available_cores, explicit_threads
 
 
 def idle_cores(cores: int | None = None, load: float | None = None) -> int:

@@ -62,7 +62,7 @@ from ..model.generation import (
     length_limit_chosen,
     output_length_offset,
 )
-from ..training.tokenization import load_tokenizer
+from ..tokenizer_loading import load_tokenizer
 from .cpu_threads import choose_threads
 from .translation import translate
 

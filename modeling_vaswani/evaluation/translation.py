@@ -12,7 +12,9 @@ so its translation covers only its beginning; each call says once, as a warning,
 
 `load_translator` loads quietly: transformers' progress bars and messages below errors are off
 while it loads (as they were afterwards), and a name that can only be a local path (./x, ../x, /x,
-x with no slash) but is not there is refused at once, without asking the Hub. The translating
+x with no slash) but is not there is refused at once, without asking the Hub. Its `fast_path`
+(fast_path.py: bf16/fp16, int8 Linear layers, a compiled step) is the one loader of every script's
+--dtype, --quantize and --compile; without it the model is exactly the saved float32 one. The translating
 functions take a `progress` callable, called with the number of sentences each finished batch
 adds, for a progress bar.
 """
@@ -29,8 +31,9 @@ from transformers import AutoModelForSeq2SeqLM, PretrainedConfig
 
 from ..cli import missing_model_folder
 from ..model.loading import check_model_location
-from ..training.data import strip_line_end
-from ..training.tokenization import is_tokenizer_panic, load_tokenizer, tokenizer_failure
+from ..text_lines import strip_line_end
+from ..tokenizer_loading import is_tokenizer_panic, load_tokenizer, tokenizer_failure
+from .fast_path import FastPath
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +105,8 @@ def quiet_loading():
             hf_logging.enable_progress_bar()
 
 
-def load_translator(model_name_or_path: str, device: str | None = None, quiet: bool = True):
+def load_translator(model_name_or_path: str, device: str | None = None, quiet: bool = True,
+                    fast_path: FastPath | None = None):
     """(model, tokenizer) from a saved folder or Hub id, model in eval mode on `device`.
 
     The model is built from this package's own classes (registered for model_type "vaswani" on
@@ -110,14 +114,19 @@ def load_translator(model_name_or_path: str, device: str | None = None, quiet: b
     another model type that brings its own code is refused instead of run. A path to a file, a local
     path that is not there and a device that does not exist here are refused before anything is
     loaded. With `quiet` (the default) loading shows no progress bar and no messages below errors.
+    `fast_path` (default: exact float32) loads the weights in its dtype and quantizes or compiles as
+    it says; a combination that cannot run is refused (FastPathError) before anything is loaded.
     """
     target = resolve_device(device)
+    fast_path = fast_path or FastPath()
+    fast_path.check(target)
     check_model_location(model_name_or_path)
     check_model_exists(model_name_or_path)
     with quiet_loading() if quiet else nullcontext():
         check_model_type(model_name_or_path)
         try:
-            model = AutoModelForSeq2SeqLM.from_pretrained(model_name_or_path, trust_remote_code=False)
+            model = AutoModelForSeq2SeqLM.from_pretrained(model_name_or_path, trust_remote_code=False,
+                                                          dtype=fast_path.torch_dtype)
         except ValueError as error:
             if not str(error).startswith("VaswaniConfig"):  # AutoConfig builds the config without naming the file
                 raise
@@ -131,7 +140,7 @@ def load_translator(model_name_or_path: str, device: str | None = None, quiet: b
             raise FileNotFoundError(f"{name!r} is no folder here ({os.path.abspath(name)} does not exist), and as "
                                     f"a Hub id it did not load: {message}") from None
         tokenizer = load_tokenizer(model_name_or_path)
-    model.to(target).eval()
+    model = fast_path.apply(model.to(target).eval())
     return model, tokenizer
 
 

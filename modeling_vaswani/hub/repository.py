@@ -26,7 +26,7 @@ from huggingface_hub import ModelCard
 from .model_card import load_results, render_model_card
 from ..model.loading import CUSTOM_GENERATE_SOURCE
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
-from ..training.tokenization import load_tokenizer
+from ..tokenizer_loading import load_tokenizer
 
 REQUIRED_FILES = (
     "README.md",

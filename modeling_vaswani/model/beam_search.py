@@ -197,7 +197,8 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             tokens = alive_seq.view(active * k, max_length)[:, cur_len - 1:cur_len]
         outputs = model(decoder_input_ids=tokens, encoder_outputs=encoder_outputs, attention_mask=memory_mask,
                         use_cache=cache is not None, return_dict=True, **{cache_argument: cache}, **forward_flags)
-        logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=device)
+        # No copy: log_softmax writes a new tensor, and _collect clones what it keeps.
+        logits = outputs.logits[:, -1, :].to(dtype=torch.float32, device=device)
         log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
         log_probs = logits_processor(alive_seq.view(active * k, max_length)[:, :cur_len], log_probs)
         _collect(collected, keep, outputs, logits, log_probs)

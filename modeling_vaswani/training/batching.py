@@ -17,7 +17,8 @@ An example longer than ``max_tokens`` on its own is never dropped: it forms a ba
 
 ``TokenBudgetBatchSampler`` puts this behind the ``torch.utils.data.Sampler`` interface (use it as
 ``DataLoader(..., batch_sampler=sampler)``), with per-epoch reshuffling and sharding over
-data-parallel ranks.
+data-parallel ranks. A stream, which cannot be sorted whole, is batched the same way one shuffle
+buffer at a time (``stream_batching.TokenBudgetStream``).
 """
 
 from __future__ import annotations
@@ -44,8 +45,7 @@ def token_budget_batches(
     order of the batches is shuffled too.
     """
     src, tgt = _check_lengths(src_lengths, tgt_lengths)
-    if not isinstance(max_tokens, (int, np.integer)) or isinstance(max_tokens, bool) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}.")
+    check_max_tokens(max_tokens)
     rng = np.random.default_rng(seed)
     # §5.1: "batched together by approximate sequence length". lexsort uses the last key first:
     # source length, then target length, then a random number to break ties.
@@ -72,6 +72,12 @@ def token_budget_batches(
         permutation = rng.permutation(len(batches))
         batches = [batches[i] for i in permutation]
     return batches
+
+
+def check_max_tokens(max_tokens) -> None:
+    """A token budget must be a positive whole number."""
+    if not isinstance(max_tokens, (int, np.integer)) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}.")
 
 
 def padding_efficiency(
@@ -127,11 +133,8 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
     ``DistributedSampler``.
 
     With several data-parallel processes (``num_replicas > 1``; read from ``torch.distributed`` when
-    it is initialised), rank ``r`` takes batches ``r, r + num_replicas, ...``. The batch list is first
-    padded by repeating batches from its start until its length divides evenly: under
-    DistributedDataParallel every process must run the same number of steps, or the ones with
-    more batches wait forever for a gradient all-reduce the others never join. The cost is that a
-    few batches are seen twice per epoch.
+    it is initialised), rank ``r`` takes batches ``r, r + num_replicas, ...`` (``share_of_batches``):
+    every process gets as many, at the cost of a few batches seen twice per epoch.
     """
 
     def __init__(
@@ -151,16 +154,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         self.shuffle = shuffle
         self.seed = seed
         self.epoch = 0
-        distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        if num_replicas is None:
-            num_replicas = torch.distributed.get_world_size() if distributed else 1
-        if rank is None:
-            rank = torch.distributed.get_rank() if distributed else 0
-        if num_replicas < 1 or not 0 <= rank < num_replicas:
-            raise ValueError(
-                f"Need num_replicas >= 1 and 0 <= rank < num_replicas; got num_replicas={num_replicas}, rank={rank}."
-            )
-        self.num_replicas, self.rank = num_replicas, rank
+        self.num_replicas, self.rank = data_parallel_place(num_replicas, rank)
         self._cache: tuple[int, list[list[int]]] | None = None
         self._all_batches()  # validates max_tokens now rather than at the first epoch
 
@@ -176,13 +170,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         return self._cache[1]
 
     def _rank_batches(self) -> list[list[int]]:
-        batches = self._all_batches()
-        if self.num_replicas == 1:
-            return batches
-        per_rank = math.ceil(len(batches) / self.num_replicas)
-        total = per_rank * self.num_replicas
-        padded = [batches[i % len(batches)] for i in range(total)]
-        return padded[self.rank :: self.num_replicas]
+        return share_of_batches(self._all_batches(), self.num_replicas, self.rank)
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter(self._rank_batches())
@@ -194,6 +182,36 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
     def padding_efficiency(self) -> float:
         """Padding efficiency of this epoch's batches (all ranks together)."""
         return padding_efficiency(self._all_batches(), self.src_lengths, self.tgt_lengths)
+
+
+def data_parallel_place(num_replicas: Optional[int] = None, rank: Optional[int] = None) -> tuple[int, int]:
+    """(number of data-parallel processes, this one's rank): as given, else from ``torch.distributed`` when
+    it is initialised, else (1, 0)."""
+    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+    if num_replicas is None:
+        num_replicas = torch.distributed.get_world_size() if distributed else 1
+    if rank is None:
+        rank = torch.distributed.get_rank() if distributed else 0
+    if num_replicas < 1 or not 0 <= rank < num_replicas:
+        raise ValueError(
+            f"Need num_replicas >= 1 and 0 <= rank < num_replicas; got num_replicas={num_replicas}, rank={rank}."
+        )
+    return num_replicas, rank
+
+
+def share_of_batches(batches: Sequence[Sequence[int]], num_replicas: int, rank: int) -> list:
+    """Batches ``rank, rank + num_replicas, ...`` of ``batches``, every process getting as many.
+
+    The list is first padded by repeating batches from its start until its length divides evenly:
+    under DistributedDataParallel every process must run the same number of steps, or the ones with
+    more batches wait forever for a gradient all-reduce the others never join.
+    """
+    batches = list(batches)
+    if num_replicas == 1 or not batches:
+        return batches
+    total = math.ceil(len(batches) / num_replicas) * num_replicas
+    padded = [batches[i % len(batches)] for i in range(total)]
+    return padded[rank::num_replicas]
 
 
 def _check_lengths(src_lengths: Sequence[int], tgt_lengths: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:

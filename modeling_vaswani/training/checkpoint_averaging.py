@@ -14,7 +14,7 @@ plus the config, generation config, tokenizer and code files of the last checkpo
 (`is_complete_checkpoint`), so a run stopped while saving never feeds half-written weights in.
 
 The paper's checkpoints were written every 10 minutes of wall-clock time:
-`scripts/train.py --save_every_minutes 10` does the same (`run_record.SaveEveryMinutes`); the
+`scripts/train.py --save_every_minutes 10` does the same (`run_clocks.SaveEveryMinutes`); the
 Trainer's own strategies save every `save_steps` updates or every epoch instead.
 """
 

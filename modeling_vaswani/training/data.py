@@ -9,20 +9,33 @@ Hub already use, so the rest of the package never cares where the text came from
 Deviation: by default the data is Multi30k (about 29,000 short image-caption pairs in English,
 German and French) shipped inside the repository, not WMT 2014. It is small enough to train on a
 laptop and needs no network. WMT 2014 (or any Hub dataset in the same layout) can be loaded with
-``load_translation_dataset(dataset_name="wmt14", dataset_config_name="de-en")``, and any pair of
-aligned text files with ``train_files=(source_path, target_path)``.
+``load_translation_dataset(dataset_name="wmt14", dataset_config_name="de-en")``, any pair of
+aligned text files with ``train_files=(source_path, target_path)``, and data files in the formats
+``datasets`` reads (json, jsonl, csv, tsv; optionally compressed) with ``train_file=path``, their
+rows either a ``translation`` column as above or one column per language (``en``, ``de``).
+
+``streaming=True`` reads the training split as training goes (a ``datasets.IterableDataset``, for
+corpora larger than memory); the other splits, small, are still read whole.
 """
 
 from __future__ import annotations
 
+import bz2
+import csv
 import gzip
+import io
+import itertools
+import lzma
 import os
 from pathlib import Path
 from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union
 
 import datasets
 
+from ..text_lines import strip_line_end
+
 PathLike = Union[str, os.PathLike]
+AnyDataset = Union[datasets.Dataset, datasets.IterableDataset]
 
 DEFAULT_DATA_DIR = Path(
     os.environ.get("VASWANI_DATA_DIR", Path(__file__).resolve().parents[2] / "data" / "multi30k")
@@ -35,22 +48,22 @@ MULTI30K_SPLITS = {"train": "train", "validation": "val", "test": "test_2016_fli
 # Names that Hub datasets use for their held-out development split.
 _VALIDATION_ALIASES = ("val", "valid", "dev")
 
+# Data file suffix -> the `datasets` builder that reads it and its settings. Every column is read
+# as text (a sentence "2014" stays a string), an empty cell is "" rather than NaN, and in a .tsv a
+# quotation mark is an ordinary character: sentences are full of them.
+_TABLE = dict(na_filter=False)
+DATA_FILE_FORMATS = {
+    ".json": ("json", {}),
+    ".jsonl": ("json", {}),
+    ".csv": ("csv", dict(_TABLE, delimiter=",")),
+    ".tsv": ("csv", dict(_TABLE, delimiter="\t", quoting=csv.QUOTE_NONE)),
+}
+# Compressed data files, known (to `datasets` too) by their last suffix.
+_COMPRESSION = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
 
 class DataError(ValueError):
     """A problem with the training data that the user can fix (missing file, bad encoding, ...)."""
-
-
-def strip_line_end(line: str) -> str:
-    """`line` without its terminator, "\\n" or "\\r\\n" (a line without one is returned as it is).
-
-    Lines end at "\\n" only. A lone "\\r", a form feed, "\\u2028" and the other characters that
-    `str.splitlines` (and Python's text mode) also treat as line breaks stay inside the line:
-    splitting on them would add lines, and every later line would then be paired with the wrong
-    translation.
-    """
-    if line.endswith("\r\n"):
-        return line[:-2]
-    return line[:-1] if line.endswith("\n") else line
 
 
 def iter_lines(handle: BinaryIO, name: str) -> Iterator[str]:
@@ -108,6 +121,183 @@ def load_parallel_files(
     return datasets.Dataset.from_dict({"translation": rows})
 
 
+def stream_parallel_files(
+    source_file: PathLike, target_file: PathLike, source_lang: str, target_lang: str
+) -> datasets.IterableDataset:
+    """``load_parallel_files`` as a stream: the two files are read line by line, in step, as training goes."""
+    _check_language_pair(source_lang, target_lang, choices=None)
+    for path in (source_file, target_file):
+        if not Path(path).is_file():
+            raise DataError(f"Data file not found: {path}. Check the path.")
+    return datasets.IterableDataset.from_generator(
+        _parallel_lines, gen_kwargs=dict(source_file=str(source_file), target_file=str(target_file),
+                                         source_lang=source_lang, target_lang=target_lang))
+
+
+def _parallel_lines(source_file: str, target_file: str, source_lang: str, target_lang: str):
+    opener = {True: gzip.open, False: open}
+    with opener[source_file.endswith(".gz")](source_file, "rb") as sources, \
+            opener[target_file.endswith(".gz")](target_file, "rb") as targets:
+        missing = object()
+        pairs = itertools.zip_longest(iter_lines(sources, source_file), iter_lines(targets, target_file),
+                                      fillvalue=missing)
+        for line_number, (source, target) in enumerate(pairs, start=1):
+            if source is missing or target is missing:
+                shorter = source_file if source is missing else target_file
+                raise DataError(f"Parallel files have different line counts: {shorter} ends at line "
+                                f"{line_number - 1}, the other goes on. Line i of one must translate line i of the other.")
+            yield {"translation": {source_lang: source, target_lang: target}}
+
+
+def load_data_files(
+    paths: Union[PathLike, Sequence[PathLike]],
+    source_lang: str,
+    target_lang: str,
+    streaming: bool = False,
+    cache_dir: Optional[PathLike] = None,
+) -> AnyDataset:
+    """Sentence pairs from json, jsonl, csv or tsv files (optionally .gz, .bz2 or .xz), as ``translation`` rows.
+
+    A file holds either a ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows
+    (as Hub translation datasets) or one column per language, named by its code; a .csv or .tsv
+    file names its columns in its first line. Several files (all of one format) make one split.
+    ``streaming=True`` returns a ``datasets.IterableDataset`` read as it is used.
+    """
+    _check_language_pair(source_lang, target_lang, choices=None)
+    paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    if not paths:
+        raise DataError("No data files were given.")
+    formats = set()
+    for path in paths:
+        if not path.is_file():
+            raise DataError(f"Data file not found: {path}. Check the path.")
+        formats.add(_file_format(path))
+    if len(formats) > 1:
+        raise DataError(f"The files of one split must share a format; got {', '.join(map(str, paths))}.")
+    suffix = formats.pop()
+    builder, settings = DATA_FILE_FORMATS[suffix]
+    if builder == "csv":
+        columns = None
+        for path in paths:
+            header = _table_header(path, settings)
+            _pair_columns(header, path, source_lang, target_lang)
+            if columns is not None and header != columns:
+                raise DataError(f"{path} has the columns {header}, {paths[0]} has {columns}; the files of one "
+                                "split must have the same columns.")
+            columns = header
+        # Every column as text, so that pandas guesses no numbers.
+        settings = dict(settings, features=datasets.Features({name: datasets.Value("string") for name in columns}))
+    try:
+        loaded = datasets.load_dataset(builder, data_files=[str(p) for p in paths], split="train",
+                                       streaming=streaming, cache_dir=None if cache_dir is None else str(cache_dir),
+                                       **settings)
+        # A stream is first read here, for its columns: its format errors show up now too.
+        return as_translation_rows(loaded, ", ".join(map(str, paths)), source_lang, target_lang)
+    except DataError:
+        raise
+    except (datasets.exceptions.DatasetGenerationError, ValueError, OSError) as err:
+        reason = _innermost(err)
+        if "corresponds to no data" in reason:  # a table of column names alone
+            raise DataError(f"{', '.join(map(str, paths))} holds no sentence pairs.") from None
+        raise DataError(f"Could not read {', '.join(map(str, paths))} as {suffix.lstrip('.')}: {reason}") from None
+
+
+def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target_lang: str) -> AnyDataset:
+    """``dataset`` with one ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows.
+
+    It may have that column already (other columns are dropped) or one text column per language.
+    Anything else is a DataError naming ``name``, the columns found and the columns expected.
+    """
+    columns = dataset_columns(dataset)
+    layout = _pair_columns(columns, name, source_lang, target_lang)
+    if layout == "translation":
+        first = first_row(dataset)
+        if first is None:
+            raise DataError(f"{name} holds no sentence pairs.")
+        missing = [lang for lang in (source_lang, target_lang) if lang not in (first["translation"] or {})]
+        if missing:
+            raise DataError(f"{name}: the 'translation' rows have no {', '.join(map(repr, missing))} text; their "
+                            f"languages are {sorted(first['translation'] or {})}. Pick the languages from those.")
+        return dataset.select_columns(["translation"])
+
+    def pair_up(batch):
+        rows = []
+        for source, target in zip(batch[source_lang], batch[target_lang]):
+            for lang, text in ((source_lang, source), (target_lang, target)):
+                if not isinstance(text, str):
+                    raise DataError(f"{name}: a row has {text!r} for {lang!r}; every row needs both sentences.")
+            rows.append({source_lang: source, target_lang: target})
+        return {"translation": rows}
+
+    paired = dataset.map(pair_up, batched=True, remove_columns=columns)
+    if first_row(paired) is None:
+        raise DataError(f"{name} holds no sentence pairs.")
+    return paired
+
+
+def dataset_columns(dataset: AnyDataset) -> list[str]:
+    """The column names; a stream whose features are not known yet is asked for its first row."""
+    if dataset.column_names is not None:
+        return list(dataset.column_names)
+    first = first_row(dataset)
+    return list(first) if first is not None else []
+
+
+def first_row(dataset: AnyDataset) -> Optional[dict]:
+    """The first row (None for an empty dataset); a stream reads no further than that."""
+    if isinstance(dataset, datasets.Dataset):
+        return dataset[0] if len(dataset) else None
+    return next(iter(dataset.take(1)), None)
+
+
+def in_memory(dataset: AnyDataset) -> datasets.Dataset:
+    """A stream read whole into a ``datasets.Dataset`` (a validation set, say); a Dataset as it is."""
+    if isinstance(dataset, datasets.Dataset):
+        return dataset
+    return datasets.Dataset.from_list(list(dataset), features=dataset.features)
+
+
+def _file_format(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in _COMPRESSION:
+        suffixes.pop()
+    if not suffixes or suffixes[-1] not in DATA_FILE_FORMATS:
+        raise DataError(f"{path}: not a data file this package reads; give a {', '.join(DATA_FILE_FORMATS)} "
+                        "file (optionally compressed), or plain text with --train_source/--train_target.")
+    return suffixes[-1]
+
+
+def _table_header(path: Path, settings: dict) -> list[str]:
+    """The column names in the first line of a csv/tsv file (compressed or not)."""
+    opener = _COMPRESSION.get(path.suffix.lower(), open)
+    try:
+        with opener(path, "rb") as handle:
+            first = handle.readline().decode("utf-8-sig")
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise DataError(f"Could not read the first line of {path}: {err}") from None
+    quoting = settings.get("quoting", csv.QUOTE_MINIMAL)
+    return next(csv.reader(io.StringIO(first), delimiter=settings["delimiter"], quoting=quoting), [])
+
+
+def _pair_columns(columns: Sequence[str], name, source_lang: str, target_lang: str) -> str:
+    """'translation' or 'languages': which layout the columns have; neither is a DataError."""
+    if "translation" in columns:
+        return "translation"
+    if source_lang in columns and target_lang in columns:
+        return "languages"
+    raise DataError(
+        f"{name}: no columns for {source_lang}-{target_lang} pairs; found {list(columns)}, expected a "
+        f"'translation' column of {{'{source_lang}': ..., '{target_lang}': ...}} rows or the two columns "
+        f"'{source_lang}' and '{target_lang}'."
+    )
+
+
+def _innermost(err: BaseException) -> str:
+    while err.__cause__ is not None or err.__context__ is not None:
+        err = err.__cause__ or err.__context__
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
 def load_multi30k(
     source_lang: str = "en", target_lang: str = "de", data_dir: Optional[PathLike] = None
 ) -> datasets.DatasetDict:
@@ -131,47 +321,70 @@ def load_translation_dataset(
     validation_files: Optional[Tuple[PathLike, PathLike]] = None,
     test_files: Optional[Tuple[PathLike, PathLike]] = None,
     data_dir: Optional[PathLike] = None,
-) -> datasets.DatasetDict:
-    """Load sentence pairs from one of three places, always returning ``translation`` rows.
+    train_file: Union[PathLike, Sequence[PathLike], None] = None,
+    validation_file: Union[PathLike, Sequence[PathLike], None] = None,
+    streaming: bool = False,
+) -> Union[datasets.DatasetDict, dict]:
+    """Load sentence pairs from one of four places, always returning ``translation`` rows.
 
     * nothing given: the embedded Multi30k (``data_dir`` overrides its location);
     * ``dataset_name`` (+ ``dataset_config_name``): a Hub dataset in the WMT layout, e.g.
       ``("wmt14", "de-en")`` — the corpus of §5.1;
     * ``train_files=(source_path, target_path)``: aligned local text files, optionally with
-      ``validation_files`` and ``test_files`` in the same form.
+      ``validation_files`` and ``test_files`` in the same form;
+    * ``train_file``: json, jsonl, csv or tsv data files (`load_data_files`), optionally with a
+      ``validation_file``; a split may come from either kind of file, not from both.
+
+    With ``streaming=True`` the result is a plain dict whose ``train`` split is a
+    ``datasets.IterableDataset`` read as it is used, and whose other splits are read whole.
     """
-    local = {"train": train_files, "validation": validation_files, "test": test_files}
-    uses_files = any(v is not None for v in local.values())
+    for split, pair, files in (("train", train_files, train_file), ("validation", validation_files, validation_file)):
+        if pair is not None and files is not None:
+            raise DataError(f"Give the {split} split as {split}_files (a text file per language) or as "
+                            f"{split}_file (data files), not both.")
+    # split -> (whether they are data files rather than a pair of text files, the files)
+    local = {"train": (train_file is not None, train_files if train_file is None else train_file),
+             "validation": (validation_file is not None, validation_files if validation_file is None else validation_file),
+             "test": (False, test_files)}
+    uses_files = any(files is not None for _, files in local.values())
     if dataset_name is not None and uses_files:
         raise DataError(
             "Give either dataset_name (a Hub dataset) or train/validation/test files, not both."
         )
     if dataset_name is not None:
-        return _load_hub_dataset(dataset_name, dataset_config_name, source_lang, target_lang)
+        return _load_hub_dataset(dataset_name, dataset_config_name, source_lang, target_lang, streaming)
     if dataset_config_name is not None:
         raise DataError("dataset_config_name was given without dataset_name; pass both.")
-    if uses_files:
-        if train_files is None:
-            raise DataError("validation_files/test_files were given without train_files; pass train_files too.")
-        splits = {}
-        for split, pair in local.items():
-            if pair is None:
-                continue
-            if isinstance(pair, (str, os.PathLike)) or len(pair) != 2:
-                raise DataError(
-                    f"{split}_files must be a pair (source_path, target_path); got {pair!r}."
-                )
-            splits[split] = load_parallel_files(pair[0], pair[1], source_lang, target_lang)
-        return datasets.DatasetDict(splits)
-    return load_multi30k(source_lang, target_lang, data_dir=data_dir)
+    if not uses_files:
+        loaded = load_multi30k(source_lang, target_lang, data_dir=data_dir)
+        if not streaming:
+            return loaded
+        return {split: part.to_iterable_dataset() if split == "train" else part for split, part in loaded.items()}
+    if local["train"][1] is None:
+        raise DataError("validation_files/test_files were given without train_files; give training files too.")
+    splits = {}
+    for split, (data_files, files) in local.items():
+        if files is None:
+            continue
+        stream = streaming and split == "train"
+        if data_files:
+            splits[split] = load_data_files(files, source_lang, target_lang, streaming=stream)
+            continue
+        if isinstance(files, (str, os.PathLike)) or len(files) != 2:
+            raise DataError(f"{split}_files must be a pair (source_path, target_path); got {files!r}.")
+        load = stream_parallel_files if stream else load_parallel_files
+        splits[split] = load(files[0], files[1], source_lang, target_lang)
+    return splits if streaming else datasets.DatasetDict(splits)
 
 
-def select_first(dataset: datasets.Dataset, n: Optional[int]) -> datasets.Dataset:
+def select_first(dataset: AnyDataset, n: Optional[int]) -> AnyDataset:
     """The first ``n`` rows (all rows if ``n`` is None or exceeds the size), e.g. for ``max_train_samples``."""
     if n is None:
         return dataset
     if n < 0:
         raise DataError(f"Number of samples must be non-negative, got {n}.")
+    if isinstance(dataset, datasets.IterableDataset):
+        return dataset.take(n)
     return dataset.select(range(min(n, len(dataset))))
 
 
@@ -189,37 +402,26 @@ def _check_language_pair(source_lang: str, target_lang: str, choices: Optional[S
 
 
 def _load_hub_dataset(
-    name: str, config: Optional[str], source_lang: str, target_lang: str
-) -> datasets.DatasetDict:
+    name: str, config: Optional[str], source_lang: str, target_lang: str, streaming: bool = False
+) -> Union[datasets.DatasetDict, dict]:
     _check_language_pair(source_lang, target_lang, choices=None)
-    loaded = datasets.load_dataset(name, config)
-    if not isinstance(loaded, datasets.DatasetDict):
-        loaded = datasets.DatasetDict({"train": loaded})
+    loaded = datasets.load_dataset(name, config, streaming=True) if streaming else datasets.load_dataset(name, config)
+    if not isinstance(loaded, (datasets.DatasetDict, datasets.IterableDatasetDict)):
+        loaded = {"train": loaded}
     renamed = {}
     for split, ds in loaded.items():
         key = "validation" if split in _VALIDATION_ALIASES else split
         if key in renamed:
             raise DataError(f"Dataset {name!r} has more than one validation split ({list(loaded)}).")
         renamed[key] = ds
-    loaded = datasets.DatasetDict(renamed)
-    if "train" not in loaded:
-        raise DataError(f"Dataset {name!r} has no 'train' split (splits: {list(loaded)}).")
-    train = loaded["train"]
-    if "translation" not in train.column_names:
-        raise DataError(
-            f"Dataset {name!r} has no 'translation' column (columns: {train.column_names}); "
-            "expected rows like {'translation': {'en': ..., 'de': ...}} as in wmt14."
-        )
-    if len(train) == 0:
-        raise DataError(f"Dataset {name!r} has an empty 'train' split.")
-    first = train[0]["translation"]
-    missing = [lang for lang in (source_lang, target_lang) if lang not in first]
-    if missing:
-        raise DataError(
-            f"Dataset {name!r} (config {config!r}) has no {', '.join(map(repr, missing))} text; "
-            f"its languages are {sorted(first)}. Pick source_lang/target_lang from those."
-        )
-    return loaded
+    if "train" not in renamed:
+        raise DataError(f"Dataset {name!r} has no 'train' split (splits: {list(renamed)}).")
+    described = f"Dataset {name!r}" + (f" (config {config!r})" if config is not None else "")
+    splits = {}
+    for split, ds in renamed.items():
+        ds = as_translation_rows(ds, f"{described}, {split} split", source_lang, target_lang)
+        splits[split] = ds if split == "train" else in_memory(ds)  # only the training split streams
+    return splits if streaming else datasets.DatasetDict(splits)
 
 
 SPLIT_NAMES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}

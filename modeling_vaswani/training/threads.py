@@ -21,16 +21,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-# Below this many parameters a process trains fastest on one thread (see the table above).
-SMALL_MODEL_PARAMETERS = 20_000_000
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity), or all of the machine's."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+# One threshold and one count of cores for training and translating (evaluation/cpu_threads.py).
+from ..thread_choice import SMALL_MODEL_PARAMETERS, available_cores, explicit_threads
 
 
 def default_threads(num_parameters: int, processes: int = 1, cores: int | None = None) -> tuple[int, str]:
@@ -56,18 +48,6 @@ def choose_threads(num_parameters: int, requested: int | None = None,
         return chosen
     processes = int(env.get("LOCAL_WORLD_SIZE", "1") or 1)
     return default_threads(num_parameters, processes)
-
-
-def explicit_threads(requested: int | None, env: Mapping[str, str]) -> tuple[int, str] | None:
-    """(threads, why) when the user chose: --threads first, then OMP_NUM_THREADS; None leaves it to a rule."""
-    if requested is not None:
-        if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
-            raise ValueError(f"--threads must be a positive integer, got {requested!r}.")
-        return requested, "--threads"
-    omp = env.get("OMP_NUM_THREADS", "").strip()
-    if omp.isdigit() and int(omp) > 0:
-        return int(omp), "OMP_NUM_THREADS"
-    return None
 
 
 def use_threads(count: int) -> None:

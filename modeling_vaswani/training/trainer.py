@@ -2,7 +2,8 @@
 
 `VaswaniTrainer` is a `Seq2SeqTrainer` that trains the way §5 describes:
 - §5.1 about `max_tokens` source and `max_tokens` target tokens per optimizer step, sentences
-  grouped by length (`batching.TokenBudgetBatchSampler`), instead of a fixed number of sentences.
+  grouped by length (`batching.TokenBudgetBatchSampler`; for a streamed dataset, inside a shuffle
+  buffer: `stream_batching.TokenBudgetStream`), instead of a fixed number of sentences.
   The budget is the whole step's, as in the paper (25,000 tokens over 8 GPUs): under P
   data-parallel processes and G gradient-accumulation steps each batch holds at most
   max_tokens / (P·G), so the number of processes changes the speed, not the training;
@@ -31,11 +32,13 @@ import logging
 import math
 
 import numpy as np
+from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, TrainerCallback
 
 from .batching import TokenBudgetBatchSampler, padded_tokens
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
+from .stream_batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetStream, is_stream
 from ..evaluation.scoring import compute_bleu
 
 
@@ -60,10 +63,12 @@ class VaswaniTrainer(Seq2SeqTrainer):
             `per_device_train_batch_size`.
         noam_scale: a factor on Eq. (3) (1.0 = the paper's rate).
         warmup_steps: Eq. (3)'s warmup_steps (default: the paper's 4000).
+        shuffle_buffer: with `max_tokens` and a streamed (iterable) training set, the examples
+            read, sorted by length and cut into batches at a time.
     """
 
     def __init__(self, *args, max_tokens: int | None = None, noam_scale: float = 1.0,
-                 warmup_steps: int | None = None, **kwargs):
+                 warmup_steps: int | None = None, shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER, **kwargs):
         super().__init__(*args, **kwargs)
         if self.args.label_smoothing_factor:
             raise ValueError(
@@ -73,6 +78,7 @@ class VaswaniTrainer(Seq2SeqTrainer):
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive number of tokens per batch, got {max_tokens}.")
         self.max_tokens = max_tokens
+        self.shuffle_buffer = shuffle_buffer
         self.noam_scale = noam_scale
         self.warmup_steps = warmup_steps if warmup_steps is not None else WARMUP_STEPS
         self._evaluated = {}  # (step, metric prefix) -> metrics, see `evaluate`
@@ -111,6 +117,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
     def get_train_dataloader(self) -> DataLoader:
         if self.max_tokens is None:
             return super().get_train_dataloader()
+        if is_stream(self.train_dataset):
+            return self.stream_dataloader()
         dataset = self._remove_unused_columns(self.train_dataset, description="training")
         sampler = self.token_budget_sampler(dataset)
         # One process sees the whole batch list; accelerate gives each data-parallel process its
@@ -130,6 +138,38 @@ class VaswaniTrainer(Seq2SeqTrainer):
         shard = getattr(prepared, "batch_sampler", None)
         if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
             shard.set_epoch = sampler.set_epoch
+        return prepared
+
+    def token_budget_stream(self, dataset) -> TokenBudgetStream:
+        """This process's batches of a streamed training set, each within `max_tokens_per_batch`."""
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        return TokenBudgetStream(dataset, self.max_tokens_per_batch, buffer_size=self.shuffle_buffer, seed=seed,
+                                 num_replicas=self.args.world_size, rank=self.args.process_index)
+
+    def stream_dataloader(self) -> DataLoader:
+        """The training DataLoader of a streamed dataset: one `TokenBudgetStream` batch per item."""
+        collator = self._get_collator_with_removed_columns(self.data_collator, description="training")
+        loader = DataLoader(
+            self.token_budget_stream(self.train_dataset),
+            batch_size=None,  # each item is a whole batch already
+            collate_fn=collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+            persistent_workers=self.args.dataloader_persistent_workers,
+            prefetch_factor=self.args.dataloader_prefetch_factor,
+        )
+        # Each process has its own share of the batches already. Prepared for all the processes,
+        # accelerate would have process 0 read every process's batches and concatenate them to
+        # dispatch (dispatch_batches, its default for iterable datasets: it fails on batches padded
+        # to different lengths), or shard the stream once more; so it is prepared as for one
+        # process: device placement and the end-of-data signal, nothing split.
+        accelerator = self.accelerator
+        prepared = prepare_data_loader(
+            loader, accelerator.device, num_processes=1, process_index=0, split_batches=False,
+            put_on_device=accelerator.device_placement, rng_types=None, dispatch_batches=False,
+            non_blocking=accelerator.non_blocking, use_stateful_dataloader=accelerator.use_stateful_dataloader,
+        )
+        accelerator._dataloaders.append(prepared)  # as accelerator.prepare does, for save_state
         return prepared
 
     # §6.1 evaluation -------------------------------------------------------------------------
@@ -164,7 +204,10 @@ class VaswaniTrainer(Seq2SeqTrainer):
         """
         if self.max_tokens is None:
             raise ValueError("batching_summary needs a token budget (max_tokens).")
-        dataset = self._remove_unused_columns(dataset if dataset is not None else self.train_dataset)
+        dataset = dataset if dataset is not None else self.train_dataset
+        if is_stream(dataset):
+            return self.stream_batching_summary(dataset)
+        dataset = self._remove_unused_columns(dataset)
         sampler = self.token_budget_sampler(dataset)
         batches = list(sampler)
         per_process = math.ceil(len(batches) / self.args.world_size)
@@ -180,6 +223,22 @@ class VaswaniTrainer(Seq2SeqTrainer):
             "steps_per_epoch": steps,
             "tokens_per_step": {"source": round(source / steps), "target": round(target / steps)},
             "padding_efficiency": round(sampler.padding_efficiency, 3),
+        }
+
+    def stream_batching_summary(self, dataset) -> dict:
+        """`batching_summary` for a streamed training set, which has no epoch to count: its first shuffle buffer.
+
+        tokens_per_step is then the mean padded count of that buffer's batches times the batches of a step.
+        """
+        first = self.token_budget_stream(dataset).summary()
+        per_batch = first.pop("tokens_per_batch")
+        return {
+            "max_tokens_per_step": self.max_tokens,
+            "processes": self.args.world_size,
+            "gradient_accumulation_steps": self.args.gradient_accumulation_steps,
+            "max_tokens_per_batch": self.max_tokens_per_batch,
+            **first,
+            "tokens_per_step": {side: count * self.batches_per_step for side, count in per_batch.items()},
         }
 
     # Work done once per step ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""modeling_vaswani/conversion/marian.py: Marian models in, ours out as Marian folders.
+"""modeling_vaswani/conversion/marian*.py: Marian models in, ours out as Marian folders.
 
 The Marian models are tiny MarianMTModels with random weights (nothing is downloaded), set up like
 the Opus-MT models — swish, one shared vocabulary, pad = decoder start = the last id, eos = 0, a
@@ -23,16 +23,9 @@ from transformers import AutoTokenizer, GenerationConfig, MarianConfig, MarianMT
 from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
 from modeling_vaswani import VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian import (
-    MarianConversionError,
-    config_from_marian,
-    config_to_marian,
-    convert_marian,
-    export_marian,
-    from_marian,
-    marian_order,
-    to_marian,
-)
+from modeling_vaswani.conversion.marian import convert_marian, export_marian, from_marian, to_marian
+from modeling_vaswani.conversion.marian_config import MarianConversionError, config_from_marian, config_to_marian
+from modeling_vaswani.conversion.marian_weights import marian_order
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 from modeling_vaswani.model.positional_encoding import sinusoidal_table

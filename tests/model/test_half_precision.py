@@ -167,7 +167,7 @@ def test_the_shipped_model_in_half_precision(dtype):
     well below half precision's logit error (about 0.1 in bf16, 0.02 in fp16): the half-precision
     model sees an exact tie there and takes the other token. Past that token both decode well.
     """
-    from modeling_vaswani.training.tokenization import load_tokenizer
+    from modeling_vaswani.tokenizer_loading import load_tokenizer
 
     tokenizer = load_tokenizer(HUB_CARD)
     reference = VaswaniForConditionalGeneration.from_pretrained(HUB_CARD).eval()

@@ -17,6 +17,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, VaswaniModel
 from modeling_vaswani.model.pipeline_vaswani import VaswaniTranslationPipeline
+from modeling_vaswani.model.transformers_compat import cache_field
 
 EOS = 2
 SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
@@ -109,6 +110,24 @@ def test_forward_creates_a_cache_and_continues_from_it_by_hand(make_model, part)
         steps.append(result(out))
     assert cache.get_seq_length() == TARGET.shape[1]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
+
+
+def test_greedy_generate_continues_from_the_cache_it_returned(make_model):
+    """Four tokens in one call equal three, then one more from the returned cache and sequences (with
+    their full-length decoder mask, which is how generate tells the cached prefix from the new tokens)."""
+    model = make_model()
+    settings = dict(num_beams=1, do_sample=False, eos_token_id=-1, use_cache=True, return_dict_in_generate=True,
+                    output_scores=True)
+    whole = model.generate(SOURCE, attention_mask=SOURCE_MASK, max_new_tokens=4, **settings)
+    first = model.generate(SOURCE, attention_mask=SOURCE_MASK, max_new_tokens=3, **settings)
+    more = model.generate(SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=first.sequences,
+                          decoder_attention_mask=torch.ones_like(first.sequences), **cache_field(first.past_key_values),
+                          max_new_tokens=1, **settings)
+    assert torch.equal(more.sequences, whole.sequences)
+    torch.testing.assert_close(torch.stack(first.scores + more.scores), torch.stack(whole.scores), rtol=0, atol=1e-5)
+    for ours, theirs in zip(more.past_key_values.self_attention_cache.layers,
+                            whole.past_key_values.self_attention_cache.layers):
+        torch.testing.assert_close(ours.keys, theirs.keys, rtol=0, atol=1e-5)
 
 
 def test_no_cache_without_use_cache_or_with_labels(make_model):

@@ -789,7 +789,7 @@ BAD_TOKENIZER_FILES = {
 
 @pytest.mark.parametrize("case", list(BAD_TOKENIZER_FILES))
 def test_tokenizer_file_that_does_not_parse(model_dir, tmp_path, case):
-    from modeling_vaswani.training.tokenization import load_tokenizer
+    from modeling_vaswani.tokenizer_loading import load_tokenizer
 
     folder = copy_model(model_dir, tmp_path)
     name, data = BAD_TOKENIZER_FILES[case]

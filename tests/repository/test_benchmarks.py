@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks import harness, memory, report, run, training
+from benchmarks import harness, memory, report, run, training, translation
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model import decoder as decoder_module
 from modeling_vaswani.model import encoder as encoder_module
@@ -56,7 +56,9 @@ def test_quick_run_writes_every_figure(tmp_path):
     results = json.loads((tmp_path / "results.json").read_text())
     for key in ("figure_1_training_step", "figure_2_beam_search", "figure_3_cached_vs_recomputing_decoding",
                 "figure_4_data_pipeline", "figure_5_hardware_efficiency", "figure_6_peak_memory",
-                "figure_7_torch_compile", "parameters", "machine"):
+                "figure_7_torch_compile", "figure_1b_training_step_bf16", "figure_5b_hardware_efficiency_bf16",
+                "figure_8_test_set_translation", "figure_8b_beam_searches", "figure_8c_compile_payoff",
+                "parameters", "machine"):
         assert key in results, key
     assert results["machine"]["torch"] == torch.__version__
     assert results["machine"]["cpu_bf16"] in ("amx", "avx512_bf16", "none")
@@ -81,9 +83,15 @@ def test_quick_run_writes_every_figure(tmp_path):
             memory = results["figure_6_peak_memory"][task][system]
             assert memory["peak_rss_mib"] >= memory["rss_after_setup_mib"] >= memory["rss_at_start_mib"] > 0
     assert "skipped" in results["figure_7_torch_compile"]  # compilation is too slow for --quick
+    assert "skipped" in results["figure_8c_compile_payoff"]
+    bf16 = results["figure_1b_training_step_bf16"]["tiny"]
+    assert bf16["modeling_vaswani"]["bf16_over_fp32"] == pytest.approx(
+        bf16["modeling_vaswani"]["tokens_per_second"] / fig1["modeling_vaswani"]["tokens_per_second"])
+    assert results["figure_5b_hardware_efficiency_bf16"]["matmul_dtype"] == "torch.bfloat16"
+    check_test_set_translation(results["figure_8_test_set_translation"])
 
     tables = (tmp_path / "tables.md").read_text()
-    assert "Figure 1" in tables and "Figure 6" in tables
+    assert "Figure 1" in tables and "Figure 6" in tables and "Figure 8 —" in tables
     assert (tmp_path / "figures.png").read_bytes()[:4] == b"\x89PNG"
     profiles = results["profiles"]
     for what in ("train_step", "beam_search"):
@@ -91,6 +99,39 @@ def test_quick_run_writes_every_figure(tmp_path):
     for key in ("training_breakdown", "generation_breakdown"):
         assert sum(profiles[key]["marian"].values()) == pytest.approx(1.0)
     assert "Adam step" in profiles["training_breakdown"]["modeling_vaswani"]
+
+
+def check_test_set_translation(f8):
+    """Figure 8 ran every system installed here, on the same sentences, and scored each."""
+    systems = [translation.OURS_FP32, translation.OURS_PAPER, translation.OURS_BF16, translation.OURS_INT8,
+               translation.OURS_STATIC, translation.MARIAN_FP32, translation.MARIAN_BF16]
+    if translation.ctranslate2_installed():
+        systems += [translation.CT2_FP32, translation.CT2_INT8]
+    assert f8["systems"] == systems and f8["model"] == "hub_card"
+    entry = f8["threads"]["1"]
+    assert list(entry) == systems
+    for name in systems:
+        assert entry[name]["sentences_per_second"] > 0 and entry[name]["generated_tokens"] > 0
+        assert 0 <= entry[name]["bleu"] <= 100
+    # The exact conversions and the static cache give the exact float32 model's translations.
+    assert entry[translation.OURS_FP32]["identical_outputs_to_ours_fp32"] == f8["sentences"]
+    assert entry[translation.OURS_STATIC]["identical_outputs_to_ours_fp32"] == f8["sentences"]
+    assert entry[translation.MARIAN_FP32]["identical_outputs_to_ours_fp32"] == f8["sentences"]
+    if translation.ctranslate2_installed():
+        assert entry[translation.CT2_FP32]["identical_outputs_to_ours_fp32"] == f8["sentences"]
+
+
+def test_only_and_threads_choose_the_parts_and_thread_counts():
+    assert run.chosen_figures("1", "translation") == {8}
+    assert run.chosen_figures("1,2", None) == {1, 2}
+    assert run.chosen_figures("", "training,memory") == {1, 4, 5, 6, 7}
+    assert run.thread_counts("1, 2") == (1, 2)
+    with pytest.raises(ValueError, match="--only"):
+        run.chosen_figures("", "speed")
+    with pytest.raises(ValueError, match="--threads"):
+        run.thread_counts("0")
+    settings = run.settings_for(run.parse_args(["--quick", "--threads", "2"]), torch.device("cpu"))
+    assert settings.translate_threads == (2,) and settings.train_dtypes == ("float32", "bfloat16")
 
 
 @pytest.mark.slow
@@ -110,10 +151,11 @@ def test_unknown_figure_is_a_clear_error():
 
 
 def test_every_figure_has_its_results_key():
-    """The report reads results.json by these keys; the recorded results.json has all of them."""
+    """The report reads results.json by these keys; the recorded results.json is turned into its tables again."""
     recorded = json.loads((ROOT / "benchmarks" / "results.json").read_text())
     assert set(run.FIGURES.values()) <= set(report.RESULT_KEYS)
-    assert set(report.RESULT_KEYS.values()) <= set(recorded)
+    measurements = {k for k in recorded if k.startswith(("figure_", "appendix_"))} | {"profiles"}
+    assert measurements <= set(report.RESULT_KEYS.values())
     assert report.check_targets(recorded) == recorded["targets"]
     assert report.markdown_tables(recorded) == (ROOT / "benchmarks" / "tables.md").read_text()
 

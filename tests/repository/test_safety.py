@@ -25,7 +25,8 @@ import modeling_vaswani
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.training.checkpoint_averaging import average_checkpoints
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
-from modeling_vaswani.training.tokenization import load_tokenizer, train_bpe_tokenizer
+from modeling_vaswani.tokenizer_loading import load_tokenizer
+from modeling_vaswani.training.tokenization import train_bpe_tokenizer
 from modeling_vaswani.evaluation.translation import load_translator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -271,7 +272,7 @@ import modeling_vaswani
 from transformers import AutoModelForSeq2SeqLM, pipeline
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.scoring import load_bleu_metric
-from modeling_vaswani.training.tokenization import load_tokenizer
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 folder = sys.argv[1]
 model = VaswaniForConditionalGeneration.from_pretrained(folder)

@@ -143,7 +143,7 @@ def test_the_trainer_gets_the_papers_settings_and_the_machines(script, capsys):
 
 
 def test_an_earlier_run_is_refused_unless_replacing_or_resuming_it_is_asked_for(script, tmp_path):
-    from modeling_vaswani.training.run_record import LOCK_NAME, FolderInUseError
+    from modeling_vaswani.training.run_folder import LOCK_NAME, FolderInUseError
 
     run = tmp_path / "run"
     (run / "checkpoint-40").mkdir(parents=True)

@@ -32,7 +32,7 @@ from transformers.utils import logging as hf_logging
 
 import modeling_vaswani  # noqa: F401  (registers the model with the Auto classes)
 from modeling_vaswani.training.data import load_multi30k
-from modeling_vaswani.training.tokenization import load_tokenizer
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,7 @@ from modeling_vaswani.cli import run_main
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.hub.repository import check_shipped_code, validate_repository
 from modeling_vaswani.model.configuration_vaswani import ALLOW_LARGE_MODELS_ENV
-from modeling_vaswani.training.tokenization import load_tokenizer
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"

@@ -1,17 +1,21 @@
-"""Tests for modeling_vaswani.training.data: the embedded Multi30k corpus and local parallel files."""
+"""Tests for modeling_vaswani.training.data: the embedded Multi30k corpus, local parallel files, data files, streams."""
 
 import gzip
+import json
 
 import pytest
 
 from modeling_vaswani.training.data import (
     DEFAULT_DATA_DIR,
     DataError,
+    in_memory,
+    load_data_files,
     load_multi30k,
     load_parallel_files,
     load_translation_dataset,
     read_lines,
     select_first,
+    stream_parallel_files,
 )
 
 
@@ -149,3 +153,142 @@ def test_hub_dataset_splits_renamed_and_languages_checked(monkeypatch):
     assert calls == [("wmt14", "de-en")] and set(ds) == {"train", "validation"}
     with pytest.raises(DataError, match="no 'fr'.*\\['de', 'en'\\]"):
         load_translation_dataset("en", "fr", dataset_name="wmt14", dataset_config_name="de-en")
+
+
+# Data files (json, jsonl, csv, tsv) and streams ----------------------------------------------------
+
+@pytest.fixture
+def datasets_cache(tmp_path, monkeypatch):
+    """Map-style loads of data files write their Arrow cache under tmp_path, not the user's cache."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "cache")
+    return tmp_path / "cache"
+
+
+PAIRS = [{"en": 'He said "hi", then left.', "de": 'Er sagte "hallo" und ging.'},
+         {"en": "2014", "de": "1.50"},  # numbers stay text
+         {"en": "NA", "de": "null"}]  # and so do pandas' missing-value words
+
+
+def _data_file(path, layout="languages", rows=PAIRS):
+    suffix = "".join(path.suffixes)
+    if ".json" in suffix:
+        lines = [json.dumps({"translation": r} if layout == "translation" else r, ensure_ascii=False) for r in rows]
+        text = "\n".join(lines) + "\n"
+    else:
+        sep = "\t" if ".tsv" in suffix else ","
+        quote = (lambda t: t) if sep == "\t" else (lambda t: '"' + t.replace('"', '""') + '"')
+        text = f"en{sep}de\n" + "".join(f"{quote(r['en'])}{sep}{quote(r['de'])}\n" for r in rows)
+    return _write(path, None, gz=path.suffix == ".gz", raw=text.encode("utf-8"))
+
+
+@pytest.mark.parametrize("name", ["pairs.jsonl", "pairs.json", "pairs.csv", "pairs.tsv", "pairs.tsv.gz", "pairs.jsonl.gz"])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_data_files_load_as_translation_rows(tmp_path, datasets_cache, name, streaming):
+    import datasets
+
+    loaded = load_data_files(_data_file(tmp_path / name), "en", "de", streaming=streaming)
+    assert isinstance(loaded, datasets.IterableDataset if streaming else datasets.Dataset)
+    assert [row["translation"] for row in loaded] == PAIRS
+
+
+def test_a_translation_column_and_several_files(tmp_path, datasets_cache):
+    first = _data_file(tmp_path / "a.jsonl", layout="translation", rows=PAIRS[:2])
+    second = _data_file(tmp_path / "b.jsonl", layout="translation", rows=PAIRS[2:])
+    loaded = load_data_files([first, second], "de", "en")
+    assert loaded.column_names == ["translation"] and [row["translation"] for row in loaded] == PAIRS
+
+
+@pytest.mark.parametrize("name", ["bad.csv", "bad.jsonl", "bad.tsv"])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_missing_column_names_the_file_the_columns_found_and_expected(tmp_path, datasets_cache, name, streaming):
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        path.write_text('{"source": "a", "de": "b"}\n', encoding="utf-8")
+    else:
+        sep = "\t" if name.endswith(".tsv") else ","
+        path.write_text(f"source{sep}de\na{sep}b\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_data_files(path, "en", "de", streaming=streaming)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(str(path))
+    assert "found ['source', 'de']" in message
+    assert "'translation' column of {'en': ..., 'de': ...} rows or the two columns 'en' and 'de'" in message
+
+
+def test_other_data_file_mistakes(tmp_path, datasets_cache):
+    with pytest.raises(DataError, match="languages are \\['de', 'en'\\]"):
+        load_data_files(_data_file(tmp_path / "t.jsonl", layout="translation"), "en", "fr")
+    holes = tmp_path / "holes.jsonl"
+    holes.write_text('{"en": "a", "de": "b"}\n{"en": "c", "de": null}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="holes.jsonl: a row has None for 'de'"):
+        load_data_files(holes, "en", "de")
+    with pytest.raises(DataError, match="pairs.txt: not a data file.*\\.json, \\.jsonl, \\.csv, \\.tsv"):
+        load_data_files(_write(tmp_path / "pairs.txt", ["a"]), "en", "de")
+    with pytest.raises(DataError, match="not found.*nope.jsonl"):
+        load_data_files(tmp_path / "nope.jsonl", "en", "de")
+    with pytest.raises(DataError, match="share a format"):
+        load_data_files([_data_file(tmp_path / "a.csv"), _data_file(tmp_path / "a.jsonl")], "en", "de")
+    other = tmp_path / "other.csv"
+    other.write_text("de,en,id\nx,y,1\n", encoding="utf-8")
+    with pytest.raises(DataError, match="same columns"):
+        load_data_files([_data_file(tmp_path / "b.csv"), other], "en", "de")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"en": "a", "de": \n', encoding="utf-8")
+    for streaming in (False, True):
+        with pytest.raises(DataError, match="Could not read .*broken.jsonl as jsonl"):
+            load_data_files(broken, "en", "de", streaming=streaming)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("en,de\n", encoding="utf-8")
+    with pytest.raises(DataError, match="no sentence pairs"):
+        load_data_files(empty, "en", "de")
+
+
+def test_streaming_reads_only_the_training_split_as_a_stream(tmp_path, datasets_cache):
+    import datasets
+
+    train = _data_file(tmp_path / "train.jsonl")
+    validation = _data_file(tmp_path / "validation.tsv")
+    data = load_translation_dataset("en", "de", train_file=train, validation_file=validation, streaming=True)
+    assert isinstance(data["train"], datasets.IterableDataset) and isinstance(data["validation"], datasets.Dataset)
+    assert [row["translation"] for row in select_first(data["train"], 2)] == PAIRS[:2]
+    multi30k = load_translation_dataset(streaming=True)
+    assert isinstance(multi30k["train"], datasets.IterableDataset) and len(multi30k["test"]) == 1000
+    assert next(iter(multi30k["train"]))["translation"]["en"].startswith("Two young, White males")
+    with pytest.raises(DataError, match="not both"):
+        load_translation_dataset(train_file=train, train_files=(train, train))
+
+
+def test_parallel_text_files_stream_in_step(tmp_path):
+    src = _write(tmp_path / "s.en", ["one", "two", "three"])
+    tgt = _write(tmp_path / "s.de.gz", ["eins", "zwei", "drei"], gz=True)
+    data = load_translation_dataset("en", "de", train_files=(src, tgt), validation_files=(src, tgt), streaming=True)
+    assert [row["translation"] for row in data["train"]] == [
+        {"en": "one", "de": "eins"}, {"en": "two", "de": "zwei"}, {"en": "three", "de": "drei"}]
+    assert len(data["validation"]) == 3
+    short = _write(tmp_path / "short.de", ["eins"])
+    with pytest.raises(DataError, match="different line counts: .*short.de ends at line 1"):
+        list(stream_parallel_files(src, short, "en", "de"))
+
+
+def test_a_hub_dataset_streams_its_training_split(monkeypatch):
+    import datasets
+
+    rows = [{"translation": {"de": "Hallo", "en": "Hello"}, "id": "0"}] * 3
+    fake = datasets.IterableDatasetDict({"train": datasets.Dataset.from_list(rows).to_iterable_dataset(),
+                                         "dev": datasets.Dataset.from_list(rows).to_iterable_dataset()})
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, config, streaming: fake)
+    data = load_translation_dataset("en", "de", dataset_name="wmt14", dataset_config_name="de-en", streaming=True)
+    assert isinstance(data["train"], datasets.IterableDataset) and isinstance(data["validation"], datasets.Dataset)
+    assert data["validation"].column_names == ["translation"] and len(data["validation"]) == 3
+    with pytest.raises(DataError, match="no 'fr'.*\\['de', 'en'\\]"):
+        load_translation_dataset("en", "fr", dataset_name="wmt14", dataset_config_name="de-en", streaming=True)
+
+
+def test_in_memory():
+    import datasets
+
+    rows = datasets.Dataset.from_list([{"translation": {"en": "a", "de": "b"}}] * 2)
+    assert in_memory(rows) is rows
+    assert in_memory(rows.to_iterable_dataset())["translation"] == rows["translation"]

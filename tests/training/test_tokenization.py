@@ -10,10 +10,10 @@ from modeling_vaswani.training.tokenization import (
     PAD_ID,
     SPECIAL_TOKENS,
     UNK_ID,
-    load_tokenizer,
     train_bpe_tokenizer,
     train_tokenizer_for_dataset,
 )
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 N_TRAIN = 3000
 

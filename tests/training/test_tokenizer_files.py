@@ -39,7 +39,7 @@ print(json.dumps(report))
 
 
 def expected_ids(folder):
-    from modeling_vaswani.training.tokenization import load_tokenizer
+    from modeling_vaswani.tokenizer_loading import load_tokenizer
 
     tokenizer = load_tokenizer(folder)
     return [tokenizer(s)["input_ids"] for s in SENTENCES]

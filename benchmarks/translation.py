@@ -1,0 +1,251 @@
+"""Figure 8: translating test_2016_flickr with the shipped model (hub_card/), every system side by side.
+
+Real weights and natural lengths: each system decodes §6.1's way (beam 4, α = 0.6, at most input
+length + 50 tokens) until its hypotheses end, over the same length-sorted batches
+(`evaluation.translation.translate`), and is scored with the same BLEU. The systems, all on the same
+weights:
+
+- ours, float32, with transformers' beam search (the shipped model's own setting) and with the
+  paper's (model/beam_search.py: GNMT's length penalty and tensor2tensor's stopping rule);
+- ours through the fast path (evaluation/fast_path.py): bf16 weights, int8 Linear layers, and the
+  static cache with generate's compile setting (transformers 5.24 compiles greedy search only, so
+  under beam search this row measures the static cache);
+- MarianMTModel, float32 and bf16, converted exactly (conversion/marian.py);
+- CTranslate2, float32 and int8, converted exactly (conversion/ctranslate2.py), when installed.
+
+Every thread count runs all systems alternately, A B C ... A B C ..., each repetition timed on its
+own; medians are reported with sentences/s, generated tokens/s (the translations re-tokenized, </s>
+counted) and cased sacreBLEU of the first repetition's output.
+
+`search_speed` measures the two beam searches at the base preset with random weights, forced to the
+same output length (equal work); `compile_payoff` measures what compiling greedy decoding costs
+and saves on the first test batches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from modeling_vaswani import shipped_model_path
+from modeling_vaswani.evaluation.fast_path import FastPath
+from modeling_vaswani.evaluation.scoring import compute_bleu
+from modeling_vaswani.evaluation.translation import load_translator, translate
+from modeling_vaswani.model.beam_search import PAPER_SEARCH
+from modeling_vaswani.model.generation import NUM_BEAMS, TRANSFORMERS_BEAM_SEARCH, max_new_tokens_for
+from modeling_vaswani.training.data import multi30k_pairs
+
+from .harness import alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches
+
+OURS_FP32 = "ours fp32, transformers' search"
+OURS_PAPER = "ours fp32, paper's search"
+OURS_BF16 = "ours bf16"
+OURS_INT8 = "ours int8"
+OURS_STATIC = "ours fp32, static cache + compile setting"
+MARIAN_FP32 = "Marian fp32"
+MARIAN_BF16 = "Marian bf16"
+CT2_FP32 = "CTranslate2 float32"
+CT2_INT8 = "CTranslate2 int8"
+
+
+def ctranslate2_installed() -> bool:
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class MarianTranslator:
+    """MarianMTModel with §6.1's input length + 50 limit, which its own generate does not apply."""
+
+    def __init__(self, marian, generation_config):
+        self.model, self.generation_config = marian, generation_config
+        self.device = marian.device
+
+    def generate(self, input_ids, attention_mask, **kwargs):
+        limit = max_new_tokens_for(self.generation_config, input_ids.shape[1])
+        return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=limit,
+                                   num_beams=NUM_BEAMS, **kwargs)
+
+
+@dataclasses.dataclass
+class System:
+    """One row of figure 8: how to build its translator for a thread count, and generate's extra settings."""
+
+    name: str
+    build: Callable[[int], object]  # threads -> an object with our model's generate() and device
+    generate_kwargs: dict = dataclasses.field(default_factory=dict)
+    sets_own_threads: bool = False  # CTranslate2: threads fixed when the translator is built
+
+
+def systems(model_path: str, workdir: Path, log) -> list:
+    """The systems that can run here (CTranslate2 only when installed), built lazily."""
+    from modeling_vaswani.conversion.marian import to_marian
+
+    def ours(fast_path=None):
+        loaded = {}
+
+        def build(threads):
+            if "model" not in loaded:
+                loaded["model"], _ = load_translator(model_path, "cpu", fast_path=fast_path)
+            return loaded["model"]
+        return build
+
+    def marian(dtype):
+        def build(threads):
+            model, _ = load_translator(model_path, "cpu")
+            return MarianTranslator(to_marian(model).to(dtype).eval(), model.generation_config)
+        return build
+
+    found = [
+        System(OURS_FP32, ours(), dict(TRANSFORMERS_BEAM_SEARCH)),
+        System(OURS_PAPER, ours(), dict(PAPER_SEARCH)),
+        System(OURS_BF16, ours(FastPath("bfloat16")), dict(TRANSFORMERS_BEAM_SEARCH)),
+        System(OURS_INT8, ours(FastPath(quantize="int8")), dict(TRANSFORMERS_BEAM_SEARCH)),
+        System(OURS_STATIC, ours(FastPath(compile=True)), dict(TRANSFORMERS_BEAM_SEARCH)),
+        System(MARIAN_FP32, marian(torch.float32)),
+        System(MARIAN_BF16, marian(torch.bfloat16)),
+    ]
+    if ctranslate2_installed():
+        from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
+        from modeling_vaswani.evaluation.ctranslate2_engine import CTranslate2Engine
+
+        folder = workdir / "ctranslate2"
+        convert_ctranslate2(model_path, folder, force=True)
+        for name, compute_type in ((CT2_FP32, "float32"), (CT2_INT8, "int8")):
+            found.append(System(name, lambda threads, c=compute_type: CTranslate2Engine(
+                folder, device="cpu", compute_type=c, threads=threads), sets_own_threads=True))
+    else:
+        log("[8] ctranslate2 is not installed: its rows are skipped (pip install ctranslate2)")
+    return found
+
+
+def generated_tokens(tokenizer, translations: list) -> int:
+    """Tokens of the translations as the model emits them (</s> included), one count for every system."""
+    return sum(len(ids) for ids in tokenizer(translations)["input_ids"])
+
+
+def test_set_translation(settings, log, model_path: str | None = None) -> dict:
+    """Figure 8: sentences/s, tokens/s and BLEU of every system at each thread count."""
+    model_path = model_path or shipped_model_path()
+    sources, references = multi30k_pairs("test", "en", "de", settings.translate_sentences)
+    _, tokenizer = load_translator(model_path, "cpu")
+    results = {"model": Path(model_path).name, "sentences": len(sources), "batch_size": settings.translate_batch_size,
+               "num_beams": NUM_BEAMS, "reps": settings.translate_reps, "threads": {}}
+    saved_threads = torch.get_num_threads()
+    with tempfile.TemporaryDirectory(prefix="vaswani-bench-translate-") as workdir:
+        rows = systems(model_path, Path(workdir), log)
+        results["systems"] = [system.name for system in rows]
+        for threads in settings.translate_threads:
+            torch.set_num_threads(threads)
+            translators = {system.name: system.build(threads) for system in rows}
+            outputs = {}
+
+            def job(system, sentences=sources):
+                def run():
+                    torch.set_num_threads(threads)
+                    done = translate(translators[system.name], tokenizer, sentences,
+                                     batch_size=settings.translate_batch_size, **system.generate_kwargs)
+                    if sentences is sources:  # BLEU and tokens of the first timed repetition
+                        outputs.setdefault(system.name, done)
+                return run
+
+            seconds = alternate({s.name: job(s) for s in rows}, settings.translate_reps, torch.device("cpu"),
+                                warmup={s.name: job(s, sources[: settings.translate_batch_size]) for s in rows})
+            entry = {}
+            for system in rows:
+                median = statistics.median(seconds[system.name])
+                tokens = generated_tokens(tokenizer, outputs[system.name])
+                bleu = compute_bleu(outputs[system.name], references)
+                entry[system.name] = {"seconds": seconds[system.name], "median_seconds": median,
+                                      "sentences_per_second": len(sources) / median,
+                                      "tokens_per_second": tokens / median, "generated_tokens": tokens,
+                                      "bleu": bleu["bleu"]}
+            reference = outputs[OURS_FP32]
+            for system in rows:
+                entry[system.name]["identical_outputs_to_ours_fp32"] = sum(
+                    a == b for a, b in zip(outputs[system.name], reference))
+                entry[system.name]["speed_over_ours_fp32"] = (entry[system.name]["sentences_per_second"]
+                                                               / entry[OURS_FP32]["sentences_per_second"])
+            results["threads"][str(threads)] = entry
+            log(f"[8] {threads} thread(s): " + ", ".join(
+                f"{name} {e['sentences_per_second']:.1f} sent/s BLEU {e['bleu']:.2f}" for name, e in entry.items()))
+            del translators
+    torch.set_num_threads(saved_threads)
+    return results
+
+
+def search_speed(settings, corpus, device, log) -> dict:
+    """The two beam searches of our model at `search_preset`, random weights, forced to the same length."""
+    sentences = settings.search_sentences
+    length = forced_length(settings, corpus, sentences)
+    batches = source_batches(corpus, sentences, settings.beam_batch_size, device)
+    generation_config = forced_generation_config(corpus.tokenizer, length, num_beams=NUM_BEAMS)
+    model = build_pair(corpus_config(corpus, settings.search_preset), device)["modeling_vaswani"].eval()
+    searches = {"transformers' beam search": TRANSFORMERS_BEAM_SEARCH, "paper's beam search": PAPER_SEARCH}
+
+    def run(search, which=batches):
+        def go():
+            with torch.inference_mode():
+                for input_ids, mask in which:
+                    out = model.generate(input_ids=input_ids, attention_mask=mask,
+                                         generation_config=generation_config, **searches[search])
+                    assert out.shape[1] == length + 1, out.shape
+        return go
+
+    seconds = alternate({name: run(name) for name in searches}, settings.beam_reps, device,
+                        warmup={name: run(name, batches[:1]) for name in searches})
+    count = sum(len(ids) for ids, _ in batches)
+    results = {"preset": settings.search_preset, "sentences": count, "forced_output_length": length,
+               "batch_size": settings.beam_batch_size}
+    for name in searches:
+        median = statistics.median(seconds[name])
+        results[name] = {"seconds": seconds[name], "median_seconds": median,
+                         "sentences_per_second": count / median, "tokens_per_second": count * length / median}
+    results["ratio_paper_over_transformers"] = (results["paper's beam search"]["sentences_per_second"]
+                                                / results["transformers' beam search"]["sentences_per_second"])
+    log(f"[8] search at {settings.search_preset}: paper/transformers {results['ratio_paper_over_transformers']:.3f}")
+    return results
+
+
+def compile_payoff(settings, log, model_path: str | None = None) -> dict:
+    """What `--compile` costs and saves: greedy search, eager against static cache + torch.compile, per batch.
+
+    Each new batch shape (size, source length) compiles again; the first batches of the length-sorted
+    test set have different shapes, so their times include compiling.
+    """
+    model_path = model_path or shipped_model_path()
+    sources, _ = multi30k_pairs("test", "en", "de", settings.translate_sentences)
+    order = sorted(sources, key=len)
+    size = settings.translate_batch_size
+    batches = [order[i:i + size] for i in range(0, min(len(order), settings.compile_batches * size), size)]
+    eager, tokenizer = load_translator(model_path, "cpu")
+    compiled, _ = load_translator(model_path, "cpu", fast_path=FastPath(compile=True))
+    results = {"batch_size": size, "batches": []}
+    for number, batch in enumerate(batches):
+        encoded = tokenizer(batch, return_tensors="pt", padding=True)
+        row = {"source_length": int(encoded["input_ids"].shape[1])}
+        for name, model in (("eager", eager), ("compiled", compiled), ("compiled_again", compiled)):
+            start = time.perf_counter()
+            with torch.inference_mode():
+                model.generate(**encoded, num_beams=1)
+            row[f"{name}_seconds"] = time.perf_counter() - start
+        results["batches"].append(row)
+        log(f"[8] compile, batch {number}: eager {row['eager_seconds']:.2f} s, first compiled call "
+            f"{row['compiled_seconds']:.2f} s, again {row['compiled_again_seconds']:.2f} s")
+    rows = results["batches"]
+    results["compile_seconds"] = sum(r["compiled_seconds"] - r["compiled_again_seconds"] for r in rows)
+    results["saved_seconds_per_batch"] = statistics.median(r["eager_seconds"] - r["compiled_again_seconds"]
+                                                           for r in rows)
+    # The whole test set in batches of this size: what compiling would have to win back.
+    results["test_set_batches"] = -(-len(sources) // size)
+    results["saved_seconds_on_the_test_set"] = results["saved_seconds_per_batch"] * results["test_set_batches"]
+    results["pays_off_on_the_test_set"] = results["saved_seconds_on_the_test_set"] > results["compile_seconds"]
+    return results

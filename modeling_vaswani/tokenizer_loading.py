@@ -1,0 +1,92 @@
+"""Loading a saved tokenizer, strictly (not from the paper): for training, translating, converting and
+sharing a model alike.
+
+`load_tokenizer` reads the folder `save_pretrained` wrote (the BPE tokenizer of
+training/tokenization.py, or another kind such as the sentencepiece `MarianTokenizer` of a converted
+model) and refuses, in one line naming the file, what does not parse. The `tokenizers` library
+panics instead of raising on some inputs; `is_tokenizer_panic` and `tokenizer_failure` turn such a
+panic into a one-line ValueError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Union
+
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+from .model.loading import is_hub_id
+
+
+def load_tokenizer(path: Union[str, os.PathLike]):
+    """Load a tokenizer saved with ``save_pretrained`` (a directory holding ``tokenizer.json``).
+
+    A directory holding another kind of tokenizer (a ``tokenizer_config.json`` without
+    ``tokenizer.json``, e.g. the sentencepiece ``MarianTokenizer`` of a model converted from
+    Marian) is loaded with ``AutoTokenizer``, and so is a Hub id (never running code it ships).
+    A file that does not parse as a tokenizer is refused with a ValueError naming it.
+    """
+    directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"{directory} is a file, not a tokenizer folder; point to the model's folder.")
+    if not directory.exists() and is_hub_id(str(path)):
+        return _loaded(lambda: AutoTokenizer.from_pretrained(str(path), trust_remote_code=False), str(path))
+    if not (directory / "tokenizer.json").is_file() and (directory / "tokenizer_config.json").is_file():
+        return _loaded(lambda: AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False),
+                       str(directory / "tokenizer_config.json"))
+    if not (directory / "tokenizer.json").is_file():
+        raise FileNotFoundError(
+            f"No tokenizer found at {directory}: expected {directory / 'tokenizer.json'}. "
+            "Train one with train_bpe_tokenizer(...) and save it with tokenizer.save_pretrained(path)."
+        )
+    return _loaded(lambda: PreTrainedTokenizerFast.from_pretrained(str(directory)), str(directory / "tokenizer.json"))
+
+
+# The small JSON files beside tokenizer.json that transformers reads too.
+_TOKENIZER_SIDE_FILES = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+
+
+def is_tokenizer_panic(error: BaseException) -> bool:
+    """Whether `error` is a panic of the `tokenizers` library (pyo3's PanicException).
+
+    The Rust code panics instead of raising on some inputs (a pre-tokenizer regex that backtracks
+    too much on a line, for one); pyo3 turns a panic into a BaseException that `except Exception`
+    does not catch.
+    """
+    return type(error).__name__ == "PanicException"
+
+
+def tokenizer_failure(error: BaseException, what: str) -> ValueError:
+    """A one-line ValueError for a tokenizer that failed (or panicked) on `what`."""
+    reason = " ".join(str(error).split()) or type(error).__name__
+    return ValueError(
+        f"The tokenizer failed on {what} ({reason}); its tokenizer.json is damaged or holds a pattern that "
+        "cannot handle this text. Use the tokenizer the model was trained with, from a trusted source."
+    )
+
+
+def _loaded(load, name: str):
+    folder = Path(name).parent if Path(name).is_file() else None
+    for side in _TOKENIZER_SIDE_FILES if folder is not None else ():
+        if (folder / side).is_file():
+            try:
+                json.loads((folder / side).read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise ValueError(f"{folder / side} is not valid JSON ({error}); save the tokenizer again with "
+                                 "save_pretrained, or copy the model's tokenizer files from where it came from.") from None
+    try:
+        return load()
+    except (FileNotFoundError, PermissionError):
+        raise
+    except BaseException as error:  # json, tokenizers (a bare Exception) and transformers errors alike
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+        if isinstance(error, OSError) and not Path(name).exists():
+            raise  # a Hub id that cannot be fetched: transformers' message says why
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(
+            f"{name} is not a valid tokenizer ({reason}); save the tokenizer again with save_pretrained, or "
+            "copy the model's tokenizer files (tokenizer.json, tokenizer_config.json) from where the model came from."
+        ) from None

@@ -1,0 +1,257 @@
+"""The Table 3 miniature's report: a Markdown table in the paper's columns, a JSON, a figure.
+
+<output>/README.md is written whole from the finished rows (<output>/rows/*.json): the table in
+Table 3's columns with the paper's own PPL, BLEU and parameters beside each row; a reading that
+sets each row's change from the base beside the paper's change; the run-to-run noise measured by
+the base's extra seeds; the rows that failed or are still to run. <output>/results.json holds
+all of it with the machine and the exact command, <output>/table3.png the changes as a figure.
+
+A change is called "within noise" when it is no larger than the spread between the base's seeds
+(the largest minus the smallest); with one seed the noise is not measured and nothing is called so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .ablation_rows import PAPER_BASE_RESULT, PAPER_FINDINGS, Row, table_order
+
+COLUMNS = ("row", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "ε_ls", "train steps", "PPL (dev)",
+           "BLEU (dev)", "params ×10^6", "paper PPL (dev)", "paper BLEU (dev)", "paper params ×10^6")
+CONFIG_COLUMNS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout", "label_smoothing")
+SYMBOLS = {"num_layers": "N", "d_model": "d_model", "d_ff": "d_ff", "num_heads": "h", "d_k": "d_k", "d_v": "d_v",
+           "dropout": "P_drop", "label_smoothing": "ε_ls", "positional_encoding": "positions"}
+BLANK = "—"
+FIGURE = "table3.png"
+
+
+def row_label(result: dict) -> str:
+    label = result["row"]
+    if result["group"] == "base" and result["row"] != "base":
+        label += f" (seed {result['seed']})"
+    elif result["config"].get("positional_encoding") == "learned":
+        label += " (learned positions)"
+    elif not result.get("paper"):
+        label += " (ours)"
+    return label
+
+
+def describe_changes(changes: dict) -> str:
+    return ", ".join(f"{SYMBOLS.get(name, name)} {value}" for name, value in changes.items()) or "the base"
+
+
+def _number(value, digits: int) -> str:
+    return BLANK if value is None else f"{value:.{digits}f}"
+
+
+def table_line(cells) -> str:
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+def results_table(results: list[dict], failures: dict[str, dict], rows: dict[str, Row]) -> list[str]:
+    """Markdown lines of the table in Table 3's columns, finished and failed rows in table order."""
+    lines = [table_line(COLUMNS), table_line(["---"] * len(COLUMNS))]
+    entries = [(r["row"], r) for r in results] + [(row_id, None) for row_id in failures]
+    for row_id, result in sorted(entries, key=lambda entry: table_order(entry[0])):
+        row = rows.get(row_id)
+        if result is None and row is None:
+            continue
+        config = result["config"] if result else row.config
+        paper = (result.get("paper") if result else row.paper) or {}
+        sizes = [config[name] for name in CONFIG_COLUMNS]
+        if result:
+            label = row_label(result)
+            measured = [result["train"]["steps"], _number(result["dev"]["ppl"], 2), _number(result["dev"]["bleu"], 1),
+                        _number(result["dev"]["parameters"] / 1e6, 2)]
+        else:
+            label, measured = f"{row_id} (failed)", ["failed"] * 4
+        paper_cells = [_number(paper.get("ppl"), 2), _number(paper.get("bleu"), 1),
+                       BLANK if paper.get("params") is None else paper["params"]]
+        lines.append(table_line([label, *sizes, *measured, *paper_cells]))
+    return lines
+
+
+def base_noise(results: list[dict]) -> dict | None:
+    """Spread of PPL and BLEU over the base's seeds, or None with fewer than two."""
+    bases = [r for r in results if r["group"] == "base"]
+    if len(bases) < 2:
+        return None
+    ppls = [r["dev"]["ppl"] for r in bases]
+    bleus = [r["dev"]["bleu"] for r in bases]
+    return {"seeds": [r["seed"] for r in bases], "ppl": ppls, "bleu": bleus,
+            "ppl_spread_percent": 100 * (max(ppls) - min(ppls)) / min(ppls), "bleu_spread": max(bleus) - min(bleus)}
+
+
+def _direction(ours: float, paper: float | None, noise: float | None, lower_is_better: bool) -> str:
+    if noise is not None and abs(ours) <= noise:
+        return "within noise"
+    if abs(ours) < 1e-9:
+        return "no change"
+    if paper is None:
+        return "better" if (ours < 0) == lower_is_better else "worse"
+    if abs(paper) < 1e-9:
+        return "differs (the paper: no change)"
+    return "as the paper" if (ours > 0) == (paper > 0) else "opposite to the paper"
+
+
+def changes_from_base(results: list[dict]) -> list[dict]:
+    """Each non-base row's change in PPL (percent) and BLEU (points) from the base, ours and the paper's."""
+    base = next((r for r in results if r["row"] == "base"), None)
+    if base is None:
+        return []
+    noise = base_noise(results)
+    out = []
+    for result in sorted(results, key=lambda r: table_order(r["row"])):
+        if result["group"] == "base":
+            continue
+        paper = result.get("paper") or {}
+        ppl = 100 * (result["dev"]["ppl"] / base["dev"]["ppl"] - 1)
+        bleu = result["dev"]["bleu"] - base["dev"]["bleu"]
+        paper_ppl = 100 * (paper["ppl"] / PAPER_BASE_RESULT["ppl"] - 1) if paper.get("ppl") else None
+        paper_bleu = paper["bleu"] - PAPER_BASE_RESULT["bleu"] if paper.get("bleu") else None
+        out.append({
+            "row": result["row"], "group": result["group"], "changes": result["changes"],
+            "ppl_change_percent": ppl, "paper_ppl_change_percent": paper_ppl,
+            "bleu_change": bleu, "paper_bleu_change": paper_bleu,
+            "ppl_reading": _direction(ppl, paper_ppl, noise and noise["ppl_spread_percent"], lower_is_better=True),
+            "bleu_reading": _direction(bleu, paper_bleu, noise and noise["bleu_spread"], lower_is_better=False),
+        })
+    return out
+
+
+def _signed(value, digits: int, unit: str = "") -> str:
+    return BLANK if value is None else f"{value:+.{digits}f}{unit}"
+
+
+def reading_lines(changes: list[dict]) -> list[str]:
+    header = ("row", "changed (ours)", "PPL change", "paper's", "reading", "BLEU change", "paper's", "reading")
+    lines = [table_line(header), table_line(["---"] * len(header))]
+    for change in changes:
+        lines.append(table_line([
+            change["row"], describe_changes(change["changes"]),
+            _signed(change["ppl_change_percent"], 1, " %"), _signed(change["paper_ppl_change_percent"], 1, " %"),
+            change["ppl_reading"], _signed(change["bleu_change"], 1), _signed(change["paper_bleu_change"], 1),
+            change["bleu_reading"]]))
+    return lines
+
+
+def write_figure(path: Path, changes: list[dict], noise: dict | None, title: str) -> bool:
+    """Each row's change from the base beside the paper's, two panels; False where matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = [c["row"] for c in changes][::-1]  # the table's order, top to bottom
+    figure, axes = plt.subplots(1, 2, figsize=(10, 0.32 * len(rows) + 2), sharey=True)
+    panels = (("ppl_change_percent", "paper_ppl_change_percent", "dev PPL change from the base (%)", "ppl_spread_percent"),
+              ("bleu_change", "paper_bleu_change", "dev BLEU change from the base (points)", "bleu_spread"))
+    by_row = {c["row"]: c for c in changes}
+    for axis, (ours_key, paper_key, label, noise_key) in zip(axes, panels):
+        positions = range(len(rows))
+        axis.barh(positions, [by_row[r][ours_key] for r in rows], color="tab:blue", label="this miniature")
+        paper = [(i, by_row[r][paper_key]) for i, r in enumerate(rows) if by_row[r][paper_key] is not None]
+        if paper:
+            axis.plot([v for _, v in paper], [i for i, _ in paper], "D", color="black", markersize=5,
+                      label="the paper (Table 3)")
+        if noise is not None:
+            axis.axvspan(-noise[noise_key], noise[noise_key], color="0.85", zorder=0,
+                         label=f"base seed spread ({len(noise['seeds'])} seeds)")
+        axis.axvline(0, color="0.4", linewidth=0.8)
+        axis.set_xlabel(label)
+        axis.set_yticks(list(positions), rows)
+        axis.grid(axis="x", alpha=0.3)
+    axes[0].legend(fontsize=8, loc="best")
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
+def write_report(output: Path, all_rows: list[Row], settings: dict, budget: str, command: str, machine: dict,
+                 hardware: str, results: list[dict], failures: dict[str, dict]) -> dict:
+    """Write README.md, results.json and the figure into `output`; the JSON's content."""
+    output = Path(output)
+    results = sorted(results, key=lambda r: table_order(r["row"]))
+    rows = {row.id: row for row in all_rows}
+    failures = {row_id: f for row_id, f in failures.items() if row_id not in {r["row"] for r in results}}
+    done = {r["row"] for r in results} | set(failures)
+    not_run = [row.id for row in all_rows if row.id not in done]
+    noise = base_noise(results)
+    changes = changes_from_base(results)
+    drew = bool(changes) and write_figure(output / FIGURE, changes, noise,
+                                          f"Table 3 in miniature: {budget} per row, {hardware}")
+    report = {"command": command, "hardware": hardware, "machine": machine, "settings": settings, "budget": budget,
+              "written": time.strftime("%Y-%m-%d %H:%M:%S %z"), "rows": results, "changes_from_base": changes,
+              "noise": noise, "failed": list(failures.values()), "not_run": not_run,
+              "paper_base": PAPER_BASE_RESULT, "figure": FIGURE if drew else None}
+    (output / "results.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (output / "README.md").write_text(readme(report, results, failures, rows, noise, changes), encoding="utf-8")
+    return report
+
+
+def readme(report, results, failures, rows, noise, changes) -> str:
+    s = report["settings"]
+    lines = [
+        "# Table 3 in miniature: results",
+        "",
+        "Written by `scripts/table3.py` (how to run it and how to read each row: [docs/table3.md](../table3.md)). "
+        "Everything below comes from the rows' result files in `rows/`; rerunning the command goes on with the rows "
+        "still missing and rewrites this page.",
+        "",
+        f"- Command: `{report['command']}`",
+        f"- Machine: {report['hardware']}; torch {report['machine'].get('torch')}, "
+        f"transformers {report['machine'].get('transformers')}",
+        f"- Budget: {report['budget']} per row (scripts/train.py, {s['max_tokens']} tokens a step, Eq. (3) "
+        f"warm-up {s['warmup_steps']} steps, data seed {s['data_seed']}); base `{s['base']}`",
+        f"- Dev set: Multi30k validation{_dev_size(results)}; PPL per subword without label smoothing; "
+        f"BLEU {'beam ' + str(s['num_beams']) if s['num_beams'] > 1 else 'greedy'}, cased sacreBLEU, no checkpoint "
+        "averaging",
+        "",
+        "## The table",
+        "",
+        "Table 3's columns; the last three are the paper's own numbers for the row it scales (newstest2013, "
+        f"100K steps of a 65M-parameter base; {BLANK} where the paper leaves the cell blank).",
+        "",
+        *results_table(results, failures, rows),
+        "",
+        "## Each row beside the paper",
+        "",
+    ]
+    if changes:
+        lines += ["Change from the base row (ours from our base, the paper's from its base). Lower PPL is better, "
+                  "higher BLEU is better.", "", *reading_lines(changes), ""]
+        if report["figure"]:
+            lines += [f"![Each row's change from the base, beside the paper's]({FIGURE})", ""]
+        lines += [f"- ({group}) the paper: {finding}." for group, finding in PAPER_FINDINGS.items()
+                  if any(c["group"] == group for c in changes)]
+        lines.append("")
+    else:
+        lines += ["No change from the base to show yet: the base row and at least one other must be finished.", ""]
+    lines += ["## Run-to-run noise", ""]
+    if noise:
+        lines.append(f"The base trained with seeds {', '.join(map(str, noise['seeds']))} (same data order): dev PPL "
+                     f"{', '.join(f'{v:.2f}' for v in noise['ppl'])} (spread {noise['ppl_spread_percent']:.1f} %), "
+                     f"dev BLEU {', '.join(f'{v:.1f}' for v in noise['bleu'])} (spread {noise['bleu_spread']:.1f}). "
+                     "A row's change no larger than this spread is marked within noise.")
+    else:
+        lines.append("Not measured: the base ran with one seed (`--seeds 2` runs a second).")
+    lines.append("")
+    if failures:
+        lines += ["## Rows that failed", ""]
+        lines += [f"- {f['row']}: while {f['stage']}: {f['reason']} (log: `{f['log']}`)" for f in failures.values()]
+        lines.append("")
+    if report["not_run"]:
+        lines += ["## Rows not run yet", "", ", ".join(report["not_run"]), ""]
+    return "\n".join(lines)
+
+
+def _dev_size(results: list[dict]) -> str:
+    sizes = {r["dev"]["dev_sentences"] for r in results}
+    return f" ({', '.join(map(str, sorted(sizes)))} sentences)" if sizes else ""
+

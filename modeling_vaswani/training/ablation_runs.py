@@ -1,0 +1,257 @@
+"""Running the Table 3 miniature: each row trained by scripts/train.py in a process of its own.
+
+For each row (ablation_rows.py), in the table's order: an untrained model of the row's sizes
+(ablation_models.py) is trained by `python scripts/train.py --model_name_or_path <it>` for the
+same budget as every other row (`--max_train_minutes` or `--max_steps`), with the same data seed,
+batches of the same --max_tokens and the same Eq. (3) warm-up; then its dev perplexity and BLEU
+are measured (ablation_scoring.py) and written to <output>/rows/<row>.json.
+
+A row whose result file is there is skipped, so a table stopped part-way goes on where it was.
+A row that fails (scripts/train.py exits with an error, or scoring raises) is reported, with the
+end of its log, in <output>/rows/<row>.failed.json, and the other rows go on; the next run tries
+it again. Results are kept only beside results made the same way: a table asked for with another
+budget, base, vocabulary or data refuses to mix its rows with those already in <output>.
+
+Standard library only at import (torch is imported for the work), so scripts/table3.py answers
+--help and checks --rows at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .ablation_rows import Row
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN_SCRIPT = REPO / "scripts" / "train.py"
+LOG_TAIL_LINES = 25
+
+
+class MixedTableError(ValueError):
+    """Results already in the output folder were made with other settings than the ones asked for."""
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """What every row shares; two tables are comparable only when these agree."""
+
+    minutes: float | None = None  # scripts/train.py --max_train_minutes, per row
+    steps: int | None = None  # --max_steps, per row
+    base: str = "multi30k"
+    data_seed: int = 42
+    vocab_size: int = 8000
+    max_tokens: int = 2048
+    warmup_steps: int = 300
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
+    num_beams: int = 4
+    source_lang: str = "en"
+    target_lang: str = "de"
+
+    def __post_init__(self):
+        if (self.minutes is None) == (self.steps is None):
+            raise ValueError("give the budget of each row as minutes or as steps, one of the two.")
+
+    def budget(self) -> str:
+        return f"{self.minutes:g} minutes" if self.minutes is not None else f"{self.steps} steps"
+
+
+def row_file(output: Path, row: Row) -> Path:
+    return Path(output) / "rows" / f"{row.id}.json"
+
+
+def failure_file(output: Path, row: Row) -> Path:
+    return Path(output) / "rows" / f"{row.id}.failed.json"
+
+
+def read_results(output: Path) -> dict[str, dict]:
+    """{row id: its result} of every finished row in `output`."""
+    folder = Path(output) / "rows"
+    results = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        if not path.name.endswith(".failed.json"):
+            results[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+    return results
+
+
+def read_failures(output: Path) -> dict[str, dict]:
+    folder = Path(output) / "rows"
+    return {path.name.removesuffix(".failed.json"): json.loads(path.read_text(encoding="utf-8"))
+            for path in (sorted(folder.glob("*.failed.json")) if folder.is_dir() else ())}
+
+
+def check_same_settings(output: Path, settings: TableSettings) -> None:
+    """Refuse to add rows to a table whose finished rows were made with other settings."""
+    wanted = asdict(settings)
+    for row_id, result in read_results(output).items():
+        differing = sorted(name for name in wanted if result["settings"].get(name) != wanted[name])
+        if differing:
+            said = ", ".join(f"{name} {result['settings'].get(name)!r} there, {wanted[name]!r} now" for name in differing)
+            raise MixedTableError(f"{output}/rows/{row_id}.json was made with other settings ({said}); give another "
+                                  "--output, or the same settings to go on with that table.")
+
+
+def train_command(row: Row, settings: TableSettings, start_dir: Path, model_dir: Path, threads: int) -> list[str]:
+    """The scripts/train.py command line of one row."""
+    command = [sys.executable, str(TRAIN_SCRIPT), "--model_name_or_path", str(start_dir), "--output_dir",
+               str(model_dir), "--overwrite_output_dir", "--seed", str(row.seed), "--data_seed", str(settings.data_seed),
+               "--max_tokens", str(settings.max_tokens), "--warmup_steps_noam", str(settings.warmup_steps),
+               "--threads", str(threads), "--source_lang", settings.source_lang, "--target_lang", settings.target_lang,
+               # Table 3 scores each row once, at the end (ablation_scoring.py); no evaluation or checkpoint on the way.
+               "--eval_strategy", "no", "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
+               "--logging_steps", "50"]
+    if settings.minutes is not None:
+        command += ["--max_train_minutes", f"{settings.minutes:g}", "--num_train_epochs", "100000"]
+    else:
+        command += ["--max_steps", str(settings.steps)]
+    if settings.max_train_samples:
+        command += ["--max_train_samples", str(settings.max_train_samples)]
+    return command
+
+
+def shown_command(command: list[str]) -> str:
+    """`command` as typed in the repository: python scripts/train.py, paths inside it relative."""
+    def shown(part: str) -> str:
+        path = Path(part)
+        return str(path.relative_to(REPO)) if path.is_absolute() and path.is_relative_to(REPO) else part
+
+    return shlex.join(["python", *map(shown, command[1:])])
+
+
+def training_facts(model_dir: Path) -> dict:
+    """Steps, epochs and the last logged training loss, from the Trainer's trainer_state.json."""
+    state = json.loads((model_dir / "trainer_state.json").read_text(encoding="utf-8"))
+    losses = [entry["loss"] for entry in state.get("log_history", []) if "loss" in entry]
+    return {"steps": state.get("global_step"), "epochs": round(state.get("epoch") or 0.0, 3),
+            "last_training_loss": losses[-1] if losses else None}
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    if not path.is_file():
+        return []
+    return [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()][-lines:]
+
+
+class TableRun:
+    """The rows of one table, run in order (or `jobs` at a time), each trained in its own process."""
+
+    def __init__(self, settings: TableSettings, output: Path, runs_dir: Path, threads: int = 1, jobs: int = 1,
+                 command: str = "", log=print):
+        # Absolute: the rows' processes run from the repository, wherever this one was started.
+        self.settings, self.output, self.runs_dir = settings, Path(output), Path(runs_dir).resolve()
+        self.threads, self.jobs, self.command, self.log = threads, jobs, command, log
+        # Tokenizing, building and scoring happen in this process: one at a time, with `threads` threads.
+        self._in_process = threading.Lock()
+        self._tokenizer = None
+
+    def run(self, rows: list[Row]) -> dict[str, list[str]]:
+        """Train and score every row not yet done; {"done", "skipped", "failed"}: row ids."""
+        check_same_settings(self.output, self.settings)
+        (self.output / "rows").mkdir(parents=True, exist_ok=True)
+        finished = read_results(self.output)
+        todo = [row for row in rows if row.id not in finished]
+        outcome = {"done": [], "skipped": [row.id for row in rows if row.id in finished], "failed": []}
+        for row in rows:
+            if row.id in finished:
+                self.log(f"{row.id}: already done ({row_file(self.output, row)}), skipped")
+        if not todo:
+            return outcome
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            for row, ok in zip(todo, pool.map(self.run_row, todo)):
+                outcome["done" if ok else "failed"].append(row.id)
+        return outcome
+
+    def run_row(self, row: Row) -> bool:
+        """Train and score one row; False (with a .failed.json) if any stage fails."""
+        run_dir = self.runs_dir / row.id
+        log_path = run_dir / "train.log"
+        stage = "preparing the starting model"
+        try:
+            with self._in_process:
+                start_dir = self.prepare(row, run_dir)
+            stage = "training (scripts/train.py)"
+            command = train_command(row, self.settings, start_dir, run_dir / "model", self.threads)
+            self.log(f"{row.id}: training {row.changes or 'the base'} for {self.settings.budget()} "
+                     f"(log: {log_path})")
+            began = time.monotonic()
+            with open(log_path, "w", encoding="utf-8") as log:
+                log.write("$ " + shlex.join(command) + "\n")
+                log.flush()
+                exit_code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                                           env=self.environment(), timeout=self.timeout()).returncode
+            minutes = (time.monotonic() - began) / 60
+            if exit_code != 0:
+                return self.failed(row, stage, f"scripts/train.py exited with status {exit_code}", log_path)
+            facts = training_facts(run_dir / "model")
+            stage = "scoring on the dev set"
+            with self._in_process:
+                scores = self.score(run_dir / "model")
+        except subprocess.TimeoutExpired:
+            return self.failed(row, stage, f"scripts/train.py ran past {self.timeout() / 60:.0f} minutes", log_path)
+        except Exception as error:  # one row's failure is reported; the others go on
+            return self.failed(row, stage, f"{type(error).__name__}: {' '.join(str(error).split())}", log_path)
+        result = {"row": row.id, "group": row.group, "config": row.config, "changes": row.changes, "seed": row.seed,
+                  "paper": row.paper, "note": row.note, "settings": asdict(self.settings), "threads": self.threads,
+                  "train": {**facts, "minutes": round(minutes, 2), "command": shown_command(command)},
+                  "dev": scores}
+        path = row_file(self.output, row)
+        path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        failure_file(self.output, row).unlink(missing_ok=True)
+        self.log(f"{row.id}: {facts['steps']} steps, dev PPL {scores['ppl']:.2f}, dev BLEU {scores['bleu']:.1f}, "
+                 f"{scores['parameters'] / 1e6:.2f}M parameters → {path}")
+        return True
+
+    def failed(self, row: Row, stage: str, reason: str, log_path: Path) -> bool:
+        tail = log_tail(log_path)
+        failure_file(self.output, row).write_text(json.dumps(
+            {"row": row.id, "stage": stage, "reason": reason, "log": str(log_path), "log_tail": tail},
+            indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        self.log(f"{row.id}: FAILED while {stage}: {reason}" + (f"\n    {tail[-1]}" if tail else "")
+                 + f"\n    (the other rows go on; full log: {log_path})")
+        return False
+
+    def environment(self) -> dict:
+        return {**os.environ, "OMP_NUM_THREADS": str(self.threads), "TOKENIZERS_PARALLELISM": "false",
+                "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+
+    def timeout(self) -> float | None:
+        """Seconds after which a time-budgeted row is taken for hung (twice its budget and 10 minutes)."""
+        return None if self.settings.minutes is None else (2 * self.settings.minutes + 10) * 60
+
+    # --- the work done in this process (torch imported here, not at import) ---------------------
+
+    def prepare(self, row: Row, run_dir: Path) -> Path:
+        import transformers
+
+        from .threads import use_threads
+        from .ablation_models import shared_tokenizer, write_starting_model
+
+        transformers.utils.logging.disable_progress_bar()  # one bar per saved or loaded model would be noise
+        use_threads(self.threads)
+        if self._tokenizer is None:
+            s = self.settings
+            name = f"tokenizer-{s.source_lang}{s.target_lang}-v{s.vocab_size}-n{s.max_train_samples or 'all'}"
+            self._tokenizer = shared_tokenizer(self.runs_dir / name, s.source_lang, s.target_lang, s.vocab_size,
+                                               s.max_train_samples)
+        start_dir = run_dir / "start"
+        write_starting_model(start_dir, row.config, self._tokenizer, row.seed)
+        return start_dir
+
+    def score(self, model_dir: Path) -> dict:
+        from .data import multi30k_pairs
+        from .threads import use_threads
+        from .ablation_scoring import score_trained_row
+
+        use_threads(self.threads)
+        s = self.settings
+        sources, references = multi30k_pairs("validation", s.source_lang, s.target_lang, s.max_eval_samples)
+        return score_trained_row(model_dir, sources, references, num_beams=s.num_beams)

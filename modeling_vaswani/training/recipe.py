@@ -1,0 +1,248 @@
+"""The training recipe of scripts/train.py, §5 end to end (its command line is `recipe_flags`).
+
+Data (§5.1: the embedded Multi30k, a Hub dataset or local files), one BPE vocabulary shared by
+both languages, the model of a Table 3 preset (or a trained one to fine-tune, or a checkpoint to
+resume), `VaswaniTrainer` with token-budget batches, Adam and Eq. (3), the clocks of the run
+(`recipe_timing`), and at the end the model folder, its evaluation and §6.1's averaging
+(`recipe_closing`).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import transformers
+from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq
+
+from ..machine import describe_machine, hardware_line
+from ..model.configuration_vaswani import VaswaniConfig
+from ..model.modeling_vaswani import VaswaniForConditionalGeneration
+from ..tokenizer_loading import load_tokenizer
+from .checkpoint_averaging import check_resumable_checkpoint
+from .data import in_memory, load_translation_dataset, select_first
+from .optimization import PRESET_WARMUP_STEPS
+from .precision import report_precision
+from .recipe_checks import check_resumed_model, given, paired_files
+from .recipe_closing import average_last, next_step
+from .recipe_flags import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS
+from .recipe_timing import report_budget_stop, run_clocks, time_one_evaluation
+from .run_folder import claim_output_dir, is_main_launch
+from .run_record import start_segment
+from .threads import choose_threads, use_threads
+from .tokenization import train_tokenizer_for_dataset
+from .trainer import VaswaniTrainer, bleu_metrics_fn
+
+logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
+
+# A new model's vocabulary, with --streaming, is learned on this many pairs from the start of the stream.
+STREAM_VOCABULARY_PAIRS = 200_000
+
+
+def load_data(options):
+    """The training and validation splits the flags name (a Hub dataset, local files or the embedded Multi30k)."""
+    data = load_translation_dataset(
+        options.source_lang,
+        options.target_lang,
+        dataset_name=options.dataset_name,
+        dataset_config_name=options.dataset_config_name,
+        train_files=paired_files(options, "train"),
+        validation_files=paired_files(options, "validation"),
+        train_file=options.train_file,
+        validation_file=options.validation_file,
+        streaming=options.streaming,
+    )
+    if "train" not in data:
+        raise ValueError("The dataset has no train split.")
+    data["train"] = select_first(data["train"], options.max_train_samples)
+    if "validation" in data:
+        data["validation"] = select_first(data["validation"], options.max_eval_samples)
+    for split in [name for name in data if name not in ("train", "validation")]:
+        del data[split]  # test sets are for scripts/evaluate_model.py
+    return data
+
+
+def build_model(options, tokenizer):
+    """The model to train: the checkpoint's when resuming, a trained one to fine-tune, or a new one of a preset."""
+    regularisation = {name: getattr(options, name) for name in REGULARISATION_FLAGS if given(options, name)}
+    if options.resume_from_checkpoint:
+        # The checkpoint's own model (the Trainer then loads its weights and optimizer again).
+        return VaswaniForConditionalGeneration.from_pretrained(options.resume_from_checkpoint)
+    if options.model_name_or_path:
+        # The package's own classes, never code shipped inside the folder (see translation.load_translator).
+        return AutoModelForSeq2SeqLM.from_pretrained(options.model_name_or_path, trust_remote_code=False,
+                                                     **regularisation)
+    sizes = {name: getattr(options, name) for name in SIZE_FLAGS if given(options, name)}
+    config = VaswaniConfig.from_preset(
+        options.preset or DEFAULT_PRESET,
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+        **sizes,
+        **regularisation,
+    )
+    return VaswaniForConditionalGeneration(config)
+
+
+def tokenize(data, tokenizer, options):
+    """Both splits as token ids, truncated to --max_source_length and --max_target_length."""
+    src, tgt = options.source_lang, options.target_lang
+
+    def encode(batch):
+        sources = [pair[src] for pair in batch["translation"]]
+        targets = [pair[tgt] for pair in batch["translation"]]
+        encoded = tokenizer(sources, max_length=options.max_source_length, truncation=True)
+        encoded["labels"] = tokenizer(text_target=targets, max_length=options.max_target_length,
+                                      truncation=True)["input_ids"]
+        return encoded
+
+    began = time.monotonic()
+    # Every split has the one column "translation"; a streamed split is tokenized as it is read.
+    tokenized = {name: part.map(encode, batched=True, remove_columns=["translation"]) for name, part in data.items()}
+    logger.info("tokenized %s in %.1f s", ", ".join(
+        f"{len(part):,} {name} pairs" if isinstance(part, datasets.Dataset) else f"the {name} stream (as it is read)"
+        for name, part in tokenized.items()), time.monotonic() - began)
+    return tokenized
+
+
+def record_run(output_dir, model, resuming, **facts):
+    """Add this invocation (command, machine, threads, batching) to the run's record, for the model card."""
+    machine = describe_machine()
+    segment = {"command": "python scripts/train.py " + shlex.join(sys.argv[1:]), "hardware": hardware_line(machine),
+               **facts}
+    about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
+                   "transformers": machine["transformers"]}
+    start_segment(output_dir, segment, about_model, resuming=resuming)
+
+
+def log_batching(batching: dict, max_tokens: int) -> None:
+    """One line on §5.1's batches: how many, how full, how many tokens a step."""
+    if "shuffle_buffer" in batching:  # a stream: what its first buffer gives
+        logger.info(
+            "§5.1 token-budget batches of a stream, formed %d examples at a time: %d from the first buffer; steps "
+            "of at most %d tokens per side (%d processes × %d accumulated batches of ≤ %d); tokens per step: about "
+            "%d source, %d target (padded), padding efficiency %.3f",
+            batching["shuffle_buffer"], batching["batches_in_first_buffer"], max_tokens, batching["processes"],
+            batching["gradient_accumulation_steps"], batching["max_tokens_per_batch"],
+            batching["tokens_per_step"]["source"], batching["tokens_per_step"]["target"],
+            batching["padding_efficiency"])
+        return
+    logger.info(
+        "§5.1 token-budget batches: %d per epoch, %d per process; %d steps per epoch of at most %d tokens "
+        "per side (%d processes × %d accumulated batches of ≤ %d); tokens per step: %d source, %d target "
+        "(padded), padding efficiency %.3f",
+        batching["batches_per_epoch"], batching["batches_per_process"], batching["steps_per_epoch"],
+        max_tokens, batching["processes"], batching["gradient_accumulation_steps"],
+        batching["max_tokens_per_batch"], batching["tokens_per_step"]["source"],
+        batching["tokens_per_step"]["target"], batching["padding_efficiency"])
+
+
+def train(options, training_args, started: float, started_wall: float):
+    """§5 as the flags ask: data, vocabulary, model, the Trainer with the paper's batches, optimizer and
+    schedule, then the final model folder, its evaluation and §6.1's averaging. `started` and
+    `started_wall` are the `time.monotonic()` and `time.time()` readings of when the program began."""
+    checkpoint = options.resume_from_checkpoint
+    if checkpoint:
+        # The Trainer would otherwise load whatever a run stopped mid-save left behind.
+        check_resumable_checkpoint(checkpoint)
+        check_resumed_model(options, checkpoint)
+
+    data = load_data(options)
+    if checkpoint:
+        tokenizer = load_tokenizer(checkpoint)  # the vocabulary it was trained with
+    elif options.model_name_or_path:
+        tokenizer = load_tokenizer(options.model_name_or_path)  # keep the model's own vocabulary
+    else:
+        # §5.1: one BPE vocabulary shared by source and target, learned on the training split
+        # (on the first STREAM_VOCABULARY_PAIRS pairs of a stream).
+        learned_on = in_memory(select_first(data["train"], STREAM_VOCABULARY_PAIRS) if options.streaming else data["train"])
+        tokenizer = train_tokenizer_for_dataset(learned_on, options.source_lang, options.target_lang,
+                                                vocab_size=options.vocab_size or DEFAULT_VOCAB_SIZE)
+    # The Trainer seeds only when it is built; seed here so that --seed also fixes the initial weights.
+    if training_args.full_determinism:
+        transformers.enable_full_determinism(training_args.seed)
+    else:
+        transformers.set_seed(training_args.seed)
+    model = build_model(options, tokenizer)
+    logger.info("model: %s parameters, config %s", f"{model.num_parameters():,}", model.config.to_diff_dict())
+    threads, why = choose_threads(model.num_parameters(), options.threads)
+    use_threads(threads)
+    logger.info("CPU threads: %d per process (%s)", threads, why)
+
+    tokenized = tokenize(data, tokenizer, options)
+    if "validation" not in tokenized and training_args.eval_strategy != "no":
+        logger.warning("No validation split: evaluation is switched off.")
+        training_args.eval_strategy = "no"
+    evaluating = training_args.eval_strategy != "no"
+    clocks = run_clocks(options, training_args.output_dir, evaluating, start=started)
+    warmup = options.warmup_steps_noam or PRESET_WARMUP_STEPS[options.preset or DEFAULT_PRESET]
+    trainer = VaswaniTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=tokenized["train"],
+        eval_dataset=tokenized.get("validation"),
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
+        processing_class=tokenizer,
+        compute_metrics=bleu_metrics_fn(tokenizer),
+        max_tokens=options.max_tokens or None,
+        shuffle_buffer=options.shuffle_buffer,
+        noam_scale=options.noam_scale,
+        warmup_steps=warmup,
+        callbacks=clocks.callbacks,
+    )
+    facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size}
+    facts.update(report_precision(training_args, logger))  # precision and CPU bf16 support; warns if bf16 is slow
+    if options.max_tokens:
+        batching = trainer.batching_summary()
+        facts["batching"] = batching
+        log_batching(batching, options.max_tokens)
+
+    if trainer.is_world_process_zero():
+        record_run(training_args.output_dir, model, resuming=bool(checkpoint), **facts)
+    if evaluating:
+        time_one_evaluation(clocks, trainer, options)
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    report_budget_stop(clocks, options)
+    trainer.save_model(training_args.output_dir)  # model, tokenizer, generation config, code
+    trainer.log_metrics("train", result.metrics)
+    trainer.save_metrics("train", result.metrics)
+    trainer.save_state()
+
+    if trainer.eval_dataset is not None and evaluating:
+        metrics = trainer.evaluate()  # the last step's evaluation, if training already made it
+        trainer.log_metrics("eval", metrics)
+        trainer.save_metrics("eval", metrics)
+    averaged = average_last(trainer, options) if options.average_last else None
+
+    output = Path(training_args.output_dir)
+    if trainer.is_world_process_zero():
+        clocks.record.record()  # the run's minutes, evaluation and averaging included
+        weights = output / "model.safetensors"
+        if not weights.is_file() or weights.stat().st_mtime < started_wall - 1:
+            raise SystemExit(f"error: training ended but saved no model in {output}")
+        print(f"saved the model in {output}; next: {next_step(output, averaged)}", file=sys.stderr)
+    return trainer
+
+
+def run(options, training_args, started: float, started_wall: float):
+    """`train` with the logs set up for a run and --output_dir locked for as long as it lasts."""
+    # One process speaks for a data-parallel run; the others only warn.
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        level=logging.INFO if is_main_launch() else logging.WARNING)
+    transformers.utils.logging.set_verbosity_warning()
+    # The Trainer's own progress bar stays (--disable_tqdm); one bar per tokenized split and per
+    # saved weights file would be noise.
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    lock = claim_output_dir(options) if is_main_launch() else None
+    try:
+        return train(options, training_args, started, started_wall)
+    finally:
+        if lock is not None:
+            lock.release()

@@ -1,0 +1,202 @@
+"""The clocks of a training run (not from the paper): one wall-clock count of minutes that keeps the
+run's record up to date (`RunClock`), ends training so that the whole run fits in a budget
+(`TimeBudget`), and writes a checkpoint every so many minutes (`SaveEveryMinutes`, §6.1).
+
+All three are Trainer callbacks counting from the same start, measured exactly as the record's
+(`run_record`). Under several data-parallel processes the main process decides when to stop or
+save, for all.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from transformers import TrainerCallback
+
+from .run_record import set_segment_minutes
+
+
+class TrainingClock(TrainerCallback):
+    """Wall-clock minutes of this invocation: the one clock of RunClock, TimeBudget and SaveEveryMinutes.
+
+    It counts from `start` (a `time.monotonic()` reading; scripts/train.py takes it when it starts,
+    so that loading data, evaluating and saving count too) or, without one, from the moment
+    training begins.
+    """
+
+    def __init__(self, start: float | None = None):
+        self.start = start
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.start is None:
+            self.start = time.monotonic()
+
+    def minutes(self) -> float | None:
+        """Minutes since the start; None before there is one."""
+        return None if self.start is None else (time.monotonic() - self.start) / 60
+
+
+def agree_across_processes(decision: bool, device=None) -> bool:
+    """The main process's `decision`, on every data-parallel process.
+
+    A decision taken from each process's own clock (stop now, save now) can differ by a step
+    between processes; the one that stops would leave the others waiting forever for its share of
+    the next gradient all-reduce. Each process calls this at the same step; all get process 0's answer.
+    """
+    import torch
+
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return decision
+    if torch.distributed.get_world_size() == 1:
+        return decision
+    flag = torch.tensor([int(decision)], device=device if device is not None else "cpu")
+    torch.distributed.broadcast(flag, src=0)
+    return bool(flag.item())
+
+
+class RunClock(TrainingClock):
+    """Keeps the latest segment's minutes in run_info.json up to date (main process only)."""
+
+    def __init__(self, output_dir: str | os.PathLike, start: float | None = None):
+        super().__init__(start)
+        self.output_dir = output_dir
+
+    def record(self, is_main_process: bool = True) -> None:
+        """Write the minutes so far (also called once the script's last work is done)."""
+        minutes = self.minutes()
+        if is_main_process and minutes is not None:
+            set_segment_minutes(self.output_dir, minutes)
+
+    def on_save(self, args, state, control, **kwargs):
+        self.record(state.is_world_process_zero)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.record(state.is_world_process_zero)
+
+
+# Bytes written per parameter by a checkpoint (float32 weights and Adam's two moments) and a
+# cautious disk speed: the estimate of a save's duration until one has been timed.
+CHECKPOINT_BYTES_PER_PARAMETER = 12
+DISK_BYTES_PER_SECOND = 100e6
+# The closing work takes this much longer than timed so far before the budget counts it as done.
+CLOSING_MARGIN = 1.25
+
+
+class TimeBudget(TrainingClock):
+    """Ends training so that the run, its closing work included, fits in `minutes` of wall-clock time.
+
+    The closing work is what follows the last step: a checkpoint, `evaluations_after` evaluations
+    (the final one, and that of the averaged model) and `saves_after` more saves or reads of a
+    model's size (the final model folder, checkpoint averaging). Before each step the budget asks
+    whether that step and then the closing work still fit; once they do not, training stops at
+    this step, with a checkpoint, an evaluation (when evaluation is on) and a logged loss.
+
+    The durations are timed as training goes: a step (from its start to its end), an evaluation and
+    a save (each from the step's end, or the work before it, to the Trainer's on_evaluate/on_save).
+    Until an evaluation has been timed, `evaluation_seconds` (an estimate) stands in; until a save
+    has, the model's size at `DISK_BYTES_PER_SECOND`. Under several processes the main process
+    decides, for all (`agree_across_processes`).
+
+    Eq. (3) does not depend on the total number of steps, so stopping early leaves a model
+    trained exactly as a longer run would have been up to that point.
+    """
+
+    def __init__(self, minutes: float, start: float | None = None, evaluations_after: int = 0,
+                 saves_after: int = 0, evaluation_seconds: float | None = None):
+        super().__init__(start)
+        if not minutes > 0:
+            raise ValueError(f"the time budget must be a positive number of minutes, got {minutes}.")
+        self.budget = minutes
+        self.evaluations_after = evaluations_after
+        self.saves_after = saves_after
+        self.evaluation_seconds = evaluation_seconds
+        self.save_seconds = None
+        self.step_seconds = 0.0
+        self._step_start = None
+        self._mark = None  # when the work now being timed (an evaluation, a save) began
+        self.stopped_at = None  # (step, minutes) once the budget ended training
+
+    def closing_seconds(self) -> float:
+        """The estimated duration of the work after the last step: a checkpoint, then the closing work."""
+        evaluation = self.evaluation_seconds or 0.0
+        save = self.save_seconds or 0.0
+        return CLOSING_MARGIN * ((1 + self.saves_after) * save + self.evaluations_after * evaluation)
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        super().on_train_begin(args, state, control, **kwargs)
+        if self.save_seconds is None and model is not None:
+            parameters = sum(p.numel() for p in model.parameters())
+            self.save_seconds = parameters * CHECKPOINT_BYTES_PER_PARAMETER / DISK_BYTES_PER_SECOND
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._step_start = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        now = time.monotonic()
+        self._mark = now
+        if self.start is None:
+            return control
+        if self._step_start is not None:
+            self.step_seconds = now - self._step_start
+        # What this step still does (an evaluation, a checkpoint already due), the next step, and
+        # then the closing work must fit in what is left of the budget.
+        evaluation = self.evaluation_seconds or 0.0
+        next_step = (self.step_seconds + evaluation * control.should_evaluate
+                     + (self.save_seconds or 0.0) * control.should_save)
+        elapsed = now - self.start
+        stop = elapsed + next_step + self.closing_seconds() >= 60 * self.budget
+        if agree_across_processes(stop, getattr(args, "device", None)):
+            control.should_training_stop = True
+            control.should_save = True
+            control.should_log = True
+            control.should_evaluate = args.eval_strategy != "no"
+            self.stopped_at = (getattr(state, "global_step", None), elapsed / 60)
+        return control
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        self._mark = time.monotonic()
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        now = time.monotonic()
+        if self._mark is not None:
+            self.evaluation_seconds = max(self.evaluation_seconds or 0.0, now - self._mark)
+        self._mark = now
+
+    def on_save(self, args, state, control, **kwargs):
+        now = time.monotonic()
+        if self._mark is not None:
+            self.save_seconds = now - self._mark
+        self._mark = now
+
+
+class SaveEveryMinutes(TrainingClock):
+    """A checkpoint whenever `minutes` of wall-clock time have passed since the last one (§6.1).
+
+    The paper's base models "used a single model obtained by averaging the last 5 checkpoints,
+    which were written at 10-minute intervals". The last step of training is saved too, so the
+    final weights are the last checkpoint. Under several processes the main process decides, for
+    all (`agree_across_processes`): a save is a collective step.
+    """
+
+    def __init__(self, minutes: float):
+        super().__init__()
+        if not minutes > 0:
+            raise ValueError(f"the checkpoint interval must be a positive number of minutes, got {minutes}.")
+        self.interval = minutes
+        self.last_save = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        super().on_train_begin(args, state, control, **kwargs)
+        self.last_save = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.last_save is None:
+            return control
+        due = time.monotonic() - self.last_save >= 60 * self.interval or state.global_step >= state.max_steps
+        if agree_across_processes(due, getattr(args, "device", None)):
+            control.should_save = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        self.last_save = time.monotonic()

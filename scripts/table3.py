@@ -1,0 +1,138 @@
+#!/usr/bin/env python
+"""Table 3 in miniature: the paper's variations on the base model, re-trained on Multi30k.
+
+Trains each row of Table 3, scaled to the shipped model's size (N 4, d_model 128, d_ff 512, h 4;
+the rule is in docs/table3.md), with scripts/train.py in a process of its own, for the same
+budget; scores its dev perplexity (per subword, without label smoothing) and dev BLEU (beam 4);
+and writes the table in the paper's columns beside the paper's numbers, a JSON of all results with
+the machine and this command, and a figure into --output.
+
+    python scripts/table3.py --list                                   # the rows, without running them
+    python scripts/table3.py --minutes 5 --seeds 2                    # every row, 5 minutes each
+    python scripts/table3.py --minutes 5 --rows A,B                   # the base and rows (A) and (B)
+    python scripts/table3.py --steps 20 --base tiny --max_train_samples 200 --max_eval_samples 20 \\
+        --vocab_size 500 --output /tmp/table3 --runs_dir /tmp/table3-runs   # a quick try
+
+Run the same command again and the rows already finished (<output>/rows/<row>.json) are skipped:
+a table stopped part-way goes on where it was. A row that fails is reported and the others go on;
+the next run tries it again.
+"""
+
+import argparse
+import shlex
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+try:  # run as a script (scripts/ first on sys.path): the command line alone, so --help answers at once
+    from _light_cli import load_light
+except ModuleNotFoundError:  # run in-process by another program
+    from importlib import import_module as load_light
+
+cli = load_light("modeling_vaswani.cli")
+ablation_rows = load_light("modeling_vaswani.training.ablation_rows")
+ablation_runs = load_light("modeling_vaswani.training.ablation_runs")
+
+
+def positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def build_parser():
+    parser = cli.ArgumentParser(description=__doc__, allow_abbrev=False)
+    add = parser.add_argument_group("what runs").add_argument
+    add("--rows", metavar="LIST", help="Row groups (A, B, C, D, E) or rows (A1, C4, ...), comma-separated "
+        "(default: all of them).")
+    add("--no_base", action="store_true", help="Leave the base row out (it is the reference of every change).")
+    add("--seeds", metavar="K", type=cli.positive_int, default=1,
+        help="Train the base K times, with seeds --seed, --seed + 1, ..., to measure run-to-run noise.")
+    add("--list", action="store_true", help="Print the rows (the scaled sizes) and exit.")
+    add = parser.add_argument_group("the budget of every row (give one)").add_argument
+    add("--minutes", metavar="MIN", type=positive_float,
+        help="Wall-clock minutes per row: scripts/train.py --max_train_minutes (loading and saving included).")
+    add("--steps", metavar="N", type=cli.positive_int, help="Optimizer steps per row: scripts/train.py --max_steps.")
+    add = parser.add_argument_group("how").add_argument
+    add("--threads", metavar="N", type=cli.positive_int, default=1, help="CPU threads per row.")
+    add("--jobs", metavar="N", type=cli.positive_int, default=1,
+        help="Rows trained at the same time (each with --threads threads).")
+    add("--base", choices=sorted(ablation_rows.BASES), default=ablation_rows.DEFAULT_BASE,
+        help="multi30k: the shipped model's size (N 4, d_model 128, d_ff 512, h 4); tiny: for tests.")
+    add("--seed", metavar="N", type=int, default=42, help="Seeds every row's initial weights and dropout.")
+    add("--data_seed", metavar="N", type=int, default=42, help="Seeds the data order, the same for every row.")
+    add("--max_tokens", metavar="N", type=cli.positive_int, default=2048, help="§5.1 tokens per step.")
+    add("--warmup_steps", metavar="N", type=cli.positive_int, default=300,
+        help="Eq. (3) warmup_steps, the same for every row (300: about the steps of a 4-minute base row on one core).")
+    add("--vocab_size", metavar="N", type=cli.positive_int, default=8000, help="The shared BPE vocabulary (§5.1).")
+    add("--max_train_samples", metavar="N", type=cli.positive_int, help="Train on the first N pairs only.")
+    add("--max_eval_samples", metavar="N", type=cli.positive_int, help="Score the first N dev pairs only.")
+    add("--num_beams", metavar="N", type=cli.positive_int, default=4,
+        help="Beam size for dev BLEU (Table 3: §6.1's beam search; 1 = greedy, faster).")
+    add("--source_lang", default="en", help="Translate from this language.")
+    add("--target_lang", default="de", help="... into this one.")
+    add("--output", metavar="DIR", default="docs/table3",
+        help="Where the table (README.md), results.json, the figure and the rows' result files go.")
+    add("--runs_dir", metavar="DIR", default="outputs/table3", help="Where each row's model and log go.")
+    return parser
+
+
+def print_rows(rows) -> None:
+    print("row      N  d_model  d_ff  h   d_k  d_v  P_drop  ε_ls  positions   changed from the base")
+    for row in rows:
+        c = row.config
+        print(f"{row.id:<8} {c['num_layers']:<2} {c['d_model']:<8} {c['d_ff']:<5} {c['num_heads']:<3} {c['d_k']:<4} "
+              f"{c['d_v']:<4} {c['dropout']:<7} {c['label_smoothing']:<5} {c['positional_encoding']:<11} "
+              f"{', '.join(f'{k} {v}' for k, v in row.changes.items()) or '-'}{'  (' + row.note + ')' if row.note else ''}")
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    all_rows = ablation_rows.table3_rows(args.base, seed=args.seed, base_seeds=args.seeds)
+    try:
+        rows = ablation_rows.select_rows(all_rows, args.rows, include_base=not args.no_base)
+    except ValueError as error:
+        parser.error(cli.one_line(error).removesuffix("."))
+    if args.list:
+        print_rows(rows)
+        return
+    if (args.minutes is None) == (args.steps is None):
+        parser.error("give the budget of every row: --minutes or --steps (one of the two)")
+    settings = ablation_runs.TableSettings(
+        minutes=args.minutes, steps=args.steps, base=args.base, data_seed=args.data_seed, vocab_size=args.vocab_size,
+        max_tokens=args.max_tokens, warmup_steps=args.warmup_steps, max_train_samples=args.max_train_samples,
+        max_eval_samples=args.max_eval_samples, num_beams=args.num_beams, source_lang=args.source_lang,
+        target_lang=args.target_lang)
+    command = "python scripts/table3.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    table = ablation_runs.TableRun(settings, Path(args.output), Path(args.runs_dir), threads=args.threads,
+                                   jobs=args.jobs, command=command, log=lambda line: print(line, flush=True))
+    outcome = table.run(rows)
+
+    from modeling_vaswani.machine import describe_machine
+    from modeling_vaswani.training.ablation_report import write_report
+
+    machine = describe_machine()
+    machine["torch_threads"] = args.threads  # each row's threads, not this process's
+    hardware = (f"CPU: {machine['cpu']} ({machine['cpu_cores']} cores), {args.threads} thread{'s' * (args.threads > 1)} "
+                f"per row, {args.jobs} row{'s' * (args.jobs > 1)} at a time, bf16: {machine['cpu_bf16']}")
+    if "gpu" in machine:
+        hardware = machine["gpu"]
+    write_report(Path(args.output), all_rows, settings=asdict(settings), budget=settings.budget(),
+                 command=command, machine=machine, hardware=hardware,
+                 results=list(ablation_runs.read_results(Path(args.output)).values()),
+                 failures=ablation_runs.read_failures(Path(args.output)))
+    print(f"{len(outcome['done'])} rows trained, {len(outcome['skipped'])} already done, "
+          f"{len(outcome['failed'])} failed; the table: {Path(args.output) / 'README.md'}")
+    if outcome["failed"]:
+        print(f"error: {len(outcome['failed'])} row(s) failed ({', '.join(outcome['failed'])}); see "
+              f"{Path(args.output) / 'README.md'}, and run the same command again to retry them", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    cli.run_main(main)

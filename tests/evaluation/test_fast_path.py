@@ -1,0 +1,120 @@
+"""Tests for modeling_vaswani.evaluation.fast_path: the speed options of the one translation loader."""
+
+import logging
+
+import pytest
+import torch
+from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
+
+from modeling_vaswani.cli import ArgumentParser, add_engine_arguments, check_engine_arguments
+from modeling_vaswani.evaluation.fast_path import FastPath, FastPathError, precision_warning
+from modeling_vaswani.evaluation.translation import load_translator, translate
+from modeling_vaswani.bf16_speed import slow_bf16_warning
+from modeling_vaswani.training.precision import report_precision, training_precision
+
+SENTENCES = ["A dog runs.", "Two young men are playing soccer in a park.", "People walk down the street."]
+GREEDY = dict(num_beams=1, max_new_tokens=6)
+
+
+def test_the_default_loads_the_exact_float32_model(saved_model_dir):
+    model, _ = load_translator(str(saved_model_dir))
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert not any(isinstance(m, DynamicQuantizedLinear) for m in model.modules())
+    assert getattr(model.generation_config, "cache_implementation", None) is None
+    assert FastPath().is_default and FastPath().describe() == "float32"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_loads_every_weight_in_that_dtype_and_translates(saved_model_dir, dtype):
+    model, tokenizer = load_translator(str(saved_model_dir), fast_path=FastPath(dtype))
+    assert {p.dtype for p in model.parameters()} == {getattr(torch, dtype)}
+    assert len(translate(model, tokenizer, SENTENCES, **GREEDY)) == len(SENTENCES)
+
+
+def test_int8_replaces_every_linear_layer_and_stays_close_to_float32(saved_model_dir):
+    exact, tokenizer = load_translator(str(saved_model_dir))
+    model, _ = load_translator(str(saved_model_dir), fast_path=FastPath(quantize="int8"))
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    quantized = [m for m in model.modules() if isinstance(m, DynamicQuantizedLinear)]
+    assert quantized and all(isinstance(m, DynamicQuantizedLinear) for m in linears)
+    batch = tokenizer(SENTENCES, return_tensors="pt", padding=True)
+    start = torch.ones(len(SENTENCES), 1, dtype=torch.long) * model.config.decoder_start_token_id
+    with torch.no_grad():
+        a = exact(**batch, decoder_input_ids=start).logits
+        b = model(**batch, decoder_input_ids=start).logits
+    assert not torch.equal(a, b)  # the weights really are int8 ...
+    assert (a - b).abs().max() < 0.1 * a.abs().max()  # ... and the logits close to float32's
+    assert len(translate(model, tokenizer, SENTENCES, **GREEDY)) == len(SENTENCES)
+
+
+def test_compile_chooses_the_static_cache_and_generates_compiled(saved_model_dir):
+    model, _ = load_translator(str(saved_model_dir), fast_path=FastPath(compile=True))
+    assert model.generation_config.cache_implementation == "static"
+    assert model.generation_config.compile_config._compile_all_devices
+    assert FastPath(compile=True).describe() == "float32, compiled"
+
+
+@pytest.mark.parametrize("fast_path, device, match", [
+    (FastPath(quantize="int8"), "meta", "CPU only"),
+    (FastPath("bfloat16", quantize="int8"), "cpu", "float32"),
+    (FastPath(quantize="int4"), "cpu", "only int8"),
+    (FastPath("float8"), "cpu", "--dtype"),
+])
+def test_combinations_that_cannot_run_are_refused_in_one_line(fast_path, device, match):
+    with pytest.raises(FastPathError, match=match) as caught:
+        fast_path.check(torch.device(device))
+    assert "\n" not in str(caught.value)
+
+
+def test_bf16_on_a_cpu_without_amx_or_avx512_bf16_warns_in_one_line(monkeypatch, caplog):
+    monkeypatch.setattr("modeling_vaswani.bf16_speed.bf16_support", lambda: "none")
+    with caplog.at_level(logging.WARNING):
+        FastPath("bfloat16").check(torch.device("cpu"))
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert "neither AMX nor AVX512-BF16" in lines[0] and "slower than float32" in lines[0]
+
+
+@pytest.mark.parametrize("support, dtype, device, warns", [
+    ("none", "bfloat16", "cpu", True), ("amx", "bfloat16", "cpu", False), ("avx512_bf16", "bfloat16", "cpu", False),
+    ("none", "float32", "cpu", False), ("none", "bfloat16", "cuda", False),
+])
+def test_the_bf16_warning_depends_on_the_cpu(support, dtype, device, warns):
+    assert (precision_warning(dtype, device, support=support, cpu="Some CPU") is not None) is warns
+
+
+class Args:
+    def __init__(self, **kwargs):
+        self.bf16, self.fp16, self.device = False, False, torch.device("cpu")
+        self.__dict__.update(kwargs)
+
+
+def test_training_precision_is_recorded_with_the_cpus_bf16_support(monkeypatch, caplog):
+    monkeypatch.setattr("modeling_vaswani.training.precision.bf16_support", lambda: "none")
+    log = logging.getLogger("test-precision")
+    with caplog.at_level(logging.INFO, logger="test-precision"):
+        assert report_precision(Args(bf16=True), log) == {"precision": "bf16", "cpu_bf16": "none"}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "--bf16" in warnings[0] and "runs as asked" in warnings[0]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="test-precision"):
+        assert report_precision(Args(), log)["precision"] == "fp32"
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert training_precision(Args(fp16=True)) == "fp16"
+    assert slow_bf16_warning(support="amx") is None
+
+
+def parse(argv):
+    parser = ArgumentParser()
+    add_engine_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_the_scripts_flags_default_to_exact_float32_and_refuse_torch_options_for_ctranslate2():
+    args = parse([])
+    assert (args.dtype, args.quantize, args.compile) == ("float32", None, False)
+    check_engine_arguments(args)
+    with pytest.raises(ValueError, match="--ct2_compute_type"):
+        check_engine_arguments(parse(["--engine", "ctranslate2", "--quantize", "int8"]))
+    with pytest.raises(SystemExit):
+        parse(["--dtype", "float64"])

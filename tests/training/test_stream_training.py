@@ -1,0 +1,186 @@
+"""VaswaniTrainer on a streamed (iterable) training set with a §5.1 token budget."""
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset
+from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
+from transformers.utils import logging as hf_logging
+
+from modeling_vaswani.training.stream_batching import TokenBudgetStream
+from modeling_vaswani.training.trainer import VaswaniTrainer
+
+VOCAB = 300
+N_EXAMPLES = 90
+MODEL = dict(vocab_size=VOCAB, num_heads=2, num_layers=1)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    hf_logging.set_verbosity_error()
+
+
+def _stream(n=N_EXAMPLES, seed=0, shards=3):
+    """A datasets.IterableDataset; example i starts with token 4 + i; lengths 2–24; a column the model ignores."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        src_len = int(rng.integers(2, 25))
+        tgt_len = max(2, src_len + int(rng.integers(-2, 3)))
+        ids = [4 + i] + rng.integers(4, VOCAB, src_len - 2).tolist() + [2]
+        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids),
+                     "labels": rng.integers(4, VOCAB, tgt_len - 1).tolist() + [2], "source_text": f"pair {i}"})
+    return Dataset.from_list(rows).to_iterable_dataset(num_shards=shards)
+
+
+@pytest.fixture
+def stream_trainer(tmp_path, tokenizer, make_model):
+    def build(dataset=None, max_tokens=120, shuffle_buffer=40, **kwargs):
+        kwargs = {"save_strategy": "no", **kwargs}
+        args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, disable_tqdm=True,
+                                        dataloader_pin_memory=False, seed=0, **kwargs)
+        model = make_model(**MODEL)
+        return VaswaniTrainer(model=model, args=args, train_dataset=dataset if dataset is not None else _stream(),
+                              data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+                              max_tokens=max_tokens, shuffle_buffer=shuffle_buffer, warmup_steps=4)
+
+    return build
+
+
+def _epoch(loader):
+    """(batch size, source length, target length, first tokens) of each batch in one pass."""
+    return [(b["input_ids"].shape[0], b["input_ids"].shape[1], b["labels"].shape[1],
+             b["input_ids"][:, 0].tolist()) for b in loader]
+
+
+def test_stream_dataloader_batches_within_the_budget_and_covers_the_stream(stream_trainer):
+    trainer = stream_trainer(max_steps=3)
+    loader = trainer.get_train_dataloader()
+    assert isinstance(loader.dataset, TokenBudgetStream) and loader.dataset.buffer_size == 40
+    epoch0 = _epoch(loader)
+    for n, src_len, tgt_len, _ in epoch0:
+        assert n * src_len <= 120 and n * tgt_len <= 120
+    assert len({n for n, *_ in epoch0}) > 2  # batch sizes follow the lengths
+    assert sorted(i - 4 for *_, firsts in epoch0 for i in firsts) == list(range(N_EXAMPLES))
+    loader.set_epoch(1)  # what the Trainer calls each epoch
+    epoch1 = _epoch(loader)
+    assert [f for *_, f in epoch1] != [f for *_, f in epoch0]
+    assert sorted(i - 4 for *_, firsts in epoch1 for i in firsts) == list(range(N_EXAMPLES))
+
+
+def test_the_budget_of_a_step_is_split_between_its_batches(stream_trainer):
+    trainer = stream_trainer(max_steps=3, gradient_accumulation_steps=2)
+    assert trainer.get_train_dataloader().dataset.max_tokens == 60
+    summary = trainer.batching_summary()
+    assert (summary["max_tokens_per_step"], summary["max_tokens_per_batch"], summary["shuffle_buffer"]) == (120, 60, 40)
+    assert summary["examples_in_first_buffer"] == 40 and summary["batches_in_first_buffer"] > 1
+    assert summary["tokens_per_step"]["source"] <= 120 and 0 < summary["padding_efficiency"] <= 1
+
+
+def test_training_a_few_steps_on_a_stream(stream_trainer):
+    """7 steps on a stream of 4 batches: the run reads the stream again (a second epoch), as max_steps asks."""
+    trainer = stream_trainer(max_steps=7, logging_steps=1, max_tokens=600, shuffle_buffer=45)
+    assert len(list(trainer.get_train_dataloader())) == 4
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    result = trainer.train()
+    assert trainer.state.global_step == 7 and np.isfinite(result.training_loss)
+    assert trainer.state.epoch > 1
+    assert all(not torch.equal(before[name], p) for name, p in trainer.model.named_parameters())
+    assert len([entry for entry in trainer.state.log_history if "loss" in entry]) == 7
+
+
+def test_a_run_resumed_from_a_checkpoint_ends_with_the_same_weights(stream_trainer, tmp_path):
+    """The Trainer skips the batches already trained on; they are the same batches, so the run goes on exactly."""
+    settings = dict(max_steps=6, max_tokens=600, shuffle_buffer=45, save_strategy="steps", save_steps=3)
+    whole = stream_trainer(**settings)
+    whole.train()
+    resumed = stream_trainer(**settings)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "checkpoint-3"))
+    assert resumed.state.global_step == 6
+    for (name, expected), got in zip(whole.model.named_parameters(), resumed.model.parameters()):
+        assert torch.equal(expected, got), name
+
+
+def test_without_a_budget_the_trainer_batches_the_stream_itself(stream_trainer):
+    loader = stream_trainer(max_tokens=None, max_steps=2, per_device_train_batch_size=8).get_train_dataloader()
+    assert not isinstance(loader.dataset, TokenBudgetStream)
+    assert {b["input_ids"].shape[0] for b in loader} <= {8, N_EXAMPLES % 8}
+
+
+def test_an_untokenized_stream_is_a_clear_error(stream_trainer):
+    text = Dataset.from_list([{"translation": {"en": "a", "de": "b"}}] * 3).to_iterable_dataset()
+    trainer = stream_trainer(dataset=text, max_steps=1)
+    with pytest.raises(ValueError, match="tokenized examples"):
+        trainer.batching_summary()
+
+
+# Under torchrun ------------------------------------------------------------------------------------
+
+DDP_WORKER = '''
+import hashlib, json, sys
+import torch
+from datasets import Dataset
+from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani.tokenizer_loading import load_tokenizer
+from modeling_vaswani.training.trainer import VaswaniTrainer
+
+rows_file, tokenizer_dir, output, max_steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rows = json.loads(open(rows_file).read())
+tokenizer = load_tokenizer(tokenizer_dir)
+torch.manual_seed(0)
+model = VaswaniForConditionalGeneration(VaswaniConfig(
+    vocab_size=len(tokenizer), d_model=16, d_ff=32, num_heads=2, num_layers=1, dropout=0.0,
+    pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+    decoder_start_token_id=tokenizer.bos_token_id))
+collate, seen = DataCollatorForSeq2Seq(tokenizer, model=model), []
+
+def recording(features):
+    batch = collate(features)
+    seen.append(batch["input_ids"][:, 0].tolist())
+    return batch
+
+args = Seq2SeqTrainingArguments(output_dir=output, max_steps=max_steps, use_cpu=True, report_to="none",
+                                save_strategy="no", disable_tqdm=True, dataloader_pin_memory=False, seed=0,
+                                ddp_find_unused_parameters=False)
+trainer = VaswaniTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows).to_iterable_dataset(num_shards=2),
+                         data_collator=recording, max_tokens=240, shuffle_buffer=40, warmup_steps=4)
+trainer.train()
+weights = torch.cat([p.detach().flatten() for p in model.parameters()]).numpy().tobytes()
+with open(f"{output}/rank{trainer.args.process_index}.json", "w") as f:
+    json.dump({"world_size": trainer.args.world_size, "steps": trainer.state.global_step, "seen": seen,
+               "weights": hashlib.sha256(weights).hexdigest()}, f)
+'''
+
+
+@pytest.mark.slow
+def test_torchrun_processes_train_on_their_own_share_of_the_stream(tmp_path, saved_model_dir, repo_root):
+    """Two processes: each trains on exactly its TokenBudgetStream share (not re-split, not dispatched by
+    accelerate), within half the step's budget, for as many steps, into the same weights."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    rows = [{key: value for key, value in row.items() if key != "source_text"} for row in _stream(shards=1)]
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    (tmp_path / "worker.py").write_text(DDP_WORKER)
+    shares = [TokenBudgetStream(rows, 120, buffer_size=40, seed=0, num_replicas=2, rank=r) for r in (0, 1)]
+    per_epoch = len(list(shares[0]))
+    steps = per_epoch + 2  # into the second reading of the stream
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               str(tmp_path / "worker.py"), str(tmp_path / "rows.json"), str(saved_model_dir), str(tmp_path), str(steps)]
+    result = subprocess.run(command, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [r["world_size"] for r in ranks] == [2, 2] and [r["steps"] for r in ranks] == [steps, steps]
+    assert ranks[0]["weights"] == ranks[1]["weights"]  # gradients were averaged over both
+    for rank, (share, record) in enumerate(zip(shares, ranks)):
+        expected = [[row["input_ids"][0] for row in batch] for batch in share]
+        share.set_epoch(1)
+        expected += [[row["input_ids"][0] for row in batch] for batch in share][:2]
+        assert record["seen"][:steps] == expected, rank
+    first_epoch = [set(sum(record["seen"][:per_epoch], [])) for record in ranks]
+    assert first_epoch[0] | first_epoch[1] == {row["input_ids"][0] for row in rows}
