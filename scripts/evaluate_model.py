@@ -40,6 +40,9 @@ def parse_args(argv=None):
     parser.add_argument("--num_beams", type=cli.positive_int, help="Beam size (default: the model's; §6.1's beam 4).")
     parser.add_argument("--length_penalty", type=float,
                         help="Length penalty α (default: the model's; §6.1's 0.6; greedy search has none).")
+    parser.add_argument("--beam_search", choices=["paper", "transformers"],
+                        help="paper: §6.1's GNMT length penalty and stopping rule; transformers: its own beam search "
+                             "(|Y|^α, early_stopping) (default: what the model's generation config chooses).")
     parser.add_argument("--max_new_tokens", type=cli.positive_int,
                         help="Length limit (default: the model's; §6.1's input length + 50).")
     parser.add_argument("--batch_size", type=cli.positive_int, default=64)
@@ -106,6 +109,9 @@ def main(argv=None):
     args.model = args.model or shipped_model_path()
     out_dir = output_folder(args)
     cli.check_engine_arguments(args)
+    if args.beam_search is not None and args.engine == "ctranslate2":
+        raise ValueError("--beam_search chooses between the torch engine's searches; CTranslate2 has its own. "
+                         "Leave out --beam_search or --engine ctranslate2.")
     fast_path = FastPath(args.dtype, args.quantize, args.compile)  # the torch engine's; exact float32 by default
     sources, references = load_pairs(args)
     if args.engine == "ctranslate2":
@@ -122,8 +128,14 @@ def main(argv=None):
         engine = engine if fast_path.is_default else f"{fast_path.describe()}, {engine}"
     generate_kwargs = {key: value for key, value in (("num_beams", args.num_beams), ("length_penalty", args.length_penalty),
                                                     ("max_new_tokens", args.max_new_tokens)) if value is not None}
+    if args.beam_search is not None:
+        from modeling_vaswani.model.generation import PAPER_DECODING, TRANSFORMERS_BEAM_SEARCH
+
+        generate_kwargs.update(TRANSFORMERS_BEAM_SEARCH if args.beam_search == "transformers" else {
+            key: PAPER_DECODING[key] for key in TRANSFORMERS_BEAM_SEARCH})
     if generate_kwargs.get("num_beams") == 1:
-        generate_kwargs.pop("length_penalty", None)  # greedy search has no length penalty
+        for key in ("length_penalty", "length_penalty_formula", "beam_termination"):
+            generate_kwargs.pop(key, None)  # greedy search has no length penalty and no beams to stop
     num_beams = args.num_beams or model.generation_config.num_beams
 
     bar = progress_bar(len(sources), f"translating ({engine})", quiet=args.quiet)
@@ -140,10 +152,13 @@ def main(argv=None):
         scores.update(threads=threads, threads_chosen_by=threads_chosen_by)
     out_dir.mkdir(parents=True, exist_ok=True)
     scores.setdefault("num_beams", num_beams)
+    if args.beam_search:
+        scores.update(beam_search=args.beam_search)
     name = args.name or f"{'custom' if args.source_file else args.split}-beam{num_beams}" + (
         f"-ctranslate2{'' if args.ct2_compute_type == 'default' else '-' + args.ct2_compute_type}"
         if args.engine == "ctranslate2" else "") + (
-        "" if args.engine == "ctranslate2" or fast_path.is_default else f"-{fast_path.describe().replace(', ', '-')}")
+        "" if args.engine == "ctranslate2" or fast_path.is_default else f"-{fast_path.describe().replace(', ', '-')}") + (
+        f"-{args.beam_search}-search" if args.beam_search else "")
     (out_dir / f"{name}.hyp.txt").write_text("".join(as_one_line(h) + "\n" for h in hypotheses), encoding="utf-8")
     (out_dir / f"{name}.scores.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n",
                                                 encoding="utf-8")
