@@ -28,6 +28,7 @@ ROOMS = {
     "model": ("MODEL", "model/ — copied into every checkpoint"),
     "training": ("TRAINING", "training/ — §5"),
     "evaluation": ("EVALUATION", "evaluation/ — §6.1"),
+    "table3": ("TABLE3", "table3/ — Table 3 in miniature, a study using training and evaluation"),
     "hub": ("HUB", "hub/ — sharing a model"),
     "conversion": ("CONVERSION", "conversion/ — to and from other implementations"),
 }

@@ -20,8 +20,8 @@ step above can be seen; its numbers mean nothing beyond that the harness works.
     python examples/13_table3.py                          # docs/table3/results.json, or a tiny table
     python examples/13_table3.py --results /tmp/table3/results.json
 
-Code: `modeling_vaswani/training/ablation_rows.py` (the rows and the scaling rule),
-`ablation_runs.py` (the harness), `ablation_scoring.py` (the measures), `ablation_report.py`.
+Code: `modeling_vaswani/table3/rows.py` (the rows and the scaling rule),
+`runs.py` (the harness), `scoring.py` (the measures), `report.py`.
 """
 
 from __future__ import annotations

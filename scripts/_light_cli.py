@@ -8,7 +8,7 @@ registered under its own name, modeling_vaswani.cli, so the package, once import
 module.
 
 Other modules of the package written the same way (standard library only at import, such as
-training/recipe_flags.py) load through `load_light` too, each under its own name; a module that
+training/recipe/flags.py) load through `load_light` too, each under its own name; a module that
 imports such a sibling is loaded after it, so the sibling is found in sys.modules and no package
 `__init__` runs.
 

@@ -30,8 +30,8 @@ except ModuleNotFoundError:  # run in-process by another program
     from importlib import import_module as load_light
 
 cli = load_light("modeling_vaswani.cli")
-ablation_rows = load_light("modeling_vaswani.training.ablation_rows")
-ablation_runs = load_light("modeling_vaswani.training.ablation_runs")
+table_rows = load_light("modeling_vaswani.table3.rows")
+table_runs = load_light("modeling_vaswani.table3.runs")
 
 
 def positive_float(text):
@@ -61,7 +61,7 @@ def build_parser():
     add("--threads", metavar="N", type=cli.positive_int, default=1, help="CPU threads per row.")
     add("--jobs", metavar="N", type=cli.positive_int, default=1,
         help="Rows trained at the same time (each with --threads threads).")
-    add("--base", choices=sorted(ablation_rows.BASES), default=ablation_rows.DEFAULT_BASE,
+    add("--base", choices=sorted(table_rows.BASES), default=table_rows.DEFAULT_BASE,
         help="multi30k: the shipped model's size (N 4, d_model 128, d_ff 512, h 4); tiny: for tests.")
     add("--seed", metavar="N", type=int, default=42, help="Seeds every row's initial weights and dropout.")
     add("--data_seed", metavar="N", type=int, default=42, help="Seeds the data order, the same for every row.")
@@ -93,9 +93,9 @@ def print_rows(rows) -> None:
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
-    all_rows = ablation_rows.table3_rows(args.base, seed=args.seed, base_seeds=args.seeds)
+    all_rows = table_rows.table3_rows(args.base, seed=args.seed, base_seeds=args.seeds)
     try:
-        rows = ablation_rows.select_rows(all_rows, args.rows, include_base=not args.no_base)
+        rows = table_rows.select_rows(all_rows, args.rows, include_base=not args.no_base)
     except ValueError as error:
         parser.error(cli.one_line(error).removesuffix("."))
     if args.list:
@@ -103,18 +103,18 @@ def main(argv=None):
         return
     if (args.minutes is None) == (args.steps is None):
         parser.error("give the budget of every row: --minutes or --steps (one of the two)")
-    settings = ablation_runs.TableSettings(
+    settings = table_runs.TableSettings(
         minutes=args.minutes, steps=args.steps, base=args.base, data_seed=args.data_seed, vocab_size=args.vocab_size,
         max_tokens=args.max_tokens, warmup_steps=args.warmup_steps, max_train_samples=args.max_train_samples,
         max_eval_samples=args.max_eval_samples, num_beams=args.num_beams, source_lang=args.source_lang,
         target_lang=args.target_lang)
     command = "python scripts/table3.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    table = ablation_runs.TableRun(settings, Path(args.output), Path(args.runs_dir), threads=args.threads,
+    table = table_runs.TableRun(settings, Path(args.output), Path(args.runs_dir), threads=args.threads,
                                    jobs=args.jobs, command=command, log=lambda line: print(line, flush=True))
     outcome = table.run(rows)
 
     from modeling_vaswani.machine import describe_machine
-    from modeling_vaswani.training.ablation_report import write_report
+    from modeling_vaswani.table3.report import write_report
 
     machine = describe_machine()
     machine["torch_threads"] = args.threads  # each row's threads, not this process's
@@ -124,8 +124,8 @@ def main(argv=None):
         hardware = machine["gpu"]
     write_report(Path(args.output), all_rows, settings=asdict(settings), budget=settings.budget(),
                  command=command, machine=machine, hardware=hardware,
-                 results=list(ablation_runs.read_results(Path(args.output)).values()),
-                 failures=ablation_runs.read_failures(Path(args.output)))
+                 results=list(table_runs.read_results(Path(args.output)).values()),
+                 failures=table_runs.read_failures(Path(args.output)))
     print(f"{len(outcome['done'])} rows trained, {len(outcome['skipped'])} already done, "
           f"{len(outcome['failed'])} failed; the table: {Path(args.output) / 'README.md'}")
     if outcome["failed"]:

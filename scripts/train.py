@@ -35,15 +35,15 @@ except ModuleNotFoundError:  # run in-process by another program
 
 # The recipe's command line, standard library only (a module that imports another comes after it).
 cli = load_light("modeling_vaswani.cli")
-load_light("modeling_vaswani.training.recipe_flags")
-recipe_checks = load_light("modeling_vaswani.training.recipe_checks")
-trainer_arguments_module = load_light("modeling_vaswani.training.trainer_arguments")
+load_light("modeling_vaswani.training.recipe.flags")
+recipe_checks = load_light("modeling_vaswani.training.recipe.checks")
+recipe_arguments = load_light("modeling_vaswani.training.recipe.arguments")
 load_light("modeling_vaswani.training.run_record")
 run_folder = load_light("modeling_vaswani.training.run_folder")
 
 USAGE = "python scripts/train.py [flags]"
 parse_options = partial(recipe_checks.parse_options, description=__doc__, usage=USAGE)
-trainer_arguments = partial(trainer_arguments_module.trainer_arguments, description=__doc__, usage=USAGE)
+trainer_arguments = partial(recipe_arguments.trainer_arguments, description=__doc__, usage=USAGE)
 check_resumed_model = recipe_checks.check_resumed_model
 claim_output_dir = run_folder.claim_output_dir
 
@@ -51,7 +51,7 @@ claim_output_dir = run_folder.claim_output_dir
 def main(argv=None):
     options = parse_options(argv)
     training_args = trainer_arguments(options)
-    from modeling_vaswani.training.recipe import run  # the work: torch, transformers, datasets
+    from modeling_vaswani.training.recipe.run import run  # the work: torch, transformers, datasets
 
     return run(options, training_args, started=RUN_START, started_wall=RUN_START_WALL)
 

@@ -3,8 +3,8 @@ the paper they follow, their value types, and the Trainer flags it refuses by na
 
 Standard library only, like `cli`: scripts/train.py loads this module without the package, so
 --help and a wrong value answer before torch and transformers are imported. The flags it does not
-know are left for the Trainer (`trainer_arguments`); the combinations that could not run are
-checked in `recipe_checks`.
+know are left for the Trainer (`arguments`); the combinations that could not run are
+checked in `checks`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..cli import ArgumentParser, positive_int
+from ...cli import ArgumentParser, positive_int
 
 PRESETS = ("base", "big", "small", "tiny")  # Table 3's two rows, and two of ours for CPUs and tests
 DEFAULT_PRESET = "small"

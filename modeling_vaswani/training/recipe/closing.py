@@ -9,7 +9,7 @@ import logging
 import shlex
 from pathlib import Path
 
-from .checkpoint_averaging import average_checkpoints, complete_checkpoints
+from ..checkpoint_averaging import average_checkpoints, complete_checkpoints
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 

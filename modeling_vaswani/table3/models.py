@@ -16,8 +16,8 @@ import transformers
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..tokenizer_loading import load_tokenizer
-from .data import load_translation_dataset, select_first
-from .tokenization import train_tokenizer_for_dataset
+from ..training.data import load_translation_dataset, select_first
+from ..training.tokenization import train_tokenizer_for_dataset
 
 TOKENIZER_MARK = "tokenizer.json"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ..cli import ScriptParser
-from .recipe_flags import FIXED_TRAINER_SETTINGS, TRAINER_FLAGS
+from ...cli import ScriptParser
+from .flags import FIXED_TRAINER_SETTINGS, TRAINER_FLAGS
 
 
 def trainer_arguments(options, description: str | None = None, usage: str | None = None):

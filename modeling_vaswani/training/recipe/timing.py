@@ -1,6 +1,6 @@
 """The clocks of a training recipe run, wired from its flags (not from the paper): the run record's
 minutes always, a checkpoint every --save_every_minutes, and --max_train_minutes as a budget for
-the whole run, its closing evaluations and saves included (`run_clocks`).
+the whole run, its closing evaluations and saves included (training/run_clocks.py).
 
 The clocks count from the moment scripts/train.py started, so loading the data, tokenizing and
 the closing work all count.
@@ -13,7 +13,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from .run_clocks import RunClock, SaveEveryMinutes, TimeBudget
+from ..run_clocks import RunClock, SaveEveryMinutes, TimeBudget
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 

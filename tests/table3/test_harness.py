@@ -1,10 +1,11 @@
-"""The Table 3 miniature: its rows keep each row's intent, its measures are Table 3's, its harness
-resumes and survives a failing row.
+"""The Table 3 miniature's harness: every row gets the same budget and data seed, results of other
+settings are not mixed in, the reading sets each change beside the paper's and the noise, and the
+harness resumes and survives a failing row.
 
-The rows and the report are checked directly (no training). The harness itself is run as a user
-runs it, `python scripts/table3.py`, on the tiny base for a few steps: a first run in which one
-row's training fails (its model folder is blocked by a file) must finish the other row, report
-the failure and write a well-formed table; the same command again must skip the finished row and
+The pieces are checked directly (no training). The harness itself is run as a user runs it,
+`python scripts/table3.py`, on the tiny base for a few steps: a first run in which one row's
+training fails (its model folder is blocked by a file) must finish the other row, report the
+failure and write a well-formed table; the same command again must skip the finished row and
 train the failed one.
 """
 
@@ -16,79 +17,14 @@ import sys
 from dataclasses import replace
 
 import pytest
-import torch
 
-from modeling_vaswani.training.ablation_report import COLUMNS, base_noise, changes_from_base
-from modeling_vaswani.training.ablation_rows import (
-    BASES, PAPER_ROWS, RowSelectionError, complete_base, scale_changes, select_rows, table3_rows,
-)
-from modeling_vaswani.training.ablation_runs import MixedTableError, TableSettings, check_same_settings, train_command
-from modeling_vaswani.training.ablation_scoring import dev_perplexity
-
-BASE = complete_base(BASES["multi30k"])
+from modeling_vaswani.table3.report import COLUMNS, base_noise, changes_from_base
+from modeling_vaswani.table3.rows import table3_rows
+from modeling_vaswani.table3.runs import MixedTableError, TableSettings, check_same_settings, train_command
 
 
 def rows_by_id(**kwargs):
     return {row.id: row for row in table3_rows(**kwargs)}
-
-
-# --- the rows ---------------------------------------------------------------------------------
-
-def test_row_a_changes_heads_at_equal_compute():
-    rows = rows_by_id()
-    for row_id in ("A1", "A2", "A3", "A4"):
-        config = rows[row_id].config
-        assert config["num_heads"] * config["d_k"] == config["num_heads"] * config["d_v"] == BASE["d_model"]
-        assert {k: v for k, v in config.items() if k not in ("num_heads", "d_k", "d_v")} == \
-            {k: v for k, v in BASE.items() if k not in ("num_heads", "d_k", "d_v")}
-    # The paper's 1, 4, 16, 32 heads around its 8 are 1, 2, 8, 16 around our 4.
-    assert [rows[f"A{i}"].config["num_heads"] for i in range(1, 5)] == [1, 2, 8, 16]
-
-
-def test_row_b_shrinks_only_the_key_size():
-    rows = rows_by_id()
-    assert [rows["B1"].config["d_k"], rows["B2"].config["d_k"]] == [BASE["d_k"] // 4, BASE["d_k"] // 2]
-    for row_id in ("B1", "B2"):
-        assert rows[row_id].changes.keys() == {"d_k"}
-        assert rows[row_id].config["d_v"] == BASE["d_v"] and rows[row_id].config["num_heads"] == BASE["num_heads"]
-
-
-def test_row_c_scales_sizes_by_the_ratio_of_the_bases():
-    rows = rows_by_id()
-    assert [rows[f"C{i}"].config["num_layers"] for i in (1, 2, 3)] == [1, 3, 5]  # 2, 4, 8 × 4/6
-    assert rows["C4"].config["d_model"] == 64 and rows["C5"].config["d_model"] == 256
-    for row_id in ("C4", "C5"):  # wider heads with a wider model, h fixed, as in the paper
-        config = rows[row_id].config
-        assert config["num_heads"] == BASE["num_heads"] and config["d_k"] * config["num_heads"] == config["d_model"]
-    assert [rows["C6"].config["d_ff"], rows["C7"].config["d_ff"]] == [256, 1024]
-
-
-def test_rows_d_and_e_take_rates_and_positions_as_they_are():
-    rows = rows_by_id()
-    assert rows["D1"].changes == {"dropout": 0.0} and rows["D4"].changes == {"label_smoothing": 0.2}
-    assert rows["E1"].changes == {"positional_encoding": "learned"}
-    assert rows["D5"].paper is None and rows["D5"].note  # ours, said so
-
-
-def test_every_paper_row_is_there_once_with_its_numbers():
-    rows = rows_by_id(base_seeds=2)
-    assert list(rows)[:2] == ["base", "base-2"] and rows["base-2"].seed == rows["base"].seed + 1
-    for row_id, _, ppl, bleu, _ in PAPER_ROWS:
-        assert rows[row_id].paper["ppl"] == ppl and rows[row_id].paper["bleu"] == bleu
-
-
-def test_scaling_refuses_a_row_whose_heads_do_not_divide_the_width():
-    with pytest.raises(ValueError, match="not divisible"):
-        scale_changes({"num_heads": 32}, dict(BASES["multi30k"], d_model=120))  # 16 heads
-
-
-def test_selecting_rows():
-    rows = table3_rows()
-    assert [row.id for row in select_rows(rows, "B,E1")] == ["base", "B1", "B2", "E1"]
-    assert [row.id for row in select_rows(rows, "B", include_base=False)] == ["B1", "B2"]
-    assert len(select_rows(rows, None)) == len(rows)
-    with pytest.raises(RowSelectionError, match="F"):
-        select_rows(rows, "A,F")
 
 
 # --- the harness's pieces -------------------------------------------------------------------------
@@ -138,26 +74,6 @@ def test_reading_sets_each_change_beside_the_papers_and_the_noise():
     assert changes["D3"]["ppl_reading"] == changes["D3"]["bleu_reading"] == "within noise"
     assert changes["E1"]["ppl_reading"] == "differs (the paper: no change)"
     assert changes["E1"]["bleu_reading"] == "opposite to the paper"  # paper 25.7 < 25.8
-
-
-def test_dev_perplexity_is_plain_cross_entropy_whatever_the_smoothing(make_model, trained_tokenizer,
-                                                                      multi30k_sample):
-    tokenizer = trained_tokenizer
-    model = make_model(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                       decoder_start_token_id=tokenizer.bos_token_id, label_smoothing=0.1)
-    pairs = multi30k_sample[:6]["translation"]
-    sources, targets = [pair["en"] for pair in pairs], [pair["de"] for pair in pairs]
-    measured = dev_perplexity(model, tokenizer, sources, targets, batch_size=4)  # two batches, unequal
-    encoded = tokenizer(sources, text_target=targets, padding=True, return_tensors="pt")
-    labels = encoded["labels"].masked_fill(encoded["labels"] == tokenizer.pad_token_id, -100)
-    with torch.no_grad():
-        logits = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], labels=labels).logits
-    expected = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
-    assert measured["subwords"] == int((labels != -100).sum())
-    assert measured["ppl"] == pytest.approx(math.exp(expected.item()), rel=1e-4)
-    model.config.label_smoothing = 0.0
-    assert dev_perplexity(model, tokenizer, sources, targets)["ppl"] == pytest.approx(measured["ppl"], rel=1e-4)
 
 
 # --- the harness, end to end ----------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Running the Table 3 miniature: each row trained by scripts/train.py in a process of its own.
 
-For each row (ablation_rows.py), in the table's order: an untrained model of the row's sizes
-(ablation_models.py) is trained by `python scripts/train.py --model_name_or_path <it>` for the
+For each row (rows.py), in the table's order: an untrained model of the row's sizes
+(models.py) is trained by `python scripts/train.py --model_name_or_path <it>` for the
 same budget as every other row (`--max_train_minutes` or `--max_steps`), with the same data seed,
 batches of the same --max_tokens and the same Eq. (3) warm-up; then its dev perplexity and BLEU
-are measured (ablation_scoring.py) and written to <output>/rows/<row>.json.
+are measured (scoring.py) and written to <output>/rows/<row>.json.
 
 A row whose result file is there is skipped, so a table stopped part-way goes on where it was.
 A row that fails (scripts/train.py exits with an error, or scoring raises) is reported, with the
@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .ablation_rows import Row
+from .rows import Row
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
@@ -106,7 +106,7 @@ def train_command(row: Row, settings: TableSettings, start_dir: Path, model_dir:
                str(model_dir), "--overwrite_output_dir", "--seed", str(row.seed), "--data_seed", str(settings.data_seed),
                "--max_tokens", str(settings.max_tokens), "--warmup_steps_noam", str(settings.warmup_steps),
                "--threads", str(threads), "--source_lang", settings.source_lang, "--target_lang", settings.target_lang,
-               # Table 3 scores each row once, at the end (ablation_scoring.py); no evaluation or checkpoint on the way.
+               # Table 3 scores each row once, at the end (scoring.py); no evaluation or checkpoint on the way.
                "--eval_strategy", "no", "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
                "--logging_steps", "50"]
     if settings.minutes is not None:
@@ -232,8 +232,8 @@ class TableRun:
     def prepare(self, row: Row, run_dir: Path) -> Path:
         import transformers
 
-        from .threads import use_threads
-        from .ablation_models import shared_tokenizer, write_starting_model
+        from ..training.threads import use_threads
+        from .models import shared_tokenizer, write_starting_model
 
         transformers.utils.logging.disable_progress_bar()  # one bar per saved or loaded model would be noise
         use_threads(self.threads)
@@ -247,9 +247,9 @@ class TableRun:
         return start_dir
 
     def score(self, model_dir: Path) -> dict:
-        from .data import multi30k_pairs
-        from .threads import use_threads
-        from .ablation_scoring import score_trained_row
+        from ..training.data import multi30k_pairs
+        from ..training.threads import use_threads
+        from .scoring import score_trained_row
 
         use_threads(self.threads)
         s = self.settings

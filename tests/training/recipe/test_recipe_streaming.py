@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from modeling_vaswani.training.data import DataError, load_multi30k
-from modeling_vaswani.training.recipe_checks import parse_options
+from modeling_vaswani.training.recipe.checks import parse_options
 from modeling_vaswani.training.stream_batching import DEFAULT_SHUFFLE_BUFFER
 
 
@@ -37,7 +37,7 @@ def test_defaults_and_several_files():
 def test_a_data_file_without_the_language_columns_is_one_clear_error(tmp_path, monkeypatch):
     import datasets
 
-    from modeling_vaswani.training.recipe import load_data
+    from modeling_vaswani.training.recipe.run import load_data
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "cache")
     bad = tmp_path / "pairs.csv"

@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from .ablation_rows import PAPER_BASE_RESULT, PAPER_FINDINGS, Row, table_order
+from .rows import PAPER_BASE_RESULT, PAPER_FINDINGS, Row, table_order
 
 COLUMNS = ("row", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "ε_ls", "train steps", "PPL (dev)",
            "BLEU (dev)", "params ×10^6", "paper PPL (dev)", "paper BLEU (dev)", "paper params ×10^6")

@@ -1,7 +1,7 @@
 """The combinations of the training recipe's flags that could not run as asked, refused before any
 work starts (not from the paper): each as one line that names the flag and what to give instead.
 
-Standard library only at import, like `recipe_flags`, so scripts/train.py checks its command line
+Standard library only at import, like `flags`, so scripts/train.py checks its command line
 before torch and transformers are imported.
 """
 
@@ -12,8 +12,8 @@ import json
 import os
 from pathlib import Path
 
-from ..cli import one_line
-from .recipe_flags import REGULARISATION_FLAGS, SIZE_FLAGS, build_parser
+from ...cli import one_line
+from .flags import REGULARISATION_FLAGS, SIZE_FLAGS, build_parser
 
 
 def given(options, name) -> bool:

@@ -1,10 +1,10 @@
-"""The training recipe of scripts/train.py, §5 end to end (its command line is `recipe_flags`).
+"""The training recipe of scripts/train.py, §5 end to end (its command line is `flags`).
 
 Data (§5.1: the embedded Multi30k, a Hub dataset or local files), one BPE vocabulary shared by
 both languages, the model of a Table 3 preset (or a trained one to fine-tune, or a checkpoint to
 resume), `VaswaniTrainer` with token-budget batches, Adam and Eq. (3), the clocks of the run
-(`recipe_timing`), and at the end the model folder, its evaluation and §6.1's averaging
-(`recipe_closing`).
+(`timing`), and at the end the model folder, its evaluation and §6.1's averaging
+(`closing`).
 """
 
 from __future__ import annotations
@@ -19,23 +19,23 @@ import datasets
 import transformers
 from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq
 
-from ..machine import describe_machine, hardware_line
-from ..model.configuration_vaswani import VaswaniConfig
-from ..model.modeling_vaswani import VaswaniForConditionalGeneration
-from ..tokenizer_loading import load_tokenizer
-from .checkpoint_averaging import check_resumable_checkpoint
-from .data import in_memory, load_translation_dataset, select_first
-from .optimization import PRESET_WARMUP_STEPS
-from .precision import report_precision
-from .recipe_checks import check_resumed_model, given, paired_files
-from .recipe_closing import average_last, next_step
-from .recipe_flags import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS
-from .recipe_timing import report_budget_stop, run_clocks, time_one_evaluation
-from .run_folder import claim_output_dir, is_main_launch
-from .run_record import start_segment
-from .threads import choose_threads, use_threads
-from .tokenization import train_tokenizer_for_dataset
-from .trainer import VaswaniTrainer, bleu_metrics_fn
+from ...machine import describe_machine, hardware_line
+from ...model.configuration_vaswani import VaswaniConfig
+from ...model.modeling_vaswani import VaswaniForConditionalGeneration
+from ...tokenizer_loading import load_tokenizer
+from ..checkpoint_averaging import check_resumable_checkpoint
+from ..data import in_memory, load_translation_dataset, select_first
+from ..optimization import PRESET_WARMUP_STEPS
+from ..precision import report_precision
+from ..run_folder import claim_output_dir, is_main_launch
+from ..run_record import start_segment
+from ..threads import choose_threads, use_threads
+from ..tokenization import train_tokenizer_for_dataset
+from ..trainer import VaswaniTrainer, bleu_metrics_fn
+from .checks import check_resumed_model, given, paired_files
+from .closing import average_last, next_step
+from .flags import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS
+from .timing import report_budget_stop, run_clocks, time_one_evaluation
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 
