@@ -27,7 +27,7 @@ import torch
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.machine import describe_machine
 
-from . import decoding, memory, profiling, report, training, translation
+from . import decoding, memory, plots, profiling, report, training, translation
 from .harness import FULL, QUICK, prepare_corpus, training_batches
 from .report import RESULT_KEYS
 
@@ -210,7 +210,7 @@ def main(argv=None) -> dict:
     tables = report.markdown_tables(results)
     (out_dir / "tables.md").write_text(tables)
     if {1, 3, 8} & figures:
-        report.plot(results, out_dir / "figures.png")
+        plots.plot(results, out_dir / "figures.png")
     if args.results_md:
         report.fill_results_md(Path(args.results_md), section, tables)
     print(tables)

@@ -20,12 +20,8 @@ corpora larger than memory); the other splits, small, are still read whole.
 
 from __future__ import annotations
 
-import bz2
-import csv
 import gzip
-import io
 import itertools
-import lzma
 import os
 from pathlib import Path
 from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union
@@ -33,9 +29,16 @@ from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union
 import datasets
 
 from ..text_lines import strip_line_end
+from .data_files import load_data_files
+from .pair_rows import (  # noqa: F401  (DataError and in_memory: imported from here too)
+    AnyDataset,
+    DataError,
+    as_translation_rows,
+    check_language_pair,
+    in_memory,
+)
 
 PathLike = Union[str, os.PathLike]
-AnyDataset = Union[datasets.Dataset, datasets.IterableDataset]
 
 DEFAULT_DATA_DIR = Path(
     os.environ.get("VASWANI_DATA_DIR", Path(__file__).resolve().parents[2] / "data" / "multi30k")
@@ -47,23 +50,6 @@ MULTI30K_SPLITS = {"train": "train", "validation": "val", "test": "test_2016_fli
 
 # Names that Hub datasets use for their held-out development split.
 _VALIDATION_ALIASES = ("val", "valid", "dev")
-
-# Data file suffix -> the `datasets` builder that reads it and its settings. Every column is read
-# as text (a sentence "2014" stays a string), an empty cell is "" rather than NaN, and in a .tsv a
-# quotation mark is an ordinary character: sentences are full of them.
-_TABLE = dict(na_filter=False)
-DATA_FILE_FORMATS = {
-    ".json": ("json", {}),
-    ".jsonl": ("json", {}),
-    ".csv": ("csv", dict(_TABLE, delimiter=",")),
-    ".tsv": ("csv", dict(_TABLE, delimiter="\t", quoting=csv.QUOTE_NONE)),
-}
-# Compressed data files, known (to `datasets` too) by their last suffix.
-_COMPRESSION = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-
-
-class DataError(ValueError):
-    """A problem with the training data that the user can fix (missing file, bad encoding, ...)."""
 
 
 def iter_lines(handle: BinaryIO, name: str) -> Iterator[str]:
@@ -107,7 +93,7 @@ def load_parallel_files(
 
     Returns a ``Dataset`` with a single ``translation`` column of ``{source_lang: s, target_lang: t}``.
     """
-    _check_language_pair(source_lang, target_lang, choices=None)
+    check_language_pair(source_lang, target_lang, choices=None)
     sources = read_lines(source_file)
     targets = read_lines(target_file)
     if len(sources) != len(targets):
@@ -125,7 +111,7 @@ def stream_parallel_files(
     source_file: PathLike, target_file: PathLike, source_lang: str, target_lang: str
 ) -> datasets.IterableDataset:
     """``load_parallel_files`` as a stream: the two files are read line by line, in step, as training goes."""
-    _check_language_pair(source_lang, target_lang, choices=None)
+    check_language_pair(source_lang, target_lang, choices=None)
     for path in (source_file, target_file):
         if not Path(path).is_file():
             raise DataError(f"Data file not found: {path}. Check the path.")
@@ -149,160 +135,11 @@ def _parallel_lines(source_file: str, target_file: str, source_lang: str, target
             yield {"translation": {source_lang: source, target_lang: target}}
 
 
-def load_data_files(
-    paths: Union[PathLike, Sequence[PathLike]],
-    source_lang: str,
-    target_lang: str,
-    streaming: bool = False,
-    cache_dir: Optional[PathLike] = None,
-) -> AnyDataset:
-    """Sentence pairs from json, jsonl, csv or tsv files (optionally .gz, .bz2 or .xz), as ``translation`` rows.
-
-    A file holds either a ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows
-    (as Hub translation datasets) or one column per language, named by its code; a .csv or .tsv
-    file names its columns in its first line. Several files (all of one format) make one split.
-    ``streaming=True`` returns a ``datasets.IterableDataset`` read as it is used.
-    """
-    _check_language_pair(source_lang, target_lang, choices=None)
-    paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
-    if not paths:
-        raise DataError("No data files were given.")
-    formats = set()
-    for path in paths:
-        if not path.is_file():
-            raise DataError(f"Data file not found: {path}. Check the path.")
-        formats.add(_file_format(path))
-    if len(formats) > 1:
-        raise DataError(f"The files of one split must share a format; got {', '.join(map(str, paths))}.")
-    suffix = formats.pop()
-    builder, settings = DATA_FILE_FORMATS[suffix]
-    if builder == "csv":
-        columns = None
-        for path in paths:
-            header = _table_header(path, settings)
-            _pair_columns(header, path, source_lang, target_lang)
-            if columns is not None and header != columns:
-                raise DataError(f"{path} has the columns {header}, {paths[0]} has {columns}; the files of one "
-                                "split must have the same columns.")
-            columns = header
-        # Every column as text, so that pandas guesses no numbers.
-        settings = dict(settings, features=datasets.Features({name: datasets.Value("string") for name in columns}))
-    try:
-        loaded = datasets.load_dataset(builder, data_files=[str(p) for p in paths], split="train",
-                                       streaming=streaming, cache_dir=None if cache_dir is None else str(cache_dir),
-                                       **settings)
-        # A stream is first read here, for its columns: its format errors show up now too.
-        return as_translation_rows(loaded, ", ".join(map(str, paths)), source_lang, target_lang)
-    except DataError:
-        raise
-    except (datasets.exceptions.DatasetGenerationError, ValueError, OSError) as err:
-        reason = _innermost(err)
-        if "corresponds to no data" in reason:  # a table of column names alone
-            raise DataError(f"{', '.join(map(str, paths))} holds no sentence pairs.") from None
-        raise DataError(f"Could not read {', '.join(map(str, paths))} as {suffix.lstrip('.')}: {reason}") from None
-
-
-def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target_lang: str) -> AnyDataset:
-    """``dataset`` with one ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows.
-
-    It may have that column already (other columns are dropped) or one text column per language.
-    Anything else is a DataError naming ``name``, the columns found and the columns expected.
-    """
-    columns = dataset_columns(dataset)
-    layout = _pair_columns(columns, name, source_lang, target_lang)
-    if layout == "translation":
-        first = first_row(dataset)
-        if first is None:
-            raise DataError(f"{name} holds no sentence pairs.")
-        missing = [lang for lang in (source_lang, target_lang) if lang not in (first["translation"] or {})]
-        if missing:
-            raise DataError(f"{name}: the 'translation' rows have no {', '.join(map(repr, missing))} text; their "
-                            f"languages are {sorted(first['translation'] or {})}. Pick the languages from those.")
-        return dataset.select_columns(["translation"])
-
-    def pair_up(batch):
-        rows = []
-        for source, target in zip(batch[source_lang], batch[target_lang]):
-            for lang, text in ((source_lang, source), (target_lang, target)):
-                if not isinstance(text, str):
-                    raise DataError(f"{name}: a row has {text!r} for {lang!r}; every row needs both sentences.")
-            rows.append({source_lang: source, target_lang: target})
-        return {"translation": rows}
-
-    paired = dataset.map(pair_up, batched=True, remove_columns=columns)
-    if first_row(paired) is None:
-        raise DataError(f"{name} holds no sentence pairs.")
-    return paired
-
-
-def dataset_columns(dataset: AnyDataset) -> list[str]:
-    """The column names; a stream whose features are not known yet is asked for its first row."""
-    if dataset.column_names is not None:
-        return list(dataset.column_names)
-    first = first_row(dataset)
-    return list(first) if first is not None else []
-
-
-def first_row(dataset: AnyDataset) -> Optional[dict]:
-    """The first row (None for an empty dataset); a stream reads no further than that."""
-    if isinstance(dataset, datasets.Dataset):
-        return dataset[0] if len(dataset) else None
-    return next(iter(dataset.take(1)), None)
-
-
-def in_memory(dataset: AnyDataset) -> datasets.Dataset:
-    """A stream read whole into a ``datasets.Dataset`` (a validation set, say); a Dataset as it is."""
-    if isinstance(dataset, datasets.Dataset):
-        return dataset
-    return datasets.Dataset.from_list(list(dataset), features=dataset.features)
-
-
-def _file_format(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in _COMPRESSION:
-        suffixes.pop()
-    if not suffixes or suffixes[-1] not in DATA_FILE_FORMATS:
-        raise DataError(f"{path}: not a data file this package reads; give a {', '.join(DATA_FILE_FORMATS)} "
-                        "file (optionally compressed), or plain text with --train_source/--train_target.")
-    return suffixes[-1]
-
-
-def _table_header(path: Path, settings: dict) -> list[str]:
-    """The column names in the first line of a csv/tsv file (compressed or not)."""
-    opener = _COMPRESSION.get(path.suffix.lower(), open)
-    try:
-        with opener(path, "rb") as handle:
-            first = handle.readline().decode("utf-8-sig")
-    except (OSError, EOFError, UnicodeDecodeError) as err:
-        raise DataError(f"Could not read the first line of {path}: {err}") from None
-    quoting = settings.get("quoting", csv.QUOTE_MINIMAL)
-    return next(csv.reader(io.StringIO(first), delimiter=settings["delimiter"], quoting=quoting), [])
-
-
-def _pair_columns(columns: Sequence[str], name, source_lang: str, target_lang: str) -> str:
-    """'translation' or 'languages': which layout the columns have; neither is a DataError."""
-    if "translation" in columns:
-        return "translation"
-    if source_lang in columns and target_lang in columns:
-        return "languages"
-    raise DataError(
-        f"{name}: no columns for {source_lang}-{target_lang} pairs; found {list(columns)}, expected a "
-        f"'translation' column of {{'{source_lang}': ..., '{target_lang}': ...}} rows or the two columns "
-        f"'{source_lang}' and '{target_lang}'."
-    )
-
-
-def _innermost(err: BaseException) -> str:
-    while err.__cause__ is not None or err.__context__ is not None:
-        err = err.__cause__ or err.__context__
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-
-
 def load_multi30k(
     source_lang: str = "en", target_lang: str = "de", data_dir: Optional[PathLike] = None
 ) -> datasets.DatasetDict:
     """The embedded Multi30k corpus with splits ``train`` (29,000), ``validation`` (1,014), ``test`` (1,000)."""
-    _check_language_pair(source_lang, target_lang, choices=MULTI30K_LANGUAGES)
+    check_language_pair(source_lang, target_lang, choices=MULTI30K_LANGUAGES)
     root = Path(data_dir) if data_dir is not None else DEFAULT_DATA_DIR
     splits = {}
     for split, stem in MULTI30K_SPLITS.items():
@@ -388,23 +225,10 @@ def select_first(dataset: AnyDataset, n: Optional[int]) -> AnyDataset:
     return dataset.select(range(min(n, len(dataset))))
 
 
-def _check_language_pair(source_lang: str, target_lang: str, choices: Optional[Sequence[str]]) -> None:
-    if choices is not None:
-        for name, lang in (("source_lang", source_lang), ("target_lang", target_lang)):
-            if lang not in choices:
-                raise DataError(f"{name}={lang!r} is not available; choose from {', '.join(choices)}.")
-    if not source_lang or not target_lang:
-        raise DataError("source_lang and target_lang must be non-empty language codes.")
-    if source_lang == target_lang:
-        raise DataError(
-            f"source_lang and target_lang are both {source_lang!r}; choose two different languages."
-        )
-
-
 def _load_hub_dataset(
     name: str, config: Optional[str], source_lang: str, target_lang: str, streaming: bool = False
 ) -> Union[datasets.DatasetDict, dict]:
-    _check_language_pair(source_lang, target_lang, choices=None)
+    check_language_pair(source_lang, target_lang, choices=None)
     loaded = datasets.load_dataset(name, config, streaming=True) if streaming else datasets.load_dataset(name, config)
     if not isinstance(loaded, (datasets.DatasetDict, datasets.IterableDatasetDict)):
         loaded = {"train": loaded}

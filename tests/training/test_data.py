@@ -1,4 +1,5 @@
-"""Tests for modeling_vaswani.training.data: the embedded Multi30k corpus, local parallel files, data files, streams."""
+"""Tests for modeling_vaswani.training.data (the embedded Multi30k corpus, local parallel files, streams),
+data_files (json, jsonl, csv, tsv) and pair_rows (the translation layout)."""
 
 import gzip
 import json
@@ -7,9 +8,6 @@ import pytest
 
 from modeling_vaswani.training.data import (
     DEFAULT_DATA_DIR,
-    DataError,
-    in_memory,
-    load_data_files,
     load_multi30k,
     load_parallel_files,
     load_translation_dataset,
@@ -17,6 +15,8 @@ from modeling_vaswani.training.data import (
     select_first,
     stream_parallel_files,
 )
+from modeling_vaswani.training.data_files import load_data_files
+from modeling_vaswani.training.pair_rows import DataError, in_memory
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,9 @@ from ...model.configuration_vaswani import VaswaniConfig
 from ...model.modeling_vaswani import VaswaniForConditionalGeneration
 from ...tokenizer_loading import load_tokenizer
 from ..checkpoint_averaging import check_resumable_checkpoint
-from ..data import in_memory, load_translation_dataset, select_first
+from ..data import load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
+from ..pair_rows import in_memory
 from ..precision import report_precision
 from ..run_folder import claim_output_dir, is_main_launch
 from ..run_record import start_segment
