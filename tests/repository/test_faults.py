@@ -366,7 +366,10 @@ def test_a_stopped_translation_keeps_every_finished_line(model_dir, english, tmp
         [sys.executable, str(REPO / "scripts" / "translate.py"), "--model", str(model_dir), "--file", str(source),
          "--output", str(output), "--batch_size", "1", "--device", "cpu", "--num_beams", "1",
          "--max_new_tokens", "40"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        # A test run started in the background (`cmd &`) ignores SIGINT, and so would the child: Ctrl-C's
+        # default is restored for it, as a terminal gives it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         # Wait (without a clock in the assertions) until the first finished line is in the file.
         while process.poll() is None and not (output.is_file() and b"\n" in output.read_bytes()):
