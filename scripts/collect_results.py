@@ -3,9 +3,11 @@
 
 For a finished training run (scripts/train.py ... --average_last K) this decodes the val and test
 splits of Multi30k with the final weights and with the averaged weights (§6.1), each with greedy
-search and with beam search (beam 4, α = 0.6), scores every combination with sacreBLEU, and adds
+search, with §6.1's beam search (beam 4, α = 0.6) and with the beams of --also_beams (default 5,
+the beam of the small-Transformer Multi30k literature), scores every combination with sacreBLEU, and adds
 how the model was trained (run_info.json, trainer_state.json). scripts/push_to_hub.py renders the
-model card from that file. The translations behind each score go to --output_dir (default
+model card from that file, with a speed section when --speed_from names a benchmark's
+results.json (python -m benchmarks.run --only translation). The translations behind each score go to --output_dir (default
 ./evaluations/<run folder name>/), never into a model folder.
 
     python scripts/collect_results.py --run_dir outputs/multi30k-en-de
@@ -39,6 +41,10 @@ def parse_args(argv=None):
     parser.add_argument("--procedure", default="", help="One paragraph on how and why it was trained so.")
     parser.add_argument("--output_dir", help="Where to write the translations (default: ./evaluations/<run folder "
                         "name>); never a model folder.")
+    parser.add_argument("--also_beams", nargs="*", type=cli.positive_int, default=[5],
+                        help="Beam sizes decoded besides §6.1's 4 and greedy (default: 5; none: --also_beams).")
+    parser.add_argument("--speed_from", help="A benchmark's results.json (benchmarks/run.py): its test-set "
+                        "translation speeds go into the card.")
     parser.add_argument("--threads", type=cli.positive_int,
                         help="CPU threads (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters, "
                         "else the idle cores).")
@@ -76,12 +82,20 @@ def main(argv=None):
     if model_files or any(out_dir.resolve().is_relative_to(folder.resolve()) for folder in (run_dir, shipped)):
         raise ValueError(f"--output_dir {out_dir} is (or is inside) a model folder; the translations go to a folder "
                          "of their own, e.g. --output_dir evaluations/<name>.")
+    speed_path = Path(args.speed_from) if args.speed_from else None
+    if speed_path is not None and not speed_path.is_file():
+        raise FileNotFoundError(f"--speed_from {speed_path}: no such file; pass a benchmark's results.json, e.g. "
+                                "benchmarks/recorded/<date>-translation/results.json.")
     # Only now the package, torch and transformers: --help, a wrong flag and the checks above answer at once.
     from modeling_vaswani.evaluation.cpu_threads import use_threads
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
+    from modeling_vaswani.hub.speed import speed_from_benchmark
     from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
+
+    speed = (speed_from_benchmark(json.loads(speed_path.read_text(encoding="utf-8")), str(speed_path))
+             if speed_path is not None else None)
 
     training = training_summary(run_dir, args.procedure)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -93,7 +107,7 @@ def main(argv=None):
         threads, _ = use_threads(model, args.threads)
         for split in args.splits:
             sources, references = multi30k_pairs(split, args.source_lang, args.target_lang)
-            for num_beams in (NUM_BEAMS, 1):
+            for num_beams in dict.fromkeys([NUM_BEAMS, *args.also_beams, 1]):
                 decoding = {"num_beams": num_beams, **({"length_penalty": LENGTH_PENALTY} if num_beams > 1 else {})}
                 hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
                                                  **decoding)
@@ -113,6 +127,7 @@ def main(argv=None):
         "decoding": PAPER_DECODING_TEXT,
         "evaluations": evaluations,
         "training": training,
+        **({"speed": speed} if speed else {}),
     }
     # results.json ships with the model (push_to_hub.py renders the card from it): written whole or not at all.
     partial = shipped / "results.json.partial"

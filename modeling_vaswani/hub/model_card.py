@@ -12,7 +12,8 @@ results.json holds:
                       "num_beams": 4, "scores": {"bleu": ..., "signature": ..., "chrf": ...,
                       "bleu_lowercase_tokenized": ..., "bleu_paper_tokenized": ...}}, ...],
      "training": {"command": "...", "hardware": "...", "minutes": ..., "steps": ..., "epochs": ...,
-                  "procedure": "..."}}
+                  "procedure": "...", "log_history": [...]},
+     "speed": {...}}   # optional: hub/speed.py's summary of a recorded benchmark
 The shipped configuration is the evaluation with `"averaged": true` and `"num_beams": 4`.
 """
 
@@ -23,6 +24,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.generation import LENGTH_PENALTY, PAPER_DECODING_TEXT
+from .speed import speed_section
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "model_card_template.md"
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French"}
@@ -105,6 +107,8 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         signature=shipped[0]["scores"]["signature"],
         results_table="\n".join(_result_row(e) for e in shipped),
         ablation_table="\n".join(_ablation_row(e) for e in results["evaluations"]),
+        curve_table=_curve_table(training.get("log_history", [])),
+        speed_section=speed_section(results.get("speed")),
     )
 
 
@@ -131,6 +135,21 @@ def _result_row(evaluation: dict) -> str:
     s = evaluation["scores"]
     return (f"| {evaluation.get('split_name', evaluation['split'])} | {evaluation.get('sentences', '')} | "
             f"{s['bleu']:.2f} | {s['bleu_lowercase_tokenized']:.2f} | {s['bleu_paper_tokenized']:.2f} | {s['chrf']:.2f} |")
+
+
+def _curve_table(log_history: list[dict]) -> str:
+    """Markdown rows of the training curve: every validation during training, with the last training loss."""
+    rows, train_loss = [], None
+    for entry in log_history:
+        if "loss" in entry:
+            train_loss = entry["loss"]
+        if "eval_loss" in entry:
+            bleu = f"{entry['eval_bleu']:.2f}" if "eval_bleu" in entry else ""
+            loss = "" if train_loss is None else f"{train_loss:.3f}"
+            rows.append(f"| {entry['step']} | {entry.get('epoch', 0):.1f} | {loss} | {entry['eval_loss']:.3f} | {bleu} |")
+    if not rows:
+        return ""
+    return "\n".join(["| step | epoch | training loss | val loss | val BLEU (greedy) |", "|---|---|---|---|---|", *rows])
 
 
 def _ablation_row(evaluation: dict) -> str:

@@ -29,7 +29,10 @@ def results():
         "evaluations": [_evaluation("test", True, 4, 37.11), _evaluation("validation", True, 4, 38.42),
                         _evaluation("test", False, 1, 33.33)],
         "training": {"command": "python scripts/train.py --preset small", "hardware": "CPU", "minutes": 99,
-                     "steps": 1234, "epochs": 9.8, "parameters": "2,900,000", "procedure": "Noam, ε_ls 0.1."},
+                     "steps": 1234, "epochs": 9.8, "parameters": "2,900,000", "procedure": "Noam, ε_ls 0.1.",
+                     "log_history": [{"step": 50, "epoch": 0.4, "loss": 5.4321},
+                                     {"step": 100, "epoch": 0.8, "eval_loss": 4.5, "eval_bleu": 12.345},
+                                     {"step": 100, "train_runtime": 60.0}]},
     }
 
 
@@ -64,6 +67,8 @@ def test_body_has_the_tables_config_and_citation(model_dir, results):
     assert "| test_2016_flickr | final | greedy | 33.33 | 53.83 |" in body  # the ablation table
     assert "python scripts/train.py --preset small" in body
     assert "| d_model | 32 | 512 |" in body
+    assert "| 100 | 0.8 | 5.432 | 4.500 | 12.35 |" in body  # the training curve
+    assert "## Speed" not in body  # no benchmark in these results
     assert "Attention Is All You Need" in body and "non-commercial" in body
     assert 'pipeline("translation", model="someone/vaswani-test", trust_remote_code=True)' in body
 

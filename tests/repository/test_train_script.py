@@ -42,6 +42,8 @@ TRAIN = str(REPO / "scripts" / "train.py")
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
        "TOKENIZERS_PARALLELISM": "false"}
 TIMEOUT = 300
+# The newest recorded test-set translation benchmark: the model card's speed section comes from one.
+RECORDED_BENCHMARK = sorted(REPO.glob("benchmarks/recorded/*-translation/results.json"))[-1]
 
 # A tiny model on 300 pairs; dropout is 0 in the tiny preset and the data order comes from the
 # seeds, so two runs with these flags take exactly the same steps.
@@ -304,11 +306,13 @@ def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_
     assert list((tmp_path / "scores").glob("test-*.scores.json"))
     # The model card's numbers (the whole validation split, four decodings), then the repository
     # folder, checked, without uploading.
-    run_script("collect_results.py", "--run_dir", run, "--splits", "validation", "--output_dir", tmp_path / "decoded")
+    run_script("collect_results.py", "--run_dir", run, "--splits", "validation", "--output_dir", tmp_path / "decoded",
+               "--also_beams", "--speed_from", RECORDED_BENCHMARK)
     assert (run / "averaged" / "results.json").is_file()
     run_script("push_to_hub.py", "--model_dir", run / "averaged", "--repo_id", "you/tiny", "--dry_run",
                "--output_dir", tmp_path / "hub")
-    assert (tmp_path / "hub" / "README.md").is_file()
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    assert "## Speed" in card and "| CTranslate2 float32 | 1 |" in card
 
 
 # --- fine-tuning ------------------------------------------------------------------------------
