@@ -59,6 +59,7 @@ class Settings:
     compile_preset: str = "small"
     run_compile: bool = True
     train_dtypes: tuple = ("float32", "bfloat16")  # figure 1's precisions (bfloat16: CPU autocast)
+    bf16_presets: tuple | None = None  # figure 1b's presets (None: all of `presets`)
     translate_sentences: int | None = None  # figure 8: None = all 1,000 of test_2016_flickr
     translate_batch_size: int = 32
     translate_reps: int = 3

@@ -50,7 +50,7 @@ def check_targets(results: dict) -> list:
                      "shortfall": None if measured >= goal else f"{(goal - measured) / goal:.1%} below"})
 
     for preset, entry in (results.get(RESULT_KEYS["training_step_speed"]) or {}).items():
-        add(f"training step ≥ 1.0× Marian ({preset})", entry["ratio_ours_over_marian"], 1.0,
+        add(f"training step ≥ 1.1× Marian ({preset})", entry["ratio_ours_over_marian"], 1.1,
             f"{entry['ratio_ours_over_marian']:.3f}×")
     beam = results.get(RESULT_KEYS["beam_search_speed"]) or {}
     for preset in presets_of(beam):
@@ -86,10 +86,13 @@ def _new_targets(results: dict, add) -> list:
         add(f"bf16 training step ≥ 1.1× Marian ({preset})", entry["ratio_ours_over_marian"], 1.1,
             f"{entry['ratio_ours_over_marian']:.3f}×")
         ratio = entry[OURS]["bf16_over_fp32"]
-        if preset == "base" and machine.get("cpu_bf16") == "amx":
-            add("bf16 base step ≥ 2× the fp32 step (AMX)", ratio, 2.0, f"{ratio:.2f}×")
-        elif preset == "base":
-            not_applicable.append({"target": "bf16 base step ≥ 2× the fp32 step (on a CPU with AMX)", "met": None,
+        # On AMX the base step should gain from bf16, and a small model at least not lose.
+        goal = {"base": 2.0}.get(preset, 1.0)
+        target = f"bf16 {preset} step ≥ {goal:g}× the fp32 step"
+        if machine.get("cpu_bf16") == "amx":
+            add(f"{target} (AMX)", ratio, goal, f"{ratio:.2f}×")
+        else:
+            not_applicable.append({"target": f"{target} (on a CPU with AMX)", "met": None,
                                    "measured": f"{ratio:.2f}× (CPU bf16 support: {machine.get('cpu_bf16')})",
                                    "shortfall": None})
     translation = results.get(RESULT_KEYS["test_set_translation"]) or {}

@@ -49,6 +49,10 @@ def parse_args(argv=None):
     parser.add_argument("--threads", help="Comma-separated thread counts of figure 8 (default 1,2; --quick: 1).")
     parser.add_argument("--presets", default=None,
                         help="Comma-separated presets for figures 1, 2, 5 (default small,base).")
+    parser.add_argument("--bf16-presets", default=None,
+                        help="Comma-separated presets whose training step is also timed in bf16 (figures 1b, 5b; "
+                             "default: all of --presets). Without AMX or AVX512-BF16 the CPU emulates bf16, and a "
+                             "bf16 base step takes many times the fp32 one.")
     parser.add_argument("--device", default="cpu", help="cpu or cuda.")
     parser.add_argument("--max-tokens", type=int, default=None,
                         help="Token budget per batch and side for figures 1, 4-7 (default 4096; §5.1 used 25000).")
@@ -104,6 +108,11 @@ def settings_for(args, device: torch.device):
         settings.matmul_size, settings.matmul_reps = 8192, 10
     if args.presets:
         settings.presets = tuple(p.strip() for p in args.presets.split(",") if p.strip())
+    if args.bf16_presets:
+        settings.bf16_presets = tuple(p.strip() for p in args.bf16_presets.split(",") if p.strip())
+        if not set(settings.bf16_presets) <= set(settings.presets):
+            raise ValueError(f"--bf16-presets must be among the presets {','.join(settings.presets)}, "
+                             f"got {args.bf16_presets!r}.")
     if args.threads:
         settings.translate_threads = thread_counts(args.threads)
     if device.type != "cpu" or args.dtype != "float32":  # bf16 beside fp32 is the CPU run's second precision
@@ -133,7 +142,9 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
             results["parameters"] = counts
             results[key("training_step_speed")] = step_speed
         if "bfloat16" in settings.train_dtypes and dtype is None:
-            bf16_speed, _ = training.training_step_speed(settings, corpus, batches, warm, device, torch.bfloat16, log)
+            bf16_settings = dataclasses.replace(settings, presets=settings.bf16_presets or settings.presets)
+            bf16_speed, _ = training.training_step_speed(bf16_settings, corpus, batches, warm, device, torch.bfloat16,
+                                                         log)
             if 1 in figures:
                 results[key("training_step_speed_bf16")] = training.precision_ratios(step_speed, bf16_speed)
     if 2 in figures:

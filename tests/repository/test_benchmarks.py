@@ -132,6 +132,15 @@ def test_only_and_threads_choose_the_parts_and_thread_counts():
         run.thread_counts("0")
     settings = run.settings_for(run.parse_args(["--quick", "--threads", "2"]), torch.device("cpu"))
     assert settings.translate_threads == (2,) and settings.train_dtypes == ("float32", "bfloat16")
+    assert settings.bf16_presets is None  # figure 1b times every preset
+
+
+def test_bf16_presets_choose_figure_1b_presets_among_the_presets():
+    cpu = torch.device("cpu")
+    settings = run.settings_for(run.parse_args(["--presets", "small,base", "--bf16-presets", "small"]), cpu)
+    assert settings.presets == ("small", "base") and settings.bf16_presets == ("small",)
+    with pytest.raises(ValueError, match="--bf16-presets must be among the presets small,base"):
+        run.settings_for(run.parse_args(["--bf16-presets", "big"]), cpu)
 
 
 @pytest.mark.slow
@@ -158,6 +167,21 @@ def test_every_figure_has_its_results_key():
     assert measurements <= set(report.RESULT_KEYS.values())
     assert report.check_targets(recorded) == recorded["targets"]
     assert report.markdown_tables(recorded) == (ROOT / "benchmarks" / "tables.md").read_text()
+
+
+@pytest.mark.parametrize("support", ["amx", "none"])
+def test_bf16_targets_apply_only_on_a_cpu_with_amx(support):
+    """With AMX the bf16 base step must double the fp32 step and the small one not lose; elsewhere both are n/a."""
+    bf16 = {preset: {"ratio_ours_over_marian": 1.2, report.OURS: {"bf16_over_fp32": ratio}}
+            for preset, ratio in (("small", 0.9), ("base", 2.5))}
+    rows = report.check_targets({"machine": {"cpu_bf16": support}, report.RESULT_KEYS["training_step_speed_bf16"]: bf16})
+    verdicts = {row["target"]: row["met"] for row in rows if "the fp32 step" in row["target"]}
+    if support == "amx":
+        assert verdicts == {"bf16 small step ≥ 1× the fp32 step (AMX)": False,
+                            "bf16 base step ≥ 2× the fp32 step (AMX)": True}
+    else:
+        assert verdicts == {"bf16 small step ≥ 1× the fp32 step (on a CPU with AMX)": None,
+                            "bf16 base step ≥ 2× the fp32 step (on a CPU with AMX)": None}
 
 
 def test_memory_inputs_round_trip_without_pickle(tmp_path):
