@@ -264,7 +264,7 @@ def _fast_path_tables(md: Markdown, results: dict) -> None:
                  [[p, f["matmul_dtype"].replace("torch.", ""), f"{f['matmul_flops_per_second'] / 1e9:.1f}",
                    f"{f[p][OURS]['model_flops_per_second'] / 1e9:.1f}", f"{f[p][OURS]['fraction_of_matmul_rate']:.1%}",
                    f"{f[p][MARIAN]['fraction_of_matmul_rate']:.1%}"]
-                  for p in presets_of(f5) for f in (f5, f5b)])
+                  for p in presets_of(f5) for f in (f5, f5b) if p in f])  # --bf16-presets may leave some out
     f8 = results.get(RESULT_KEYS["test_set_translation"])
     if f8 and "skipped" not in f8:
         for threads, entry in f8["threads"].items():
