@@ -169,6 +169,15 @@ def test_every_figure_has_its_results_key():
     assert report.markdown_tables(recorded) == (ROOT / "benchmarks" / "tables.md").read_text()
 
 
+@pytest.mark.parametrize("folder", sorted(p.name for p in (ROOT / "benchmarks" / "recorded").iterdir()))
+def test_recorded_runs_render_to_their_tables(folder):
+    """Each recorded partial run (some figures, some presets) gives back its targets and tables.md."""
+    recorded_dir = ROOT / "benchmarks" / "recorded" / folder
+    recorded = json.loads((recorded_dir / "results.json").read_text())
+    assert report.check_targets(recorded) == recorded["targets"]
+    assert report.markdown_tables(recorded) == (recorded_dir / "tables.md").read_text()
+
+
 @pytest.mark.parametrize("support", ["amx", "none"])
 def test_bf16_targets_apply_only_on_a_cpu_with_amx(support):
     """With AMX the bf16 base step must double the fp32 step and the small one not lose; elsewhere both are n/a."""
