@@ -71,9 +71,14 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def comma_separated(text: str) -> tuple:
+    """"small, base" -> ("small", "base")."""
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
 def chosen_figures(text: str, only: str | None = None) -> set:
     if only is not None:
-        parts = [p.strip() for p in only.split(",") if p.strip()]
+        parts = comma_separated(only)
         unknown = [p for p in parts if p not in PARTS]
         if unknown or not parts:
             raise ValueError(f"--only takes comma-separated parts from {', '.join(PARTS)}, got {only!r}.")
@@ -107,9 +112,9 @@ def settings_for(args, device: torch.device):
     if device.type == "cuda":  # a GPU needs bigger matrices to reach its peak matmul rate
         settings.matmul_size, settings.matmul_reps = 8192, 10
     if args.presets:
-        settings.presets = tuple(p.strip() for p in args.presets.split(",") if p.strip())
+        settings.presets = comma_separated(args.presets)
     if args.bf16_presets:
-        settings.bf16_presets = tuple(p.strip() for p in args.bf16_presets.split(",") if p.strip())
+        settings.bf16_presets = comma_separated(args.bf16_presets)
         if not set(settings.bf16_presets) <= set(settings.presets):
             raise ValueError(f"--bf16-presets must be among the presets {','.join(settings.presets)}, "
                              f"got {args.bf16_presets!r}.")
