@@ -68,4 +68,5 @@ def hardware_line(info: dict | None = None) -> str:
     info = info or describe_machine()
     if "gpu" in info:
         return info["gpu"]
-    return f"CPU: {info['cpu']}, {info['torch_threads']} threads, bf16: {info['cpu_bf16']}"
+    threads = info["torch_threads"]
+    return f"CPU: {info['cpu']}, {threads} thread{'s' * (threads != 1)}, bf16: {info['cpu_bf16']}"

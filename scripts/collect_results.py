@@ -39,6 +39,8 @@ def parse_args(argv=None):
     parser.add_argument("--target_lang", default="de")
     parser.add_argument("--batch_size", type=cli.positive_int, default=100)
     parser.add_argument("--procedure", default="", help="One paragraph on how and why it was trained so.")
+    parser.add_argument("--started_from", help="The model folder the run fine-tuned (its --model_name_or_path), if "
+                        "it holds a results.json: its commands, minutes, steps and curve come first in the card's.")
     parser.add_argument("--output_dir", help="Where to write the translations (default: ./evaluations/<run folder "
                         "name>); never a model folder.")
     parser.add_argument("--also_beams", nargs="*", type=cli.positive_int, default=[5],
@@ -51,7 +53,22 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def training_summary(run_dir: Path, procedure: str) -> dict:
+def earlier_training(model_dir: Path) -> dict:
+    """The training record in a model folder's results.json (written by this script for that model)."""
+    path = model_dir / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"--started_from {model_dir}: no results.json there; pass the model folder whose "
+                                "card this script wrote, or leave the flag out.")
+    training = json.loads(path.read_text(encoding="utf-8")).get("training")
+    if not isinstance(training, dict) or not isinstance(training.get("segments"), list):
+        raise ValueError(f"--started_from {path}: no training segments in it; was it written by collect_results.py?")
+    return training
+
+
+def training_summary(run_dir: Path, procedure: str, started_from: dict | None = None) -> dict:
+    """The card's training block. With `started_from` (earlier_training's record of the model the run
+    fine-tuned) the whole history: its segments first, steps and epochs added, its curve then this
+    run's, whose steps and epochs go on from where it ended."""
     from modeling_vaswani.training.run_record import read_run_info, summarize
 
     state_path = run_dir / "trainer_state.json"
@@ -62,12 +79,21 @@ def training_summary(run_dir: Path, procedure: str) -> dict:
     if info["segments"][-1].get("minutes") is None:  # a record from before segments kept their minutes
         runtime = next((e["train_runtime"] for e in reversed(state["log_history"]) if "train_runtime" in e), None)
         info["segments"][-1]["minutes"] = runtime / 60 if runtime is not None else None
+    steps, epochs, history = state["global_step"], state["epoch"], state["log_history"]
+    if started_from is not None:
+        earlier_steps, earlier_epochs = started_from["steps"], started_from["epochs"]
+        info["segments"] = started_from["segments"] + info["segments"]
+        history = started_from["log_history"] + [
+            {**entry, "step": entry["step"] + earlier_steps,
+             **({"epoch": entry["epoch"] + earlier_epochs} if "epoch" in entry else {})}
+            for entry in history]
+        steps, epochs = steps + earlier_steps, epochs + earlier_epochs
     return {
         **summarize(info),
-        "steps": state["global_step"],
-        "epochs": round(state["epoch"], 1),
+        "steps": steps,
+        "epochs": round(epochs, 1),
         "procedure": procedure,
-        "log_history": state["log_history"],
+        "log_history": history,
     }
 
 
@@ -86,6 +112,7 @@ def main(argv=None):
     if speed_path is not None and not speed_path.is_file():
         raise FileNotFoundError(f"--speed_from {speed_path}: no such file; pass a benchmark's results.json, e.g. "
                                 "benchmarks/recorded/<date>-translation/results.json.")
+    started_from = earlier_training(Path(args.started_from)) if args.started_from else None
     # Only now the package, torch and transformers: --help, a wrong flag and the checks above answer at once.
     from modeling_vaswani.evaluation.cpu_threads import use_threads
     from modeling_vaswani.evaluation.scoring import score_model
@@ -97,7 +124,7 @@ def main(argv=None):
     speed = (speed_from_benchmark(json.loads(speed_path.read_text(encoding="utf-8")), str(speed_path))
              if speed_path is not None else None)
 
-    training = training_summary(run_dir, args.procedure)
+    training = training_summary(run_dir, args.procedure, started_from)
     out_dir.mkdir(parents=True, exist_ok=True)
     candidates = [(shipped, True, f"average of the last checkpoints ({shipped.name})"),
                   (run_dir, False, "final weights, no averaging")]
