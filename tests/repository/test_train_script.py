@@ -120,7 +120,7 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
     (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
     assert segment["command"].startswith("python scripts/train.py --preset tiny") and segment["minutes"] > 0
     # ... with the threads (one: the model is tiny, and OMP_NUM_THREADS says 1) and the batching.
-    assert (segment["threads"], segment["processes"]) == (1, 1) and ", 1 threads," in segment["hardware"]
+    assert (segment["threads"], segment["processes"]) == (1, 1) and ", 1 thread," in segment["hardware"]
     assert segment["batching"]["max_tokens_per_batch"] == segment["batching"]["max_tokens_per_step"] == 1024
     assert 512 < segment["batching"]["tokens_per_step"]["target"] <= 1024
     # The last line names the one next step.

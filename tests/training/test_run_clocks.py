@@ -11,7 +11,7 @@ from modeling_vaswani.training.run_clocks import RunClock, SaveEveryMinutes, Tim
 from modeling_vaswani.training.run_record import read_run_info, start_segment
 
 ABOUT = {"parameters": "1,234", "torch": "2.x", "transformers": "5.x"}
-CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 threads"}
+CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 thread"}
 
 
 def test_run_clock_writes_the_minutes_since_training_began(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from modeling_vaswani.training.run_record import (
 )
 
 ABOUT = {"parameters": "1,234", "torch": "2.x", "transformers": "5.x"}
-CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 threads"}
+CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 thread"}
 RESUMED = {"command": "python scripts/train.py --seed 1 --resume_from_checkpoint c", "hardware": "CPU: X, 2 threads"}
 
 
@@ -40,7 +40,7 @@ def test_summary_adds_up_the_minutes_and_lists_every_command(tmp_path):
     summary = summarize(read_run_info(tmp_path))
     assert summary["minutes"] == 127
     assert summary["command"] == f"{CPU['command']}\n{RESUMED['command']}"
-    assert summary["hardware"] == "CPU: X, 1 threads for 115 minutes; then CPU: X, 2 threads for 12 minutes"
+    assert summary["hardware"] == "CPU: X, 1 thread for 115 minutes; then CPU: X, 2 threads for 12 minutes"
     assert summary["parameters"] == "1,234" and len(summary["segments"]) == 2
 
 
