@@ -60,8 +60,10 @@ def earlier_training(model_dir: Path) -> dict:
         raise FileNotFoundError(f"--started_from {model_dir}: no results.json there; pass the model folder whose "
                                 "card this script wrote, or leave the flag out.")
     training = json.loads(path.read_text(encoding="utf-8")).get("training")
-    if not isinstance(training, dict) or not isinstance(training.get("segments"), list):
-        raise ValueError(f"--started_from {path}: no training segments in it; was it written by collect_results.py?")
+    needed = {"segments": list, "log_history": list, "steps": int, "epochs": (int, float)}
+    if not isinstance(training, dict) or not all(isinstance(training.get(k), kind) for k, kind in needed.items()):
+        raise ValueError(f"--started_from {path}: no training segments, steps, epochs and curve in it; was it "
+                         "written by collect_results.py?")
     return training
 
 

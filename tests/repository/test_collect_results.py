@@ -59,6 +59,12 @@ def test_started_from_a_folder_without_results_says_what_to_pass(collect_results
     (tmp_path / "results.json").write_text(json.dumps({"evaluations": []}), encoding="utf-8")
     with pytest.raises(ValueError, match="no training segments"):
         collect_results.earlier_training(tmp_path)
+    # A training block without its steps would only fail later, inside the sums.
+    (tmp_path / "results.json").write_text(json.dumps({"training": {**EARLIER, "steps": None}}), encoding="utf-8")
+    with pytest.raises(ValueError, match="no training segments, steps"):
+        collect_results.earlier_training(tmp_path)
+    (tmp_path / "results.json").write_text(json.dumps({"training": EARLIER}), encoding="utf-8")
+    assert collect_results.earlier_training(tmp_path) == EARLIER
 
 
 def test_the_shipped_card_folder_is_a_valid_starting_point(collect_results):
