@@ -164,6 +164,15 @@ def _complete(checkpoint):
     return (checkpoint / "model.safetensors").is_file()
 
 
+def _minutes_recorded(output_dir):
+    """run_info.json counts the invocation's minutes (rewritten just after each checkpoint is saved)."""
+    try:
+        segments = json.loads((output_dir / "run_info.json").read_text())["segments"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return False
+    return bool(segments) and (segments[-1].get("minutes") or 0) > 0
+
+
 def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
     output, _ = base_run
     resumed = tmp_path / "resumed"
@@ -174,7 +183,9 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
                                cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + TIMEOUT
-        while not _complete(checkpoint):
+        # Kill only once checkpoint-10 is whole and the record has counted its minutes (the
+        # Trainer's on_save, which writes them, runs just after the checkpoint's files).
+        while not (_complete(checkpoint) and _minutes_recorded(resumed)):
             assert process.poll() is None, "the run ended before writing checkpoint-10"
             assert time.monotonic() < deadline, "no checkpoint-10 in time"
             time.sleep(0.05)
