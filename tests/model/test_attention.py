@@ -76,6 +76,23 @@ def test_sdpa_function_matches_eager_function():
     torch.testing.assert_close(builtin_causal, eager, rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_function_in_bf16_training_matches_float32(is_causal):
+    # bf16 with gradients on CPU takes the written-out formula (PyTorch's bf16 backward is slow there).
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(2, 3, 6, 4, requires_grad=True) for _ in range(3))
+    mask = None if is_causal else padding_mask(torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]), torch.bfloat16)
+    low, _ = sdpa_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask, is_causal=is_causal)
+    exact, _ = scaled_dot_product_attention(q, k, v, causal_mask(6, 6, "cpu", torch.float32) if is_causal
+                                            else padding_mask(torch.tensor([[1] * 6, [1] * 4 + [0] * 2]), torch.float32))
+    assert low.dtype == torch.bfloat16
+    torch.testing.assert_close(low.float(), exact, rtol=0, atol=3e-2)
+    grads = torch.autograd.grad(low.float().sum(), (q, k, v))
+    exact_grads = torch.autograd.grad(exact.sum(), (q, k, v))
+    for ours, reference in zip(grads, exact_grads):
+        torch.testing.assert_close(ours, reference, rtol=0, atol=6e-2)
+
+
 @pytest.fixture
 def make_attention(make_config):
     """One attention sublayer of d_model 16 and 4 heads (the tiny config), seeded, in eval mode."""

@@ -85,6 +85,42 @@ def test_gradient_flows():
     torch.testing.assert_close(logits.grad, torch.tensor([[0.25 - 0.9] + [0.25 - 0.1 / 3] * 3]))
 
 
+def autograd_reference(logits, labels, epsilon):
+    """§5.4's loss per position, left to autograd (log_softmax, gather, sum); 0 where ignored."""
+    log_probs = F.log_softmax(logits.float(), dim=-1)
+    gold = log_probs.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    others = log_probs.sum(-1) - gold
+    loss = -((1 - epsilon) * gold + epsilon / (logits.shape[-1] - 1) * others)
+    return loss * (labels != -100)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
+def test_written_out_gradient_matches_autograd(epsilon):
+    torch.manual_seed(0)
+    logits = (3 * torch.randn(2, 5, 11)).requires_grad_()
+    labels = torch.randint(0, 11, (2, 5))
+    labels[1, 3:] = -100
+    weights = torch.rand(2, 5)  # a non-uniform upstream gradient, as a weighted sum gives
+    ours = label_smoothed_cross_entropy(logits, labels, epsilon, reduction="none")
+    (ours_grad,) = torch.autograd.grad((ours * weights).sum(), logits)
+    reference = autograd_reference(logits, labels, epsilon)
+    (reference_grad,) = torch.autograd.grad((reference * weights).sum(), logits)
+    torch.testing.assert_close(ours, reference)
+    torch.testing.assert_close(ours_grad, reference_grad)
+    assert torch.all(ours_grad[1, 3:] == 0)  # ignored positions get no gradient
+
+
+def test_bf16_logits_get_a_bf16_gradient_computed_in_float32():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 50).bfloat16().requires_grad_()
+    labels = torch.randint(0, 50, (4,))
+    label_smoothed_cross_entropy(logits, labels).backward()
+    assert logits.grad.dtype == torch.bfloat16
+    exact = logits.detach().float().requires_grad_()
+    label_smoothed_cross_entropy(exact, labels).backward()
+    torch.testing.assert_close(logits.grad.float(), exact.grad, rtol=1e-2, atol=1e-4)
+
+
 @pytest.mark.parametrize("epsilon", [-0.1, 1.0, 1.5, float("nan")])
 def test_invalid_epsilon(epsilon):
     with pytest.raises(ValueError, match="epsilon"):
