@@ -44,6 +44,11 @@ def load_tokenizer(path: Union[str, os.PathLike]):
     return _loaded(lambda: PreTrainedTokenizerFast.from_pretrained(str(directory)), str(directory / "tokenizer.json"))
 
 
+# What from_pretrained puts into a tokenizer's init_kwargs about how it was loaded (offline mode,
+# local files) and what tokenizer.json already holds (its truncation). save_pretrained would write
+# them into tokenizer_config.json, so a folder loaded and saved again would differ from the original.
+_LOADER_STATE = ("is_local", "local_files_only", "max_length", "stride", "truncation_side", "truncation_strategy")
+
 # The small JSON files beside tokenizer.json that transformers reads too.
 _TOKENIZER_SIDE_FILES = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 
@@ -77,7 +82,10 @@ def _loaded(load, name: str):
                 raise ValueError(f"{folder / side} is not valid JSON ({error}); save the tokenizer again with "
                                  "save_pretrained, or copy the model's tokenizer files from where it came from.") from None
     try:
-        return load()
+        tokenizer = load()
+        for key in _LOADER_STATE:
+            getattr(tokenizer, "init_kwargs", {}).pop(key, None)
+        return tokenizer
     except (FileNotFoundError, PermissionError):
         raise
     except BaseException as error:  # json, tokenizers (a bare Exception) and transformers errors alike

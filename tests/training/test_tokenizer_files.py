@@ -56,6 +56,19 @@ def test_tokenizer_config_names_the_standard_class_and_no_loader_state(where, sa
     assert not list(folder.glob("tokeniz*.py"))  # no tokenizer code of ours travels
 
 
+def test_a_tokenizer_loaded_and_saved_again_writes_the_same_config(saved_model_dir, tmp_path, monkeypatch):
+    # Offline loading puts local_files_only (and tokenizer.json's truncation) into init_kwargs;
+    # save_pretrained must not write them back (scripts/push_to_hub.py saves a loaded tokenizer).
+    from modeling_vaswani.tokenizer_loading import load_tokenizer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    load_tokenizer(saved_model_dir).save_pretrained(tmp_path)
+    again = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert not LOADER_STATE & again.keys(), LOADER_STATE & again.keys()
+    assert again == json.loads((saved_model_dir / "tokenizer_config.json").read_text())
+    assert expected_ids(tmp_path) == expected_ids(saved_model_dir)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["hub_card", "saved"])
 def test_tokenizer_loads_without_code_and_without_a_prompt_in_a_clean_process(where, saved_model_dir, tmp_path):
