@@ -50,15 +50,13 @@ def test_custom_generate_is_the_packages_beam_search(hub_card, model_code_dir):
     assert (hub_card / "custom_generate" / "generate.py").read_bytes() == (model_code_dir / "beam_search.py").read_bytes()
 
 
-def test_files_saved_before_new_settings_load_and_decode_as_they_were_built(hub_card, shipped):
-    """config.json predates `attention_bias` (its projections have biases), generation_config.json
-    predates the beam-search entries (it decodes with transformers' beam search, as measured)."""
-    assert "attention_bias" not in json.loads((hub_card / "config.json").read_text())
+def test_the_shipped_model_is_the_papers_architecture_and_decodes_with_its_search(hub_card, shipped):
+    """§3.2.2's projections without biases, and §6.1's search (GNMT length penalty, stop at the bound)."""
+    assert json.loads((hub_card / "config.json").read_text())["attention_bias"] is False
     model, _ = shipped
-    assert model.config.attention_bias is True
-    assert all(layer.self_attn.q_proj.bias is not None for layer in model.model.encoder.layers)
+    assert all(layer.self_attn.q_proj.bias is None for layer in model.model.encoder.layers)
     generation = json.loads((hub_card / "generation_config.json").read_text())
-    assert "length_penalty_formula" not in generation and "beam_termination" not in generation
+    assert generation["length_penalty_formula"] == "gnmt" and generation["beam_termination"] == "bound"
 
 
 def test_config_and_generation_config_carry_the_paper_decoding(hub_card):
@@ -95,7 +93,7 @@ def test_bleu_floor_on_the_first_100_val_sentences(shipped):
     model, tokenizer = shipped
     sources, references = multi30k_pairs("validation", max_samples=100)
     _, scores = score_model(model, tokenizer, sources, references, num_beams=1)
-    assert scores["bleu"] >= 33.0, scores["bleu"]  # measured 36.5 when the model was built
+    assert scores["bleu"] >= 30.0, scores["bleu"]  # measured 33.4 when the model was built (36.5 for the first edition)
 
 
 @pytest.mark.slow
