@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .masking import causal_mask
+
 
 def scaled_dot_product_attention(
     query: torch.Tensor,
@@ -63,11 +65,8 @@ def sdpa_attention(query, key, value, mask=None, dropout_p=0.0, training=False, 
         # Not from the paper: PyTorch's CPU kernel differentiates bf16 about 7× slower than float32
         # (its backward took 22 ms against 3 ms in a small-preset step on AVX512-BF16), while bf16
         # matrix products are fast there. So bf16 training on CPU takes the formula written out.
-        if is_causal:
-            length, key_length = query.shape[-2], key.shape[-2]
-            future = torch.ones(length, key_length, dtype=torch.bool, device=query.device).triu(1)
-            mask = torch.zeros(length, key_length, dtype=query.dtype, device=query.device).masked_fill(
-                future, torch.finfo(query.dtype).min)  # (T, K): §3.2.3, no attending to later positions
+        if is_causal:  # §3.2.3: no attending to later positions, (1, 1, T, K)
+            mask = causal_mask(query.shape[-2], key.shape[-2], query.device, query.dtype)
         return scaled_dot_product_attention(query, key, value, mask, dropout_p, training)[0], None
     output = F.scaled_dot_product_attention(
         query, key, value, attn_mask=mask, dropout_p=dropout_p if training else 0.0, is_causal=is_causal
