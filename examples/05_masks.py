@@ -9,9 +9,10 @@ Attention may not look everywhere:
   connections"), which keeps the decoder auto-regressive;
 - both together in decoder self-attention when the targets are padded.
 
-The masks are additive: 0 where attention is allowed, a very negative number where it is not,
-added to Q Kᵀ / √d_k before the softmax. (The code uses the most negative finite float rather
-than −∞, so that a row with nothing visible gives no NaN; masked keys still get weight 0.)
+The masks are additive: 0 where attention is allowed, and where it is not the most negative
+finite number of the scores' dtype, `torch.finfo(dtype).min` (−3.4e38 in float32), added to
+Q Kᵀ / √d_k before the softmax. The paper writes −∞; the finite value gives the same weight 0 to
+hidden keys, and a row with nothing visible gives no NaN.
 
 What this script shows: the three masks drawn for a batch of two sentences, the softmax weights
 they produce from equal scores, and a cache-style causal mask for 2 new queries after 3 cached
@@ -86,13 +87,14 @@ def main():
         visible = (mask == 0).float().numpy()
         axis.imshow(visible, cmap="Greens", vmin=0, vmax=2.0)
         for (i, j), v in np.ndenumerate(visible):
-            axis.text(j, i, "0" if v else "−∞", ha="center", va="center", fontsize=8)
+            axis.text(j, i, "0" if v else "min", ha="center", va="center", fontsize=8)
         axis.set_xticks(range(mask.shape[1]))
         axis.set_yticks(range(mask.shape[0]))
         axis.set(title=title, xlabel="key position")
     axes[-1].set_yticks(range(2), ["3", "4"])  # the new queries' absolute positions
     axes[0].set_ylabel("query position")
-    fig.suptitle("Additive masks (§3.2.3): green = may attend (add 0), white = hidden (add a very negative number)")
+    fig.suptitle("Additive masks (§3.2.3): green = may attend (add 0), white = hidden "
+                 f"(add min = torch.finfo({DTYPE}).min = {torch.finfo(DTYPE).min:.1e}, not −∞)")
     fig.tight_layout()
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUTPUT_DIR / "05_masks.png"
