@@ -12,16 +12,20 @@ a moment — and counts the parameters of each component:
   §3.2.2), FFN 2·d_model·d_ff + d_ff + d_model (Eq. (2) has biases b_1, b_2), two LayerNorms;
 - per decoder layer: the same plus a second (encoder–decoder) attention and a third LayerNorm.
 
-It then counts the other Table 3 rows that report a size, by changing the same config fields
-the paper changes (rows B and C). The paper does not say exactly how it counted nor its exact
-vocabulary size, so differences of a few percent are expected; the differences are nearly the same
-for every row derived from base, so the layers are counted alike.
+It then counts the other Table 3 rows that report a size, changing the config fields the paper
+changes (rows B and C), and finds for each row the vocabulary sizes at which our count rounds to
+the paper's. The paper says neither how it counted nor its exact vocabulary. Biases and LayerNorms
+are 0.1% of the model, too little to matter. Every row derived from base fits one shared
+embedding of about 41,100 rows, so the layers are counted alike and base's gap (63.0M against
+65M) is in the embedding; big (214.2M against 213M) fits only about 35,900 rows, so no one
+vocabulary gives both of the paper's counts.
 
 Code: `modeling_vaswani/model/configuration_vaswani.py` (`VaswaniConfig.from_preset`, `PRESETS`).
 
     python examples/07_parameter_count.py
 """
 
+import math
 import os
 from pathlib import Path
 
@@ -85,7 +89,7 @@ def components(model) -> dict:
 
 
 def main():
-    breakdowns = {}
+    breakdowns, vectors = {}, {}
     for preset, paper in (("base", 65), ("big", 213)):
         config = VaswaniConfig.from_preset(preset, vocab_size=VOCAB)
         model = build_on_meta(config)
@@ -98,17 +102,28 @@ def main():
             print(f"    {name:<28} {value:>12,}  {100 * value / total:5.1f}%")
         print(f"    {'lm_head (tied, no extra)':<28} {0:>12,}")
         assert not config.attention_bias, "§3.2.2: W^Q, W^K, W^V and W^O have no biases"
+        vectors[preset] = sum(p.numel() for p in model.parameters() if p.dim() == 1)  # biases, LayerNorms
 
-    print("\nTable 3 rows with a reported size (same V):")
-    measured = []
+    # Which vocabulary would make each row's count round to the paper's? Layers + V·d_model within ±0.5M.
+    print("\nTable 3 rows with a reported size (same V), and the V whose shared embedding would give the paper's count:")
+    fits, totals = {}, {}
     for label, changes, paper in TABLE_3_ROWS:
         config = (VaswaniConfig.from_preset("big", vocab_size=VOCAB) if changes is None
                   else VaswaniConfig.from_preset("base", vocab_size=VOCAB, **changes))
-        total = count(build_on_meta(config)) / 1e6
-        measured.append(total)
-        print(f"    {label:<18} ours {total:6.1f}M   paper {paper:4d}M   difference {total - paper:+5.1f}M")
-    print("    The base-derived rows all differ by about the same amount, so the gap lies in a part every row\n"
-          "    shares (the embedding matrix, i.e. the exact vocabulary size), not in the layers.")
+        total = totals[label] = count(build_on_meta(config))
+        layers = total - VOCAB * config.d_model
+        fits[label] = [math.ceil(((paper - 0.5) * 1e6 - layers) / config.d_model),
+                       math.floor(((paper + 0.5) * 1e6 - layers) / config.d_model)]
+        print(f"    {label:<18} ours {total / 1e6:6.1f}M   paper {paper:4d}M   difference {total / 1e6 - paper:+5.1f}M"
+              f"   fits V = {fits[label][0]:,}–{fits[label][1]:,}")
+    from_base = [fits[label] for label, changes, _ in TABLE_3_ROWS if changes is not None]
+    common = [max(low for low, _ in from_base), min(high for _, high in from_base)]
+    print(f"    Biases and LayerNorms are too few to matter: {vectors['base']:,} in base ({vectors['big']:,} in big).\n"
+          f"    Every row derived from base fits one shared embedding of {common[0]:,}–{common[1]:,} rows: the layers\n"
+          f"    are counted alike, and the paper counts more embedding rows than the {VOCAB:,} assumed here.\n"
+          f"    The big row fits only {fits['big'][0]:,}–{fits['big'][1]:,} rows, so no one vocabulary gives 65M and 213M:\n"
+          f"    big adds {(totals['big'] - totals['(C) d_model=1024']) / 1e6:.1f}M to row (C) d_model=1024 here (its d_ff "
+          f"doubled), {213 - 168}M in the paper.")
 
     fig, axes = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 2]})
     names = list(breakdowns["base"])
@@ -119,13 +134,15 @@ def main():
         bottoms = [b + v for b, v in zip(bottoms, values)]
     axes[0].scatter(["base", "big"], [65, 213], color="black", marker="_", s=900, zorder=3, label="Table 3")
     axes[0].set(ylabel="parameters (millions)", title=f"by component (V = {VOCAB:,})")
-    axes[0].legend(fontsize=8)
-    labels = [label for label, _, _ in TABLE_3_ROWS]
-    positions = range(len(labels))
-    axes[1].bar([p - 0.2 for p in positions], measured, width=0.4, label="this code (meta-device count)")
-    axes[1].bar([p + 0.2 for p in positions], [paper for _, _, paper in TABLE_3_ROWS], width=0.4, label="Table 3")
-    axes[1].set_xticks(list(positions), labels, rotation=35, ha="right")
-    axes[1].set(ylabel="parameters (millions)", title="Table 3 rows that report a size")
+    axes[0].legend(fontsize=8, markerscale=0.3)
+    labels = list(fits)
+    for position, label in enumerate(labels):
+        low, high = fits[label]
+        axes[1].plot([position, position], [low, high], color="tab:red" if label == "big" else "tab:blue", lw=6)
+    axes[1].axhspan(*common, color="tab:blue", alpha=0.15, label="fits every row derived from base")
+    axes[1].axhline(VOCAB, color="black", linestyle="--", label=f"§5.1: about {VOCAB:,}")
+    axes[1].set_xticks(range(len(labels)), labels, rotation=35, ha="right")
+    axes[1].set(ylabel="vocabulary size V", title="V at which our count rounds to the paper's (one shared embedding)")
     axes[1].legend()
     fig.tight_layout()
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
