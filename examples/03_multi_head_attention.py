@@ -2,26 +2,32 @@
 
     MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,   head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
-What this script shows:
-1. the shape of every tensor inside `MultiHeadAttention` as one sequence passes through
-   self-attention: projection, split into h heads, scores, weights, concatenation, W^O;
+What this script shows, on one encoder self-attention layer of the trained model (the shipped one
+in hub_card/ unless --model names another):
+1. the shape of every tensor inside the layer's attention: projection, split into h heads,
+   scores, weights, concatenation, W^O;
 2. that the module's "all heads in one Linear, then reshape" is exactly the paper's h separate
    projections W_i^Q, W_i^K, W_i^V: the script slices the Linear weights into per-head matrices,
-   runs Eq. (1) head by head, concatenates, multiplies by W^O and compares;
-3. the attention maps of all heads (untrained, random weights, fed with token embeddings plus
-   positional encodings): each head looks at the sequence differently, which is the point of
-   having several ("to jointly attend to information from different representation subspaces").
+   runs Eq. (1) head by head, concatenates, multiplies by W^O and compares with the module;
+3. the attention maps of all heads: after training, each head looks at the sentence differently
+   (in the shipped model's layer 2, head 2 sends every word but the first to an earlier word, head 4
+   nearly every word to a later one),
+   which is the point of having several ("to jointly attend to information from different
+   representation subspaces").
 
 The weights come from the eager path (`output_attentions=True`); the fused "sdpa" path computes
 the same output but does not return them.
 
 Code: `modeling_vaswani/model/attention.py` (`MultiHeadAttention`, `scaled_dot_product_attention`).
 
-    python examples/03_multi_head_attention.py
+    python examples/03_multi_head_attention.py                      # the shipped model, layer 2
+    python examples/03_multi_head_attention.py --model outputs/multi30k-en-de --layer 1
 """
 
+import argparse
 import math
 import os
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -29,76 +35,93 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
+from transformers.utils import logging as hf_logging
 
-from modeling_vaswani import VaswaniConfig
-from modeling_vaswani.model.attention import MultiHeadAttention, scaled_dot_product_attention
-from modeling_vaswani.model.positional_encoding import sinusoidal_table
+from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
+from modeling_vaswani.cli import run_main
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
-WORDS = ["<s>", "two", "dogs", "are", "playing", "in", "the", "snow", "."]
+SENTENCE = "Two dogs are playing in the snow."
 
 
 def main():
-    torch.manual_seed(0)
-    config = VaswaniConfig(vocab_size=64, d_model=32, d_ff=64, num_heads=4, num_layers=1)
-    h, d_k, d_v, d_model = config.num_heads, config.d_k, config.d_v, config.d_model
-    print(f"d_model = {d_model}, h = {h} heads, d_k = d_v = d_model / h = {d_k}  (§3.2.2: 512 / 8 = 64 in base)")
-    attention = MultiHeadAttention(config).eval()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="a saved model folder (default: the shipped model, hub_card/)")
+    parser.add_argument("--layer", type=int, default=2, help="which encoder layer, from 1 (default 2)")
+    args = parser.parse_args()
+    folder = args.model or shipped_model_path()
+    if not all((Path(folder) / name).is_file() for name in ("config.json", "model.safetensors")):
+        raise FileNotFoundError(f"no trained model in {folder} (config.json and model.safetensors needed)")
+    hf_logging.disable_progress_bar()
+    model = VaswaniForConditionalGeneration.from_pretrained(folder, attn_implementation="eager").eval()
+    tokenizer = load_tokenizer(folder)
+    config, encoder = model.config, model.model.encoder
+    if not 1 <= args.layer <= len(encoder.layers):
+        raise ValueError(f"--layer must be in [1, {len(encoder.layers)}], got {args.layer}")
+    attention = encoder.layers[args.layer - 1].self_attn
+    h, d_k, d_v = config.num_heads, config.d_k, config.d_v
+    print(f"{folder}: d_model = {config.d_model}, h = {h} heads, d_k = d_v = {d_k}  (§3.2.2: 512 / 8 = 64 in base)")
 
-    # A "sentence": random token vectors (the same word → the same vector) × √d_model, plus PE (§3.4, §3.5).
-    vocabulary = {word: i for i, word in enumerate(dict.fromkeys(WORDS))}
-    table = torch.randn(len(vocabulary), d_model) * d_model**-0.5
-    ids = torch.tensor([vocabulary[w] for w in WORDS])
-    x = (table[ids] * math.sqrt(d_model) + sinusoidal_table(len(WORDS), d_model)).unsqueeze(0)  # (B=1, T, d_model)
+    encoded = tokenizer(SENTENCE, return_tensors="pt")
+    words = [token.lstrip("▁") for token in tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])]
+    module_output = []
+    attention.register_forward_hook(lambda module, inputs, output: module_output.append(
+        output[0] if isinstance(output, tuple) else output))
+    with torch.no_grad():
+        outputs = encoder(**encoded, output_attentions=True, output_hidden_states=True)
+    x = outputs.hidden_states[args.layer - 1]  # this layer's input (B=1, T, d_model)
+    module_weights = outputs.attentions[args.layer - 1]  # (B, h, T, T)
     B, T = x.shape[:2]
 
-    print("\nShapes inside MultiHeadAttention (B batch, T positions, h heads):")
+    print(f"\nShapes inside the self-attention of encoder layer {args.layer} on {SENTENCE!r} (T = {T} tokens):")
     q = attention.q_proj(x)
     print(f"  x                          {tuple(x.shape)}   (B, T, d_model)")
     print(f"  x W^Q (all heads at once)  {tuple(q.shape)}   (B, T, h·d_k)")
-    q_heads = attention._split_heads(q, d_k)
-    k_heads = attention._split_heads(attention.k_proj(x), d_k)
-    v_heads = attention._split_heads(attention.v_proj(x), d_v)
+    q_heads = q.view(B, T, h, d_k).transpose(1, 2)  # (B, T, h·d_k) → (B, h, T, d_k): no weights, no arithmetic
     print(f"  split into heads           {tuple(q_heads.shape)}   (B, h, T, d_k)  a reshape: no weights, no arithmetic")
-    scores = q_heads @ k_heads.transpose(-2, -1) / math.sqrt(d_k)
-    print(f"  scores Q Kᵀ / √d_k         {tuple(scores.shape)}   (B, h, T, T)  one T×T map per head")
-    head_outputs, weights = scaled_dot_product_attention(q_heads, k_heads, v_heads)
-    print(f"  heads' outputs             {tuple(head_outputs.shape)}   (B, h, T, d_v)")
-    concat = head_outputs.transpose(1, 2).reshape(B, T, h * d_v)
-    print(f"  Concat(head_1 … head_h)    {tuple(concat.shape)}   (B, T, h·d_v)")
-    print(f"  · W^O                      {tuple(attention.out_proj(concat).shape)}   (B, T, d_model)")
+    print(f"  scores Q Kᵀ / √d_k         {tuple(module_weights.shape)}   (B, h, T, T)  one T×T map per head")
 
     with torch.no_grad():
-        output, module_weights = attention(x, output_attentions=True)  # eager path: weights come back
         # The paper's view: separate matrices W_i^Q (d_model × d_k), ... for each head i.
-        heads = []
+        heads, weights = [], []
         for i in range(h):
             rows_k, rows_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
-            # The W are matrices: §3.2.2 has no biases (neither has the module, by default).
-            q_i = x @ attention.q_proj.weight[rows_k].T  # Q W_i^Q
-            k_i = x @ attention.k_proj.weight[rows_k].T  # K W_i^K
-            v_i = x @ attention.v_proj.weight[rows_v].T  # V W_i^V
-            heads.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1) @ v_i)
-        by_hand = attention.out_proj(torch.cat(heads, dim=-1))  # Concat(head_1, …, head_h) W^O
-    difference = (by_hand - output).abs().max().item()
-    print(f"\nhead-by-head formula of §3.2.2 vs the module: max difference {difference:.1e}")
-    assert difference < 1e-5
-    print(f"attention weights {tuple(module_weights.shape)}; every row sums to 1: "
-          f"{torch.allclose(module_weights.sum(-1), torch.ones(B, h, T))}")
+
+            def project(linear, rows):  # x W_i (+ the bias slice, if the model has biases; §3.2.2 has none)
+                return F.linear(x, linear.weight[rows], None if linear.bias is None else linear.bias[rows])
+
+            q_i, k_i, v_i = project(attention.q_proj, rows_k), project(attention.k_proj, rows_k), \
+                project(attention.v_proj, rows_v)
+            weights.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1))  # Eq. (1)
+            heads.append(weights[-1] @ v_i)
+        concat = torch.cat(heads, dim=-1)  # Concat(head_1, …, head_h)
+        by_hand = attention.out_proj(concat)  # · W^O
+    print(f"  heads' outputs             {tuple(heads[0].shape)} × {h}   (B, T, d_v) each")
+    print(f"  Concat(head_1 … head_h)    {tuple(concat.shape)}   (B, T, h·d_v)")
+    print(f"  · W^O                      {tuple(by_hand.shape)}   (B, T, d_model)")
+    difference = (by_hand - module_output[0]).abs().max().item()
+    weight_difference = (torch.stack(weights, dim=1) - module_weights).abs().max().item()
+    print(f"\nhead-by-head formula of §3.2.2 vs the module: max difference {difference:.1e} (output), "
+          f"{weight_difference:.1e} (weights)")
+    assert difference < 1e-4 and weight_difference < 1e-5
+
+    print(f"Each word's most-attended word, per head of the trained layer {args.layer}:")
     for i in range(h):
         top = module_weights[0, i].argmax(-1)
-        print(f"  head {i + 1}: each word's most-attended word: "
-              + ", ".join(f"{WORDS[t]}→{WORDS[j]}" for t, j in enumerate(top.tolist())))
+        print(f"  head {i + 1}: " + ", ".join(f"{words[t]}→{words[j]}" for t, j in enumerate(top.tolist())))
 
-    fig, axes = plt.subplots(1, h, figsize=(4 * h, 4.2))
-    for i, axis in enumerate(axes):
-        axis.imshow(module_weights[0, i].numpy(), cmap="Blues", vmin=0)
-        axis.set_xticks(range(T), WORDS, rotation=90)
-        axis.set_yticks(range(T), WORDS)
+    fig, axes = plt.subplots(1, h, figsize=(3.6 * h, 4), squeeze=False)
+    for i, axis in enumerate(axes[0]):
+        axis.imshow(module_weights[0, i].numpy(), cmap="Blues", vmin=0, vmax=1)
+        axis.set_xticks(range(T), words, rotation=90)
+        axis.set_yticks(range(T), words)
         axis.set_title(f"head {i + 1}")
         axis.set_xlabel("key (attended to)")
-    axes[0].set_ylabel("query")
-    fig.suptitle(f"Self-attention weights of {h} heads of a random MultiHeadAttention (d_model={d_model})")
+    axes[0][0].set_ylabel("query")
+    fig.suptitle(f"Self-attention weights of the {h} heads of encoder layer {args.layer}, trained model "
+                 f"(d_model={config.d_model})")
     fig.tight_layout()
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUTPUT_DIR / "03_multi_head_attention.png"
@@ -107,4 +130,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
+    sys.exit(0)

@@ -9,7 +9,7 @@ take themselves, so one runner process (this file, run as a script) imports them
 forks one child per example; each child starts from that clean, imported state, runs the script
 and exits with its status. Two children run at a time.
 
-Examples 11 and 12 need a trained model. They use the shipped one in hub_card/ when it is there;
+Examples 03, 11 and 12 need a trained model. They use the shipped one in hub_card/ when it is there;
 otherwise they get `--model` pointing to a tiny model this file trains for a few steps on
 Multi30k sentences, which exercises the same code (a poor translation is still a translation).
 A missing model must end in a one-line `error:` message, not a traceback.
@@ -28,7 +28,7 @@ from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("[0-9][0-9]_*.py"))
-NEEDS_MODEL = ("11_", "12_")
+NEEDS_MODEL = ("03_", "11_", "12_")
 HUB_CARD = REPO / "hub_card"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TIMEOUT = 600  # seconds for all examples together; about half a minute on an idle 2-core CPU
