@@ -12,7 +12,9 @@ so you can follow ids → embeddings → layers → logits. Notice that every su
 (B, length, d_model): that is what lets the residual connections add x + Sublayer(x), and it is
 why the paper makes "all sub-layers ... produce outputs of dimension d_model". Only the
 cross-attention mixes the two lengths: queries from T target positions, keys and values from S
-source positions. The picture draws the same steps as boxes, wide by their last dimension.
+source positions. The picture draws the data flow of both layers as §3.1 and §5.4 describe it
+(post-LN: each sub-layer's output goes through dropout, is added to its input, then normalised),
+with the shapes measured in this run.
 
 Code: `modeling_vaswani/model/encoder.py` (`EncoderLayer`, `Encoder`), `modeling_vaswani/model/decoder.py`
 (`DecoderLayer`, `Decoder`), `modeling_vaswani/model/sublayer.py` (`SublayerConnection`).
@@ -28,7 +30,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
-from matplotlib.patches import Rectangle
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 
@@ -59,6 +60,46 @@ DECODER_STEPS = [
     ("model.decoder.layers.0.feed_forward_sublayer", "LayerNorm(y + Dropout(FFN(y)))  = layer 1 output"),
     ("lm_head", "pre-softmax projection to the vocabulary (tied, §3.4)"),
 ]
+
+
+def node(axis, x, y, text, color="white"):
+    """A box of text centred on (x, y)."""
+    return axis.text(x, y, text, ha="center", va="center", fontsize=8.5,
+                     bbox=dict(boxstyle="round,pad=0.4", fc=color, ec="0.3", alpha=0.9))
+
+
+def link(axis, lower, upper):
+    """An arrow from the top of one box to the bottom of the next."""
+    axis.annotate("", xy=(0.5, 0), xycoords=upper, xytext=(0.5, 1), textcoords=lower,
+                  arrowprops=dict(arrowstyle="-|>", color="0.2"))
+
+
+def sublayer(axis, x, y, below, text, color, side, memory=None):
+    """Sub-layer → Dropout → + (the residual from `below`) → LayerNorm, from height y + 1.4 up (§3.1, §5.4)."""
+    inner = node(axis, x, y + 1.4, text, color)
+    dropout = node(axis, x, y + 2.3, "Dropout (P_drop)", "0.9")
+    add = axis.text(x, y + 3.0, "+", ha="center", va="center", fontsize=11, bbox=dict(boxstyle="circle", fc="white"))
+    norm = node(axis, x, y + 3.7, "LayerNorm", "gold")
+    for lower, upper in ((below, inner), (inner, dropout), (dropout, add), (add, norm)):
+        link(axis, lower, upper)
+    # The residual: the sub-layer's input goes around it to the sum.
+    branch, around = y + 0.7, x + side * 2.4
+    axis.plot([x, around, around], [branch, branch, y + 3.0], color="tab:blue", lw=1.2)
+    axis.plot([x], [branch], "o", color="tab:blue", ms=3)
+    axis.annotate("", xy=(0 if side < 0 else 1, 0.5), xycoords=add, xytext=(around, y + 3.0), textcoords="data",
+                  arrowprops=dict(arrowstyle="-|>", color="tab:blue"))
+    axis.text(around, y + 1.9, "residual", rotation=90, ha="center", va="center", fontsize=8, color="tab:blue",
+              bbox=dict(fc="white", ec="none"))
+    if memory is not None:  # encoder–decoder attention: keys and values are the encoder output z
+        turn = x - 2.75  # the z path runs down between the two columns
+        axis.annotate("", xy=(turn, memory.get_position()[1]), xytext=(1, 0.5), textcoords=memory,
+                      arrowprops=dict(arrowstyle="-", color="tab:red"))
+        axis.plot([turn, turn], [memory.get_position()[1], y + 1.4], color="tab:red")
+        axis.annotate("", xy=(0, 0.5), xycoords=inner, xytext=(turn, y + 1.4), textcoords="data",
+                      arrowprops=dict(arrowstyle="-|>", color="tab:red"))
+        axis.text(turn, y + 2.4, "z: keys and values", rotation=90, ha="center", va="center", fontsize=8,
+                  color="tab:red", bbox=dict(fc="white", ec="none"))
+    return norm
 
 
 def main():
@@ -101,19 +142,31 @@ def main():
     assert shapes["model.decoder.layers.0.cross_attn"] == (2, 5, config.d_model)
     assert shapes["model.decoder.layers.0.cross_attn.k_proj"] == (2, 7, config.num_heads * config.d_k)
 
-    fig, axes = plt.subplots(1, 2, figsize=(15, 7))
-    for axis, steps, title in ((axes[0], ENCODER_STEPS, "encoder: embeddings + layer 1"),
-                               (axes[1], DECODER_STEPS, "decoder: embeddings + layer 1 + lm_head")):
-        rows = [(name, shapes[name]) for name, _ in steps]
-        widest = max(shape[-1] for _, shape in rows)
-        for row, (name, shape) in enumerate(rows):
-            width = 0.15 + 0.85 * shape[-1] / widest
-            color = "tab:orange" if "attn" in name else "tab:green" if "feed_forward" in name else "tab:blue"
-            axis.add_patch(Rectangle((0, -row - 0.8), width, 0.65, color=color, alpha=0.35))
-            axis.text(0.01, -row - 0.47, f"{shape}  {descriptions[name]}", va="center", fontsize=8.5)
-        axis.set(xlim=(0, 1.6), ylim=(-len(rows) - 0.2, 0.2), title=title)
-        axis.axis("off")
-    fig.suptitle("Output shape of each step (box width ∝ last dimension; orange attention, green FFN)")
+    # The picture: the data flow of encoder layer 1 and decoder layer 1 (Figure 1), with the shapes above.
+    fig, axis = plt.subplots(figsize=(12, 10))
+    enc, dec = "model.encoder.layers.0.", "model.decoder.layers.0."
+    x = node(axis, 2.5, 0, f"x: embeddings × √d_model + PE, dropout\n"
+                           f"{shapes['model.encoder.embed_tokens']} (B, S, d_model)")
+    x = sublayer(axis, 2.5, 0, x, "multi-head self-attention\nQ = K = V = x, padding mask", "tab:orange", -1)
+    x = sublayer(axis, 2.5, 4, x, f"feed-forward (Eq. 2)\ninner {shapes[enc + 'feed_forward.linear_1']} (B, S, d_ff)",
+                 "tab:green", -1)
+    z = node(axis, 2.5, 8.8, f"layer output {shapes[enc + 'feed_forward_sublayer']}\n"
+                             "→ layer 2 … N; after N layers: z")
+    link(axis, x, z)
+    y = node(axis, 8, 0, f"y: target embeddings (shifted right) × √d_model + PE,\n"
+                         f"dropout {shapes['model.decoder.embed_tokens']} (B, T, d_model)")
+    y = sublayer(axis, 8, 0, y, "masked multi-head self-attention\nQ = K = V = y, causal mask", "tab:orange", 1)
+    y = sublayer(axis, 8, 4, y, f"encoder–decoder attention\nQ from y {shapes[dec + 'cross_attn.q_proj']}, "
+                                f"K, V from z {shapes[dec + 'cross_attn.k_proj']}", "tab:orange", 1, memory=z)
+    y = sublayer(axis, 8, 8, y, f"feed-forward (Eq. 2)\ninner {shapes[dec + 'feed_forward.linear_1']} (B, T, d_ff)",
+                 "tab:green", 1)
+    link(axis, y, node(axis, 8, 12.8, f"layer output {shapes[dec + 'feed_forward_sublayer']}\n"
+                                      "→ layer 2 … N; after N: lm_head → logits"))
+    axis.set(xlim=(-0.5, 11), ylim=(-0.6, 13.3))
+    axis.axis("off")
+    fig.suptitle("Encoder layer (left) and decoder layer (right), post-LN as in §3.1: "
+                 "LayerNorm(x + Dropout(Sublayer(x)))\n"
+                 f"shapes of this run: B = 2, S = 7, T = 5, d_model = {config.d_model}, d_ff = {config.d_ff}")
     fig.tight_layout()
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUTPUT_DIR / "06_encoder_decoder_layers.png"

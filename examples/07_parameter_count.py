@@ -105,7 +105,7 @@ def main():
         vectors[preset] = sum(p.numel() for p in model.parameters() if p.dim() == 1)  # biases, LayerNorms
 
     # Which vocabulary would make each row's count round to the paper's? Layers + V·d_model within ±0.5M.
-    print("\nTable 3 rows with a reported size (same V), and the V whose shared embedding would give the paper's count:")
+    print("\nTable 3 rows with a reported size (same V), and the V at which ours gives the paper's count:")
     fits, totals = {}, {}
     for label, changes, paper in TABLE_3_ROWS:
         config = (VaswaniConfig.from_preset("big", vocab_size=VOCAB) if changes is None
@@ -118,12 +118,12 @@ def main():
               f"   fits V = {fits[label][0]:,}–{fits[label][1]:,}")
     from_base = [fits[label] for label, changes, _ in TABLE_3_ROWS if changes is not None]
     common = [max(low for low, _ in from_base), min(high for _, high in from_base)]
-    print(f"    Biases and LayerNorms are too few to matter: {vectors['base']:,} in base ({vectors['big']:,} in big).\n"
-          f"    Every row derived from base fits one shared embedding of {common[0]:,}–{common[1]:,} rows: the layers\n"
-          f"    are counted alike, and the paper counts more embedding rows than the {VOCAB:,} assumed here.\n"
-          f"    The big row fits only {fits['big'][0]:,}–{fits['big'][1]:,} rows, so no one vocabulary gives 65M and 213M:\n"
-          f"    big adds {(totals['big'] - totals['(C) d_model=1024']) / 1e6:.1f}M to row (C) d_model=1024 here (its d_ff "
-          f"doubled), {213 - 168}M in the paper.")
+    big_step = (totals["big"] - totals["(C) d_model=1024"]) / 1e6  # the same but d_ff doubled
+    print(f"    Biases and LayerNorms are too few to matter: {vectors['base']:,} in base, {vectors['big']:,} in big.\n"
+          f"    Every row derived from base fits one shared embedding of {common[0]:,}–{common[1]:,} rows: the\n"
+          f"    layers are counted alike, and the paper counts more embedding rows than the {VOCAB:,} here.\n"
+          f"    The big row fits only {fits['big'][0]:,}–{fits['big'][1]:,} rows: no one vocabulary gives 65M and\n"
+          f"    213M. Big adds {big_step:.1f}M to row (C) d_model=1024 here (d_ff doubled), {213 - 168}M in the paper.")
 
     fig, axes = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 2]})
     names = list(breakdowns["base"])
