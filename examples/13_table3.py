@@ -87,29 +87,65 @@ def print_changes(report: dict) -> None:
               f"{c['bleu_change']:>+12.1f}{paper_bleu:>7}  {c['bleu_reading']}")
 
 
+def label_points(axis, points) -> None:
+    """Name every point where its label overlaps no other label or point (the nearest such place, with a
+    leader line when it is not next to the point); the points of a Table 3 plot crowd near zero."""
+    def box(x, y, dx, dy, text):  # display pixels of a label at an offset of (dx, dy) points
+        scale = axis.figure.dpi / 72
+        width, height = (5 * len(text) + 2) * scale, 10 * scale
+        left = x + dx * scale - (width if dx < 0 else 0 if dx > 0 else width / 2)
+        bottom = y + dy * scale - (height if dy < 0 else 0 if dy > 0 else height / 2)
+        return left, bottom, left + width, bottom + height
+
+    def overlaps(a, b):
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    pixels = [axis.transData.transform((x, y)) for x, y, _ in points]
+    taken = [(x - 3, y - 3, x + 3, y + 3) for x, y in pixels]  # the markers
+    frame = axis.bbox.extents
+    offsets = [(5, 0), (-5, 0)] + [(r * dx, r * dy) for r in (10, 16, 24, 34, 46) for dx, dy in
+                                   ((1, 0.7), (-1, 0.7), (1, -0.7), (-1, -0.7), (1, 0), (-1, 0), (0, 1), (0, -1))]
+    for (x, y), (_, _, text) in zip(pixels, points):
+        def cost(offset):
+            b = box(x, y, *offset, text)
+            outside = b[0] < frame[0] or b[1] < frame[1] or b[2] > frame[2] or b[3] > frame[3]
+            return 1000 * outside + sum(overlaps(b, other) for other in taken)
+        offset = min(offsets, key=cost)  # the first free place, nearest first
+        taken.append(box(x, y, *offset, text))
+        ha = "left" if offset[0] > 0 else "right" if offset[0] < 0 else "center"
+        va = "bottom" if offset[1] > 0 else "top" if offset[1] < 0 else "center"
+        axis.annotate(text, axis.transData.inverted().transform((x, y)), xytext=offset, textcoords="offset points",
+                      fontsize=8, ha=ha, va=va,
+                      arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6) if abs(offset[0]) > 5 or offset[1] else None)
+
+
+def span(values: list, extra: float = 0.0) -> tuple:
+    """Axis limits around `values`, 0 and ±`extra`, with a margin."""
+    low, high = min(values + [-extra, 0.0]), max(values + [extra, 0.0])
+    margin = 0.1 * (high - low) or 1e-3
+    return low - margin, high + margin
+
+
 def draw(report: dict, path: Path) -> None:
     changes = [c for c in report["changes_from_base"] if c["paper_bleu_change"] is not None]
-    figure, axes = plt.subplots(1, 2, figsize=(11, 5))
+    figure, axes = plt.subplots(1, 2, figsize=(12, 6))
     panels = (("paper_ppl_change_percent", "ppl_change_percent", "dev PPL change (%)", "ppl_spread_percent"),
               ("paper_bleu_change", "bleu_change", "dev BLEU change (points)", "bleu_spread"))
     noise = report.get("noise")
     for axis, (paper_key, ours_key, label, noise_key) in zip(axes, panels):
         xs = [c[paper_key] for c in changes]
         ys = [c[ours_key] for c in changes]
-        reach_x = max([abs(x) for x in xs] + [1e-3]) * 1.3
-        reach_y = max([abs(y) for y in ys] + [noise[noise_key] if noise else 0, 1e-3]) * 1.3
+        # Limits that hug the points (and 0, and the noise band), so that the crowd near zero gets room.
+        (x_lo, x_hi), (y_lo, y_hi) = span(xs), span(ys, noise[noise_key] if noise else 0.0)
         # The quadrants where ours moved the way the paper's did.
-        axis.fill_between([0, reach_x], 0, reach_y, color="tab:green", alpha=0.08)
-        axis.fill_between([-reach_x, 0], -reach_y, 0, color="tab:green", alpha=0.08)
+        axis.fill_between([0, x_hi], 0, y_hi, color="tab:green", alpha=0.08)
+        axis.fill_between([x_lo, 0], y_lo, 0, color="tab:green", alpha=0.08)
         if noise:
             axis.axhspan(-noise[noise_key], noise[noise_key], color="0.85", label="within the base seeds' spread")
-        axis.scatter(xs, ys, color="tab:blue", zorder=3)
-        for c, x, y in zip(changes, xs, ys):
-            axis.annotate(c["row"], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
+        axis.scatter(xs, ys, color="tab:blue", s=16, zorder=3)
         axis.axhline(0, color="0.4", linewidth=0.8)
         axis.axvline(0, color="0.4", linewidth=0.8)
-        axis.set_xlim(-reach_x, reach_x)
-        axis.set_ylim(-reach_y, reach_y)
+        axis.set(xlim=(x_lo, x_hi), ylim=(y_lo, y_hi))
         axis.set_xlabel(f"the paper's {label}")
         axis.set_ylabel(f"this miniature's {label}")
         axis.grid(alpha=0.3)
@@ -117,6 +153,8 @@ def draw(report: dict, path: Path) -> None:
         axes[0].legend(fontsize=8, loc="upper left")
     figure.suptitle(f"Table 3 in miniature: each row's change from the base ({report['budget']} per row)", fontsize=10)
     figure.tight_layout()
+    for axis, (paper_key, ours_key, _, _) in zip(axes, panels):  # after the layout: label positions are final
+        label_points(axis, [(c[paper_key], c[ours_key], c["row"]) for c in changes])
     figure.savefig(path, dpi=110, bbox_inches="tight")
 
 
