@@ -76,24 +76,24 @@ def main():
     B, T = x.shape[:2]
 
     print(f"\nShapes inside the self-attention of encoder layer {args.layer} on {SENTENCE!r} (T = {T} tokens):")
-    q = attention.q_proj(x)
+    with torch.no_grad():
+        q = attention.q_proj(x)
     print(f"  x                          {tuple(x.shape)}   (B, T, d_model)")
     print(f"  x W^Q (all heads at once)  {tuple(q.shape)}   (B, T, h·d_k)")
     q_heads = q.view(B, T, h, d_k).transpose(1, 2)  # (B, T, h·d_k) → (B, h, T, d_k): no weights, no arithmetic
     print(f"  split into heads           {tuple(q_heads.shape)}   (B, h, T, d_k)  a reshape: no weights, no arithmetic")
     print(f"  scores Q Kᵀ / √d_k         {tuple(module_weights.shape)}   (B, h, T, T)  one T×T map per head")
 
+    def project(linear, rows):  # x W_i: head i's rows of the Linear (and of its bias, if any; §3.2.2 has none)
+        return F.linear(x, linear.weight[rows], None if linear.bias is None else linear.bias[rows])
+
     with torch.no_grad():
         # The paper's view: separate matrices W_i^Q (d_model × d_k), ... for each head i.
         heads, weights = [], []
         for i in range(h):
             rows_k, rows_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
-
-            def project(linear, rows):  # x W_i (+ the bias slice, if the model has biases; §3.2.2 has none)
-                return F.linear(x, linear.weight[rows], None if linear.bias is None else linear.bias[rows])
-
-            q_i, k_i, v_i = project(attention.q_proj, rows_k), project(attention.k_proj, rows_k), \
-                project(attention.v_proj, rows_v)
+            q_i, k_i = project(attention.q_proj, rows_k), project(attention.k_proj, rows_k)
+            v_i = project(attention.v_proj, rows_v)
             weights.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1))  # Eq. (1)
             heads.append(weights[-1] @ v_i)
         concat = torch.cat(heads, dim=-1)  # Concat(head_1, …, head_h)
