@@ -35,4 +35,7 @@ machine's speed hit both equally; each reports medians and ours/theirs), by figu
 `profiling.profiles` writes torch.profiler tables of one training step and one beam-search batch
 per system next to the results, with a breakdown of where the time goes. `harness` holds what
 they share (the two systems, the sizes, the corpus, timing); `report` turns results into tables.
+
+`table3/` is a study of another kind beside them: Table 3 of the paper re-trained in miniature
+(scripts/table3.py, docs/table3.md).
 """

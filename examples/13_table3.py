@@ -20,7 +20,7 @@ step above can be seen; its numbers mean nothing beyond that the harness works.
     python examples/13_table3.py                          # docs/table3/results.json, or a tiny table
     python examples/13_table3.py --results /tmp/table3/results.json
 
-Code: `modeling_vaswani/table3/rows.py` (the rows and the scaling rule),
+Code: `benchmarks/table3/rows.py` (the rows and the scaling rule),
 `runs.py` (the harness), `scoring.py` (the measures), `report.py`.
 """
 

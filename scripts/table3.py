@@ -24,14 +24,16 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-try:  # run as a script (scripts/ first on sys.path): the command line alone, so --help answers at once
-    from _light_cli import load_light
-except ModuleNotFoundError:  # run in-process by another program
-    from importlib import import_module as load_light
+# The study lives in the repository's benchmarks/, not in the installed package: the repository root
+# goes first on sys.path, as `python -m benchmarks.run` has it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-cli = load_light("modeling_vaswani.cli")
-table_rows = load_light("modeling_vaswani.table3.rows")
-table_runs = load_light("modeling_vaswani.table3.runs")
+try:  # run as a script (scripts/ on sys.path): the command line alone, so --help answers at once
+    from _light_cli import cli
+except ModuleNotFoundError:  # run in-process by another program
+    from modeling_vaswani import cli
+from benchmarks.table3 import rows as table_rows  # these two import only the standard library
+from benchmarks.table3 import runs as table_runs
 
 
 def positive_float(text):
@@ -114,7 +116,7 @@ def main(argv=None):
     outcome = table.run(rows)
 
     from modeling_vaswani.machine import describe_machine
-    from modeling_vaswani.table3.report import write_report
+    from benchmarks.table3.report import write_report
 
     machine = describe_machine()
     machine["torch_threads"] = args.threads  # each row's threads, not this process's

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import transformers
 
-from ..model.configuration_vaswani import VaswaniConfig
-from ..model.modeling_vaswani import VaswaniForConditionalGeneration
-from ..tokenizer_loading import load_tokenizer
-from ..training.data import load_translation_dataset, select_first
-from ..training.tokenization import train_tokenizer_for_dataset
+from modeling_vaswani.model.configuration_vaswani import VaswaniConfig
+from modeling_vaswani.model.modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani.tokenizer_loading import load_tokenizer
+from modeling_vaswani.training.data import load_translation_dataset, select_first
+from modeling_vaswani.training.tokenization import train_tokenizer_for_dataset
 
 TOKENIZER_MARK = "tokenizer.json"
 

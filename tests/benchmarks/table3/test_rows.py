@@ -3,7 +3,7 @@ paper's ratio), the paper's numbers are all there, and a bad selection or scalin
 
 import pytest
 
-from modeling_vaswani.table3.rows import (
+from benchmarks.table3.rows import (
     BASES, PAPER_ROWS, RowSelectionError, complete_base, scale_changes, select_rows, table3_rows,
 )
 

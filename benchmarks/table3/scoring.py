@@ -19,10 +19,10 @@ from pathlib import Path
 
 import torch
 
-from ..model.label_smoothing import label_smoothed_cross_entropy
-from ..model.modeling_vaswani import VaswaniForConditionalGeneration
-from ..tokenizer_loading import load_tokenizer
-from ..evaluation.scoring import score_model
+from modeling_vaswani.evaluation.scoring import score_model
+from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
+from modeling_vaswani.model.modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 MAX_LENGTH = 256  # tokens, as scripts/train.py truncates by default
 

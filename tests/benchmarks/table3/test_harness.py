@@ -18,9 +18,9 @@ from dataclasses import replace
 
 import pytest
 
-from modeling_vaswani.table3.report import COLUMNS, base_noise, changes_from_base
-from modeling_vaswani.table3.rows import table3_rows
-from modeling_vaswani.table3.runs import MixedTableError, TableSettings, check_same_settings, train_command
+from benchmarks.table3.report import COLUMNS, base_noise, changes_from_base
+from benchmarks.table3.rows import table3_rows
+from benchmarks.table3.runs import MixedTableError, TableSettings, check_same_settings, train_command
 
 
 def rows_by_id(**kwargs):

@@ -232,7 +232,7 @@ class TableRun:
     def prepare(self, row: Row, run_dir: Path) -> Path:
         import transformers
 
-        from ..training.threads import use_threads
+        from modeling_vaswani.training.threads import use_threads
         from .models import shared_tokenizer, write_starting_model
 
         transformers.utils.logging.disable_progress_bar()  # one bar per saved or loaded model would be noise
@@ -247,8 +247,8 @@ class TableRun:
         return start_dir
 
     def score(self, model_dir: Path) -> dict:
-        from ..training.data import multi30k_pairs
-        from ..training.threads import use_threads
+        from modeling_vaswani.training.data import multi30k_pairs
+        from modeling_vaswani.training.threads import use_threads
         from .scoring import score_trained_row
 
         use_threads(self.threads)

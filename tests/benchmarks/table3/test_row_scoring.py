@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from modeling_vaswani.table3.scoring import dev_perplexity
+from benchmarks.table3.scoring import dev_perplexity
 
 
 def test_dev_perplexity_is_plain_cross_entropy_whatever_the_smoothing(make_model, trained_tokenizer,
