@@ -1,4 +1,4 @@
-"""Draw the package's import graph from its source, into docs/architecture.md.
+"""Draw the import graph of the package and of the Table 3 study above it, into docs/architecture.md.
 
     python docs/import_graph.py            # rewrite the diagrams in docs/architecture.md
     python docs/import_graph.py --check    # exit 1 if the committed diagrams are out of date
@@ -9,7 +9,9 @@ tests/repository/test_docs.py fails when the committed ones differ from what thi
 Every `import` and `from ... import` of a package module is read from the syntax tree (nothing
 is imported or run). An import at module level is a solid arrow; one inside a function, which
 runs only when that function is called, is a dotted arrow. Modules are grouped by folder, one
-Mermaid subgraph per folder.
+Mermaid subgraph per folder. The study (benchmarks/table3/) is drawn above the package it uses;
+below the diagrams, a sentence says whether anything in the package imports the study and whether
+any module imports itself through others.
 """
 
 import argparse
@@ -20,15 +22,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "modeling_vaswani"
+STUDY = "benchmarks.table3"  # a tool of the repository that imports the package
 TARGET = REPO / "docs" / "architecture.md"
 
 # Folder → (subgraph id, title). Top-level modules form the first group.
 ROOMS = {
+    "table3": ("TABLE3", "benchmarks/table3/ — Table 3 in miniature, a study using training and evaluation"),
     "": ("TOP", "modeling_vaswani/ — the entry point, script plumbing, machine description"),
     "model": ("MODEL", "model/ — copied into every checkpoint"),
     "training": ("TRAINING", "training/ — §5"),
     "evaluation": ("EVALUATION", "evaluation/ — §6.1"),
-    "table3": ("TABLE3", "table3/ — Table 3 in miniature, a study using training and evaluation"),
     "hub": ("HUB", "hub/ — sharing a model"),
     "conversion": ("CONVERSION", "conversion/ — to and from other implementations"),
 }
@@ -44,12 +47,15 @@ def _module_name(path: Path) -> str:
 
 
 def find_modules() -> dict[str, Path]:
-    """Every module of the package by dotted name; a package's __init__ under the package's name."""
-    return {_module_name(path): path for path in sorted((REPO / PACKAGE).rglob("*.py"))}
+    """Every module of the package and the study by dotted name; a package's __init__ under its name."""
+    folders = (REPO / PACKAGE, REPO.joinpath(*STUDY.split(".")))
+    return {_module_name(path): path for folder in folders for path in sorted(folder.rglob("*.py"))}
 
 
 def room(module: str) -> str:
-    """The first folder under the package ("" for the top level)."""
+    """The first folder under the package ("" for the top level); "table3" for the study."""
+    if module == STUDY or module.startswith(STUDY + "."):
+        return "table3"
     parts = module.split(".")[1:]
     return parts[0] if parts and (REPO / PACKAGE / parts[0]).is_dir() else ""
 
@@ -69,7 +75,7 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom | ast.Import, m
         base = ".".join(base_parts + ([node.module] if node.module else []))
     else:
         base = node.module or ""
-    if base != PACKAGE and not base.startswith(PACKAGE + "."):
+    if not any(base == root or base.startswith(root + ".") for root in (PACKAGE, STUDY)):
         return []
     targets = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules]
     if len(targets) < len(node.names) and base in modules:
@@ -145,6 +151,35 @@ def room_diagram(modules, edges) -> str:
     return "\n".join(lines)
 
 
+def circles(edges) -> list[str]:
+    """The modules that import themselves through others (dotted imports included)."""
+    imported = {}
+    for source, target in edges:
+        imported.setdefault(source, set()).add(target)
+
+    def loads(module):  # every module that loading `module` may load in turn
+        seen, todo = set(), list(imported.get(module, ()))
+        while todo:
+            if (found := todo.pop()) not in seen:
+                seen.add(found)
+                todo += imported.get(found, ())
+        return seen
+
+    return sorted(module for module in imported if module in loads(module))
+
+
+def layering(edges) -> str:
+    """Whether the package imports the study drawn above it, and whether any import goes round in a circle."""
+    upward = sorted(f"{s} → {t}" for s, t in edges if room(s) != "table3" and room(t) == "table3")
+    looped = circles(edges)
+    return " ".join([
+        "Nothing in the package imports benchmarks/table3/." if not upward
+        else "The package imports the study above it: " + ", ".join(upward) + ".",
+        "No module imports itself through others." if not looped
+        else "These modules import themselves through others: " + ", ".join(looped) + ".",
+    ])
+
+
 def render() -> str:
     """The generated part of docs/architecture.md, markers included."""
     modules = find_modules()
@@ -172,6 +207,8 @@ def render() -> str:
         "```",
         "",
         summary,
+        "",
+        layering(edges),
         "",
         END,
     ])
