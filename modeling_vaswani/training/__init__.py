@@ -3,7 +3,7 @@ the Trainer that puts them together, checkpoint averaging (§6.1) and the record
 
 The recipe that scripts/train.py runs is the subpackage `recipe/` (its __init__ says in which
 order to read it). A run's clocks, folder, lock and record are `run_clocks`, `run_folder` and
-`run_record`. The Table 3 study, which trains with this code, is the package's `table3/`.
+`run_record`. The Table 3 study, which trains with this code, is `benchmarks/table3/`.
 
 Never copied into checkpoints: this code imports the model, never the other way round.
 """

@@ -419,7 +419,7 @@ def test_no_script_shadows_an_installed_module():
     assert sys.path[0] != str(SCRIPTS)
     tests = SCRIPTS.parent / "tests"
 
-    def installed(name):  # not a test folder such as tests/table3 (pytest puts tests/ on sys.path)
+    def installed(name):  # not a test folder such as tests/benchmarks/table3 (pytest puts tests/ on sys.path)
         spec = importlib.util.find_spec(name)
         return spec is not None and not all(Path(place).is_relative_to(tests)
                                             for place in spec.submodule_search_locations or [spec.origin or ""])
