@@ -12,8 +12,8 @@ What this script shows:
    positional encodings): each head looks at the sequence differently, which is the point of
    having several ("to jointly attend to information from different representation subspaces").
 
-The weights come from the eager path (`output_attentions=True`); the fused "sdpa" path computes
-the same output but does not return them.
+The weights come from Eq. (1) written out, the module's default (a model passes it the fused
+"sdpa" kernel unless `output_attentions=True`; that kernel computes the same output, not the weights).
 
 Code: `modeling_vaswani/model/attention.py` (`MultiHeadAttention`, `scaled_dot_product_attention`).
 
@@ -69,7 +69,7 @@ def main():
     print(f"  · W^O                      {tuple(attention.out_proj(concat).shape)}   (B, T, d_model)")
 
     with torch.no_grad():
-        output, module_weights = attention(x, output_attentions=True)  # eager path: weights come back
+        output, module_weights = attention(x)  # Eq. (1) written out (the default): weights come back
         # The paper's view: separate matrices W_i^Q (d_model × d_k), ... for each head i.
         heads = []
         for i in range(h):
