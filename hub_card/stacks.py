@@ -29,7 +29,7 @@ class VaswaniEncoderLayer(GradientCheckpointingLayer, EncoderLayer):
 
 
 class VaswaniDecoderLayer(GradientCheckpointingLayer, DecoderLayer):
-    """A `DecoderLayer` that gradient checkpointing can recompute (it then drops the cache, as transformers' layers do)."""
+    """A `DecoderLayer` that gradient checkpointing can recompute (without a cache, as transformers' layers)."""
 
 
 class VaswaniEncoder(Encoder):

@@ -42,10 +42,6 @@ from .transformers_compat import cache_field, pop_cache
 class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
     """The full model of Figure 1: `VaswaniModel` + the pre-softmax projection to the vocabulary."""
 
-    # §3.4: "... and the pre-softmax linear transformation".
-    _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
-    # The loss below divides by num_items_in_batch when the Trainer gives it (gradient accumulation).
-    accepts_loss_kwargs = True
     # `generate` below chooses the beam search itself (custom_generate/generate.py defers to it).
     chooses_beam_search = True
 
@@ -96,6 +92,12 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         return Seq2SeqLMOutput(loss=loss, logits=logits, **seq2seq_fields(encoder_outputs, decoder_outputs, cache))
 
     # --- What transformers needs besides the forward pass ---
+
+    # §3.4: "... and the pre-softmax linear transformation": transformers ties (and saves once) only
+    # what this declares.
+    _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
+    # The Trainer passes num_items_in_batch to the loss above only when told (gradient accumulation).
+    accepts_loss_kwargs = True
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
         """The projection's tie, read from the config (see VaswaniModel.get_expanded_tied_weights_keys)."""
@@ -152,17 +154,8 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         return padding_mask(attention_mask, attention_dtype(self.model.decoder.embed_tokens.weight))
 
 
-
 class VaswaniModel(VaswaniPreTrainedModel):
     """Encoder and decoder with their embeddings (§3, Figure 1 without the final Linear + Softmax)."""
-
-    # §3.4: "we share the same weight matrix between the two embedding layers ...". transformers 5
-    # shares a matrix only through this declaration: it ties the Parameters and saves one copy.
-    # Deviation (opt-in, share_embeddings=False): separate source and target embeddings.
-    _tied_weights_keys = {
-        "encoder.embed_tokens.weight": "shared.weight",
-        "decoder.embed_tokens.weight": "shared.weight",
-    }
 
     def __init__(self, config: VaswaniConfig):
         super().__init__(config)
@@ -199,6 +192,7 @@ class VaswaniModel(VaswaniPreTrainedModel):
         return encoder_outputs
 
     def decode(self, input_ids, inputs_embeds, decoder_attention_mask, encoder_outputs, attention_mask, cache, flags):
+        """The decoder's output for the target (its inputs checked here, the model's entry) over the encoder's."""
         check_decoder_inputs(input_ids, inputs_embeds, decoder_attention_mask, self.config.vocab_size)
         if cache is not None:
             source_length_varies(encoder_outputs.last_hidden_state, attention_mask)
@@ -206,6 +200,14 @@ class VaswaniModel(VaswaniPreTrainedModel):
                             inputs_embeds, cache, **flags, return_dict=True)
 
     # --- What transformers needs besides the forward pass ---
+
+    # §3.4: "we share the same weight matrix between the two embedding layers ...". transformers 5
+    # shares a matrix only through this declaration: it ties the Parameters and saves one copy.
+    # Deviation (opt-in, share_embeddings=False): separate source and target embeddings.
+    _tied_weights_keys = {
+        "encoder.embed_tokens.weight": "shared.weight",
+        "decoder.embed_tokens.weight": "shared.weight",
+    }
 
     def call_settings(self, cache, use_cache, output_attentions, output_hidden_states):
         """The cache to fill (a new one when none is given, as transformers' models return one) and
