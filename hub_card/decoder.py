@@ -41,7 +41,9 @@ class DecoderLayer(nn.Module):
             return out
 
         def encoder_decoder_attention(h):  # §3.2.3: queries from the decoder, keys and values from z
-            out, weights["cross"] = self.cross_attn(h, memory, attention_mask=cross_attn_mask, cache=cache, kernel=kernel)
+            out, weights["cross"] = self.cross_attn(
+                h, memory, attention_mask=cross_attn_mask, cache=cache, kernel=kernel
+            )
             return out
 
         x = self.self_attn_sublayer(x, masked_self_attention)

@@ -23,9 +23,7 @@ def attention_dtype(hidden_states: torch.Tensor) -> torch.dtype:
     """The dtype of the attention scores, and so of a mask: under `torch.autocast` Q, K, V are
     bf16/fp16 while the hidden states stay float32, and finfo.min must be that of the scores."""
     device_type = hidden_states.device.type
-    if torch.is_autocast_enabled(device_type):
-        return torch.get_autocast_dtype(device_type)
-    return hidden_states.dtype
+    return torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else hidden_states.dtype
 
 
 def padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

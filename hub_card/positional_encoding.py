@@ -34,8 +34,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_positions: int):
         super().__init__()
-        self.d_model = d_model
-        # persistent=False: a formula, not a weight — it stays out of checkpoints.
+        self.d_model = d_model  # the table: a formula, not a weight, so not saved (persistent=False)
         self.register_buffer("table", sinusoidal_table(max_positions, d_model), persistent=False)
 
     def forward(self, length: int, offset=0, dtype=None) -> torch.Tensor:

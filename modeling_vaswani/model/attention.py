@@ -29,8 +29,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0, tr
     if is_causal:  # §3.2.3: "masking out ... all values in the input of the softmax" of later positions
         mask = causal_mask(query.shape[-2], key.shape[-2], query.device, scores.dtype)  # (1, 1, T, K)
     if mask is not None:
-        # Hidden positions get a very negative score (masking.py); in float16 that sum can round to −∞,
-        # and a row of −∞ (all keys hidden) would give NaN: back to the most negative finite number.
+        # Hidden keys get finfo.min (masking.py); in float16 the sum can round to −∞ (NaN if all): clamp.
         scores = (scores + mask).clamp(min=torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)  # each query's weights over the keys sum to 1
     if dropout_p > 0.0 and training:

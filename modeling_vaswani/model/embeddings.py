@@ -21,9 +21,8 @@ class ScaledEmbedding(nn.Embedding):
 
     def __init__(self, vocab_size: int, d_model: int, scale: bool = True):
         super().__init__(vocab_size, d_model)
-        # Why the scale: embeddings start near unit norm per vector (std d_model^-0.5 per entry,
-        # see _init_weights); × √d_model brings each entry to the scale of the positional encoding.
-        # Deviation (opt-in, `scale_embedding=False`): no scale, for Marian models trained without it.
+        # Why: entries start with std d_model^-0.5 (initialization.py); × √d_model brings them to the scale
+        # of the positional encoding. Deviation (opt-in, scale_embedding=False): no scale, as some Marian models.
         self.embed_scale = math.sqrt(d_model) if scale else 1.0
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,11 @@ def new_cache(config) -> EncoderDecoderCache:
 
 
 class KeyValueCache:
-    """`update(source, attention)` → the keys and values `attention` attends to, (B, h, K, d)."""
+    """`update(source, attention)` → the keys and values `attention` attends to, (B, h, K, d).
+
+    It takes the source and the attention module rather than finished keys and values, so that
+    encoder–decoder attention projects the encoder output at the first step only.
+    """
 
     def __init__(self, cache: EncoderDecoderCache):
         self.cache = cache
