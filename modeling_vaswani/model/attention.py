@@ -59,7 +59,7 @@ class MultiHeadAttention(nn.Module):
         return x.view(batch, length, self.num_heads, head_size).transpose(1, 2)  # (B, L, h·d) → (B, h, L, d)
 
     def keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, K, d_model) → keys (B, h, K, d_k), values (B, h, K, d_v)"""
+        """(B, K, d_model) → keys (B, h, K, d_k), values (B, h, K, d_v)."""
         return self._split_heads(self.k_proj(source), self.d_k), self._split_heads(self.v_proj(source), self.d_v)
 
     def forward(self, x, key_value_states=None, attention_mask=None, cache=None, kernel=None):

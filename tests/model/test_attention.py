@@ -211,3 +211,12 @@ def test_self_attention_cache_appends_each_step(make_attention):
     steps = [module(x[:, t:t + 1], cache=KeyValueCache(cache))[0] for t in range(4)]  # one new query sees all earlier keys
     assert cache.self_attention_cache.get_seq_length() == 4
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
+
+
+def test_the_fused_kernel_is_registered_for_this_model_only():
+    """"sdpa" names fused_attention in the model's own AttentionInterface; other models keep transformers' own."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    assert KERNELS["sdpa"] is fused_attention
+    assert ALL_ATTENTION_FUNCTIONS["sdpa"] is not fused_attention
+    assert KERNELS.get_interface("eager", scaled_dot_product_attention) is scaled_dot_product_attention
