@@ -15,8 +15,8 @@ in hub_card/ unless --model names another):
    which is the point of having several ("to jointly attend to information from different
    representation subspaces").
 
-The weights come from the eager path (`output_attentions=True`); the fused "sdpa" path computes
-the same output but does not return them.
+The weights come from Eq. (1) written out, the module's default (a model passes it the fused
+"sdpa" kernel unless `output_attentions=True`; that kernel computes the same output, not the weights).
 
 Code: `modeling_vaswani/model/attention.py` (`MultiHeadAttention`, `scaled_dot_product_attention`).
 

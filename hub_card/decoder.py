@@ -6,38 +6,26 @@ attention over the output of the encoder stack ... We also modify the self-atten
 the decoder stack to prevent positions from attending to subsequent positions. This masking,
 combined with fact that the output embeddings are offset by one position, ensures that the
 predictions for position i can depend only on the known outputs at positions less than i."
-
 In encoder–decoder attention "the queries come from the previous decoder layer, and the memory
-keys and values come from the output of the encoder" (§3.2.3).
-
-For generation the decoder keeps a key/value cache (Hugging Face `EncoderDecoderCache`): each new
-token attends to the stored keys/values of the tokens before it instead of recomputing them, and
-the encoder's keys/values for cross-attention are computed once. This is an implementation
-technique, not part of the paper; the outputs are the same as recomputing everything. A static
-cache (`cache_implementation="static"`, for torch.compile) allocates its slots up front and
-counts its tokens in a tensor; the mask then hides the empty slots as future positions.
+keys and values come from the output of the encoder" (§3.2.3). Generation may pass a key/value
+cache (not from the paper; the same outputs as recomputing everything).
 """
 
 import torch
 from torch import nn
-from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.modeling_outputs import BaseModelOutputWithPastAndCrossAttentions
-from transformers.utils import can_return_tuple
 
 from .attention import MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
-from .masking import as_additive, attention_dtype, decoder_self_attention_mask, padding_mask
 from .positional_encoding import build_positional_encoding
 from .sublayer import SublayerConnection
-from .transformers_compat import cache_field
 
 
-class DecoderLayer(GradientCheckpointingLayer):
+class DecoderLayer(nn.Module):
     """One decoder layer: masked self-attention, encoder–decoder attention, FFN (Figure 1, right)."""
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
-        self.self_attn = MultiHeadAttention(config, layer_idx=layer_idx)
+        self.self_attn = MultiHeadAttention(config, layer_idx=layer_idx, is_causal=True)
         self.cross_attn = MultiHeadAttention(config, is_cross_attention=True, layer_idx=layer_idx)
         self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation_function)
         args = (config.d_model, config.dropout, config.layer_norm_eps, config.norm_first)
@@ -45,29 +33,16 @@ class DecoderLayer(GradientCheckpointingLayer):
         self.cross_attn_sublayer = SublayerConnection(*args)
         self.feed_forward_sublayer = SublayerConnection(*args)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        encoder_hidden_states: torch.Tensor,
-        self_attn_mask: torch.Tensor | None,
-        cross_attn_mask: torch.Tensor | None,
-        is_causal: bool = False,
-        cache=None,
-        output_attentions: bool = False,
-    ):
-        weights = {}  # the attention weights, kept when output_attentions asks for them
+    def forward(self, x, memory, self_attn_mask=None, cross_attn_mask=None, cache=None, kernel=None):
+        weights = {}  # x (B, T, d_model), memory z (B, S, d_model) → (B, T, d_model), both attentions' weights
 
-        def masked_self_attention(h):
-            out, weights["self"] = self.self_attn(
-                h, attention_mask=self_attn_mask, cache=cache, is_causal=is_causal, output_attentions=output_attentions
-            )
+        def masked_self_attention(h):  # no mask given: the causal one (§3.2.3)
+            out, weights["self"] = self.self_attn(h, attention_mask=self_attn_mask, cache=cache, kernel=kernel)
             return out
 
-        def encoder_decoder_attention(h):
-            # §3.2.3: queries from the decoder, keys and values from the encoder output.
+        def encoder_decoder_attention(h):  # §3.2.3: queries from the decoder, keys and values from z
             out, weights["cross"] = self.cross_attn(
-                h, key_value_states=encoder_hidden_states, attention_mask=cross_attn_mask, cache=cache,
-                output_attentions=output_attentions,
+                h, memory, attention_mask=cross_attn_mask, cache=cache, kernel=kernel
             )
             return out
 
@@ -80,100 +55,30 @@ class DecoderLayer(GradientCheckpointingLayer):
 class Decoder(nn.Module):
     """Target embeddings (shifted right) + positional encoding + dropout, then N `DecoderLayer`s."""
 
+    layer_class = DecoderLayer  # the Hugging Face layer builds a subclass that gradient checkpointing can wrap
+
     def __init__(self, config, embed_tokens: nn.Module):
         super().__init__()
-        self.config = config
         self.embed_tokens = embed_tokens
-        self.embed_positions = build_positional_encoding(
-            config.positional_encoding, config.d_model, config.max_position_embeddings
-        )
+        self.embed_positions = build_positional_encoding(config)  # §3.5
         self.dropout = nn.Dropout(config.dropout)  # §5.4
-        self.layers = nn.ModuleList([DecoderLayer(config, i) for i in range(config.num_decoder_layers)])
-        # Deviation (pre-LN only): a final LayerNorm; the paper's post-LN stack has none.
+        self.layers = nn.ModuleList([self.layer_class(config, i) for i in range(config.num_decoder_layers)])
+        # Deviation (pre-LN only): a final LayerNorm; in the paper's post-LN stack each layer ends with one.
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
-    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        encoder_hidden_states: torch.Tensor | None = None,
-        encoder_attention_mask: torch.Tensor | None = None,
-        decoder_attention_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        cache=None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
-        **kwargs,
-    ) -> BaseModelOutputWithPastAndCrossAttentions:
-        if encoder_hidden_states is None:
-            raise ValueError("The decoder needs encoder_hidden_states, the encoder's output z (§3).")
-        if inputs_embeds is None:
-            if input_ids is None:
-                raise ValueError("The decoder needs decoder_input_ids (or labels to derive them from).")
-            inputs_embeds = self.embed_tokens(input_ids)  # × √d_model inside (§3.4)
-        length = inputs_embeds.shape[1]
-        # Tokens already decoded: an int, or a 0-d tensor for a static cache.
-        past = cache.get_seq_length() if cache is not None else 0
-        # Positions past … past+T−1, in the embeddings' dtype (bf16/fp16 stays bf16/fp16).
-        x = self.dropout(inputs_embeds + self.embed_positions(length, offset=past, dtype=inputs_embeds.dtype))
-
-        self_attn_mask, is_causal = self._self_attention_mask(
-            length, past, cache, decoder_attention_mask, x, output_attentions
-        )
-        if encoder_attention_mask is not None and encoder_attention_mask.dim() == 4:
-            # Ready-made (B, 1, 1, S): beam search builds the additive mask once for all of its steps.
-            dtype = attention_dtype(x)
-            cross_attn_mask = (encoder_attention_mask if encoder_attention_mask.dtype == dtype
-                               else as_additive(encoder_attention_mask, dtype))
-        else:
-            cross_attn_mask = (
-                padding_mask(encoder_attention_mask, attention_dtype(x)) if encoder_attention_mask is not None else None
-            )
-
-        all_hidden = [] if output_hidden_states else None
-        self_attentions = [] if output_attentions else None
-        cross_attentions = [] if output_attentions else None
+    def forward(self, input_ids, memory, self_attn_mask=None, cross_attn_mask=None, inputs_embeds=None,
+                cache=None, offset=0, kernel=None):
+        """Target ids (B, T), z (B, S, d_model), additive masks (masking.py) of target padding (B, 1, T, K) and
+        source padding (B, 1, 1, S) → (B, T, d_model), the hidden states and both attentions' weights."""
+        x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # × √d_model (§3.4)
+        # §3.5 at positions offset … offset+T−1 (offset: tokens decoded before), then §5.4 dropout
+        x = self.dropout(x + self.embed_positions(x.shape[1], offset=offset, dtype=x.dtype))
+        hidden, weights = [], []
         for layer in self.layers:
-            if output_hidden_states:
-                all_hidden.append(x)
-            x, self_weights, cross_weights = layer(
-                x, encoder_hidden_states, self_attn_mask, cross_attn_mask, is_causal=is_causal, cache=cache,
-                output_attentions=output_attentions,
-            )
-            if output_attentions:
-                self_attentions.append(self_weights)
-                cross_attentions.append(cross_weights)
+            hidden.append(x)
+            x, *layer_weights = layer(x, memory, self_attn_mask, cross_attn_mask, cache=cache, kernel=kernel)
+            weights.append(layer_weights)  # [self-attention's, encoder–decoder attention's]
         if self.final_norm is not None:
             x = self.final_norm(x)
-        if output_hidden_states:
-            all_hidden.append(x)
-        return BaseModelOutputWithPastAndCrossAttentions(
-            last_hidden_state=x,
-            hidden_states=tuple(all_hidden) if output_hidden_states else None,
-            attentions=tuple(self_attentions) if output_attentions else None,
-            cross_attentions=tuple(cross_attentions) if output_attentions else None,
-            **cache_field(cache),
-        )
-
-    def _self_attention_mask(self, length, past, cache, decoder_attention_mask, x, output_attentions):
-        """The causal (∧ padding) mask, built once per forward call and shared by all layers.
-
-        Returns (mask, is_causal). Two cases need no mask tensor: one new token with a cache (it
-        may see every earlier token), and the fused kernel's built-in causal mode in training.
-        A (B, 1, T, K) decoder_attention_mask is taken as the whole mask (generate() passes one
-        with a static cache).
-        """
-        if decoder_attention_mask is not None and decoder_attention_mask.dim() == 4:
-            return as_additive(decoder_attention_mask, attention_dtype(x)), False
-        # A static cache returns all of its slots as keys, filled or not.
-        static = cache is not None and cache.is_compileable
-        if decoder_attention_mask is None and not static:
-            if length == 1:
-                return None, False
-            if past == 0 and not output_attentions and self.config._attn_implementation != "eager":
-                return None, True
-        key_length = cache.get_mask_sizes(length, 0)[0] if static else past + length
-        mask = decoder_self_attention_mask(
-            length, key_length, decoder_attention_mask, x.device, attention_dtype(x), past=past if static else None
-        )
-        return mask, False
+        self_weights, cross_weights = zip(*weights)
+        return x, (*hidden, x), self_weights, cross_weights

@@ -6,10 +6,8 @@ decoder output to predicted next-token probabilities. In our model, we share the
 matrix between the two embedding layers and the pre-softmax linear transformation ... In the
 embedding layers, we multiply those weights by √d_model."
 
-`ScaledEmbedding` is one embedding layer. The three-way sharing itself (source embedding, target
-embedding, pre-softmax projection) is declared in `modeling_vaswani.py` through Hugging Face's
-`_tied_weights_keys`, so it survives `save_pretrained`/`from_pretrained`; it needs one vocabulary
-for source and target, which is why §5.1 trains a shared BPE vocabulary.
+`ScaledEmbedding` is one embedding layer; the three-way sharing is declared in `modeling_vaswani.py`
+(`_tied_weights_keys`). It needs one vocabulary for both languages: §5.1's shared BPE vocabulary.
 """
 
 import math
@@ -23,20 +21,9 @@ class ScaledEmbedding(nn.Embedding):
 
     def __init__(self, vocab_size: int, d_model: int, scale: bool = True):
         super().__init__(vocab_size, d_model)
-        # Why the scale: embeddings start near unit norm per vector (std d_model^-0.5 per entry,
-        # see _init_weights); × √d_model brings each entry to the scale of the positional encoding.
-        # Deviation (opt-in, `scale_embedding=False`): no scale, for Marian models trained without it.
+        # Why: entries start with std d_model^-0.5 (initialization.py); × √d_model brings them to the scale
+        # of the positional encoding. Deviation (opt-in, scale_embedding=False): no scale, as some Marian models.
         self.embed_scale = math.sqrt(d_model) if scale else 1.0
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        # The check reads two numbers back into Python, which would split a torch.compile graph;
-        # compiled code skips it (the embedding lookup itself still rejects an out-of-range id).
-        if input_ids.numel() and not torch.compiler.is_compiling():
-            low, high = int(input_ids.min()), int(input_ids.max())
-            if low < 0 or high >= self.num_embeddings:
-                bad = low if low < 0 else high
-                raise ValueError(
-                    f"Token id {bad} is outside the vocabulary (vocab_size={self.num_embeddings}). "
-                    "Use the tokenizer saved with this model, or check config.vocab_size."
-                )
-        return super().forward(input_ids) * self.embed_scale
+        return super().forward(input_ids) * self.embed_scale  # (B, L) → (B, L, d_model), × √d_model

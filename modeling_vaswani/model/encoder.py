@@ -4,21 +4,12 @@
 first is a multi-head self-attention mechanism, and the second is a simple, position-wise fully
 connected feed-forward network." Each sub-layer sits inside `SublayerConnection` (residual,
 dropout, LayerNorm). Below the first layer: token embeddings × √d_model (§3.4) plus positional
-encodings (§3.5), then dropout (§5.4: "we apply dropout to the sums of the embeddings and the
-positional encodings in both the encoder and decoder stacks").
-
-In encoder self-attention "all of the keys, values and queries come from the same place, the output
-of the previous layer in the encoder"; only padding is masked (§3.2.3).
-
-The paper's post-LN stack has no LayerNorm after its last layer (each layer already ends with
-one); in the pre-LN deviation a final LayerNorm is added.
+encodings (§3.5), then dropout (§5.4). In encoder self-attention "all of the keys, values and
+queries come from the same place"; only padding is masked (§3.2.3).
 """
 
 import torch
 from torch import nn
-from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.modeling_outputs import BaseModelOutput
-from transformers.utils import can_return_tuple
 
 from .attention import MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
@@ -27,7 +18,7 @@ from .positional_encoding import build_positional_encoding
 from .sublayer import SublayerConnection
 
 
-class EncoderLayer(GradientCheckpointingLayer):
+class EncoderLayer(nn.Module):
     """One encoder layer: self-attention sub-layer, then feed-forward sub-layer (Figure 1, left)."""
 
     def __init__(self, config, layer_idx: int):
@@ -38,11 +29,11 @@ class EncoderLayer(GradientCheckpointingLayer):
         self.self_attn_sublayer = SublayerConnection(*args)
         self.feed_forward_sublayer = SublayerConnection(*args)
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None, output_attentions: bool = False):
-        weights = {}  # the attention weights, kept when output_attentions asks for them
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, kernel=None):
+        weights = {}  # x (B, S, d_model) → (B, S, d_model), and the self-attention weights (or None)
 
         def self_attention(h):
-            out, weights["self"] = self.self_attn(h, attention_mask=attention_mask, output_attentions=output_attentions)
+            out, weights["self"] = self.self_attn(h, attention_mask=mask, kernel=kernel)
             return out
 
         x = self.self_attn_sublayer(x, self_attention)  # Q = K = V = x
@@ -53,57 +44,30 @@ class EncoderLayer(GradientCheckpointingLayer):
 class Encoder(nn.Module):
     """Embeddings + positional encoding + dropout, then N `EncoderLayer`s (§3.1)."""
 
+    layer_class = EncoderLayer  # the Hugging Face layer builds a subclass that gradient checkpointing can wrap
+
     def __init__(self, config, embed_tokens: nn.Module):
         super().__init__()
-        self.config = config
         self.embed_tokens = embed_tokens
-        self.embed_positions = build_positional_encoding(
-            config.positional_encoding, config.d_model, config.max_position_embeddings
-        )
+        self.embed_positions = build_positional_encoding(config)  # §3.5
         self.dropout = nn.Dropout(config.dropout)  # §5.4: dropout on embeddings + positional encodings
-        self.layers = nn.ModuleList([EncoderLayer(config, i) for i in range(config.num_layers)])
-        # Deviation (pre-LN only): a final LayerNorm; the paper's post-LN stack has none.
+        self.layers = nn.ModuleList([self.layer_class(config, i) for i in range(config.num_layers)])
+        # Deviation (pre-LN only): a final LayerNorm; in the paper's post-LN stack each layer ends with one.
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
-    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        **kwargs,
-    ) -> BaseModelOutput:
-        if inputs_embeds is None:
-            if input_ids is None:
-                raise ValueError("The encoder needs input_ids or inputs_embeds.")
-            inputs_embeds = self.embed_tokens(input_ids)  # × √d_model inside (§3.4)
-        batch, length, _ = inputs_embeds.shape
-        if attention_mask is not None and tuple(attention_mask.shape) != (batch, length):
-            raise ValueError(
-                f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids has {(batch, length)}; "
-                "pass one 0/1 entry per input token."
-            )
-        # §3.5: "add positional encodings" (in the embeddings' dtype, so bf16/fp16 stays bf16/fp16)
-        x = self.dropout(inputs_embeds + self.embed_positions(length, dtype=inputs_embeds.dtype))
-        # Built once, shared by all N layers (§3.2.3: hide padding).
+    def forward(self, input_ids=None, attention_mask=None, inputs_embeds=None, kernel=None):
+        """Token ids (B, S) (or their embeddings (B, S, d_model)), padding mask (B, S) → z (B, S, d_model),
+        the hidden states (each layer's input, then z) and each layer's attention weights."""
+        x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # × √d_model (§3.4)
+        # §3.5 "add positional encodings" (in the embeddings' dtype); §5.4: "we apply dropout to the sums"
+        x = self.dropout(x + self.embed_positions(x.shape[1], dtype=x.dtype))
+        # §3.2.3: hide padding; built once, shared by all N layers. (B, 1, 1, S)
         mask = padding_mask(attention_mask, attention_dtype(x)) if attention_mask is not None else None
-
-        all_hidden = [] if output_hidden_states else None
-        all_attentions = [] if output_attentions else None
+        hidden, weights = [], []
         for layer in self.layers:
-            if output_hidden_states:
-                all_hidden.append(x)
-            x, weights = layer(x, mask, output_attentions=bool(output_attentions))
-            if output_attentions:
-                all_attentions.append(weights)
+            hidden.append(x)
+            x, layer_weights = layer(x, mask, kernel=kernel)
+            weights.append(layer_weights)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        if output_hidden_states:
-            all_hidden.append(x)
-        return BaseModelOutput(
-            last_hidden_state=x,
-            hidden_states=tuple(all_hidden) if output_hidden_states else None,
-            attentions=tuple(all_attentions) if output_attentions else None,
-        )
+        return x, (*hidden, x), tuple(weights)

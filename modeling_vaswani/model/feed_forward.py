@@ -2,13 +2,10 @@
 
     FFN(x) = max(0, x W_1 + b_1) W_2 + b_2
 
-Every layer of both stacks ends with this small two-layer network with a ReLU between, applied to
-each position separately and identically (the same weights at every position, different weights
-in every layer) — equivalently two convolutions with kernel size 1. The inner layer is wider:
-d_model = 512 → d_ff = 2048 → d_model in the base model.
-
-Deviation (opt-in, `activation_function="swish"`): SiLU, x·σ(x), in place of the ReLU, the
-activation of the Opus-MT models trained with Marian; the default is the paper's ReLU.
+Every layer of both stacks ends with this two-layer network, applied to each position separately
+and identically (different weights in every layer) — two convolutions with kernel size 1. The
+inner layer is wider: d_model = 512 → d_ff = 2048 → d_model in the base model. Deviation (opt-in,
+`activation_function="swish"`): SiLU, x·σ(x), for the ReLU, as Marian's Opus-MT models use.
 """
 
 import torch

@@ -6,6 +6,8 @@ instead of failing deep inside attention with a shape error about some intermedi
 
 import torch
 
+from .positional_encoding import SinusoidalPositionalEncoding
+
 
 def check_batch(tensor, name: str, is_ids: bool = True) -> None:
     """Raise ValueError unless `tensor` is a non-empty (batch, length) id tensor (or embeddings)."""
@@ -24,21 +26,30 @@ def check_batch(tensor, name: str, is_ids: bool = True) -> None:
         raise ValueError(f"{name} has sequences of length 0; every sequence needs at least one token (e.g. </s>).")
 
 
-def check_encoder_inputs(input_ids, inputs_embeds, attention_mask) -> None:
-    """The encoder's inputs: exactly one of input_ids and inputs_embeds, and a 0/1 padding mask."""
+def check_encoder_inputs(input_ids, inputs_embeds, attention_mask, vocab_size: int) -> None:
+    """The encoder's inputs: exactly one of input_ids and inputs_embeds, ids in the vocabulary, and a
+    0/1 padding mask of one entry per input token."""
     if input_ids is not None and inputs_embeds is not None:
         raise ValueError(
             "Pass input_ids or inputs_embeds, not both: the encoder would read one and silently ignore the other."
         )
     if input_ids is not None:
         check_batch(input_ids, "input_ids")
+        check_token_ids(input_ids, vocab_size)
     else:
         check_batch(inputs_embeds, "inputs_embeds", is_ids=False)
+    batch_shape = tuple((input_ids if input_ids is not None else inputs_embeds).shape[:2])
+    if attention_mask is not None and attention_mask.dim() == 2 and tuple(attention_mask.shape) != batch_shape:
+        raise ValueError(
+            f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids has {batch_shape}; "
+            "pass one 0/1 entry per input token."
+        )
     check_attention_mask(attention_mask, "attention_mask")
 
 
-def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask) -> None:
-    """The decoder's inputs: at most one of decoder_input_ids and decoder_inputs_embeds, a 0/1 mask."""
+def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask, vocab_size: int) -> None:
+    """The decoder's inputs: at most one of decoder_input_ids and decoder_inputs_embeds, ids in the
+    vocabulary, a 0/1 mask."""
     if decoder_input_ids is not None and decoder_inputs_embeds is not None:
         raise ValueError(
             "Pass decoder_input_ids or decoder_inputs_embeds, not both: the decoder would read one and silently "
@@ -46,7 +57,22 @@ def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_atten
         )
     if decoder_input_ids is not None:
         check_batch(decoder_input_ids, "decoder_input_ids")
+        check_token_ids(decoder_input_ids, vocab_size)
     check_attention_mask(decoder_attention_mask, "decoder_attention_mask")
+
+
+def check_token_ids(ids: torch.Tensor, vocab_size: int) -> None:
+    """Every id within the vocabulary (§3.4's embedding has vocab_size rows)."""
+    # Reading two numbers back would split a torch.compile graph; compiled code skips the check (the
+    # embedding lookup itself still rejects an out-of-range id).
+    if ids.numel() == 0 or torch.compiler.is_compiling():
+        return
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"Token id {low if low < 0 else high} is outside the vocabulary (vocab_size={vocab_size}). "
+            "Use the tokenizer saved with this model, or check config.vocab_size."
+        )
 
 
 def check_attention_mask(mask, name: str) -> None:
@@ -103,4 +129,17 @@ def check_labels(labels, input_ids=None, inputs_embeds=None, encoder_outputs=Non
             f"labels has shape {tuple(labels.shape)} but the decoder inputs have {tuple(decoder.shape[:2])}; each "
             "position's label is the token that follows its decoder input. Pass labels alone (the decoder inputs "
             "are made from them) or both of the same shape."
+        )
+
+
+def check_positions(embed_positions, num_positions: int) -> None:
+    """Positions 0 … num_positions−1 must exist: the §3.5 sinusoids extend their table (they extrapolate);
+    a learned table (Table 3 row E) cannot, so a longer input is an error."""
+    if isinstance(embed_positions, SinusoidalPositionalEncoding):
+        embed_positions.extend(num_positions)
+    elif num_positions > embed_positions.num_embeddings:
+        raise ValueError(
+            f"Sequence position {num_positions - 1} is beyond max_position_embeddings={embed_positions.num_embeddings} "
+            "of the learned positional embeddings (Table 3 row E cannot extrapolate). Shorten the input or use "
+            "positional_encoding='sinusoidal'."
         )

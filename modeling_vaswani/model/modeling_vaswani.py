@@ -7,273 +7,78 @@ sequence (y_1, …, y_m) of symbols one element at a time. At each step the mode
 auto-regressive, consuming the previously generated symbols as additional input when generating
 the next." (§3)
 
-- `VaswaniModel`: embeddings (§3.4) → encoder (§3.1) and decoder (§3.1) → decoder states.
-- `VaswaniForConditionalGeneration`: adds the pre-softmax linear projection (§3.4, its weight
-  shared with both embeddings), the label-smoothed training loss (§5.4) and `generate` with the
-  paper's decoding defaults (§6.1: beam 4, length penalty 0.6, output length ≤ input length + 50).
+- `VaswaniForConditionalGeneration`: Figure 1 whole — embeddings (§3.4) → encoder and decoder
+  (§3.1) → the pre-softmax linear projection (§3.4, its weight shared with both embeddings) → the
+  label-smoothed training loss (§5.4); `generate` with the paper's decoding defaults (§6.1: beam 4,
+  length penalty 0.6, output length ≤ input length + 50).
+- `VaswaniModel`: the embeddings, the encoder and the decoder (Figure 1 without the projection).
 
-Everything else is Hugging Face glue: output classes here; weight initialisation in
-`initialization.py`; strict loading and saving in `loading.py`; §6.1's decoding settings in
-`generation.py`.
+Below the forward passes sits what transformers needs of a model (tying declarations, getters,
+output classes, the generation cache); the rest of the Hugging Face layer is beside this file:
+pretrained.py (base class), stacks.py (the stacks as transformers calls them), attention_kernels.py,
+generation_cache.py, inputs.py, initialization.py, loading.py, generation.py.
 """
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
-from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers import GenerationMixin
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import can_return_tuple
 
 from .beam_search import choose_decoding
 from .configuration_vaswani import VaswaniConfig
-from .decoder import Decoder
 from .embeddings import ScaledEmbedding
-from .encoder import Encoder
 from .generation import length_limit_chosen, max_new_tokens_for, paper_generation_config
-from .initialization import initialize_module
-from .inputs import check_attention_mask, check_batch, check_decoder_inputs, check_encoder_inputs, check_labels
+from .generation_cache import new_cache, source_length_varies
+from .inputs import check_attention_mask, check_batch, check_decoder_inputs, check_labels
 from .label_smoothing import label_smoothed_cross_entropy
-from .loading import StrictCheckpoints
 from .masking import attention_dtype, padding_mask
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
-from .transformers_compat import CACHE_FIELD, cache_field, pop_cache
-
-
-class VaswaniPreTrainedModel(StrictCheckpoints, PreTrainedModel):
-    """Hugging Face base of both models: config class, weight initialisation, strict loading (loading.py)."""
-
-    config_class = VaswaniConfig
-    # The classes a saved folder's config.json names in auto_map (loading.py), for trust_remote_code.
-    _auto_map = {"AutoModel": "VaswaniModel", "AutoModelForSeq2SeqLM": "VaswaniForConditionalGeneration"}
-    base_model_prefix = "model"
-    main_input_name = "input_ids"
-    supports_gradient_checkpointing = True
-    _supports_sdpa = True
-    # generate(cache_implementation="static") and torch.compile(fullgraph=True) of a decoding step work;
-    # transformers' generation tests read this flag.
-    _can_compile_fullgraph = True
-    _no_split_modules = ["EncoderLayer", "DecoderLayer"]
-
-    def _init_weights(self, module):
-        """Initialisation is not in the paper; ours, and tensor2tensor's and fairseq's: initialization.py."""
-        initialize_module(module, self.config)
-
-
-class VaswaniModel(VaswaniPreTrainedModel):
-    """Encoder and decoder with their embeddings (§3, Figure 1 without the final Linear + Softmax)."""
-
-    # §3.4: "we share the same weight matrix between the two embedding layers ...". transformers 5
-    # shares a matrix only through this declaration: it ties the Parameters and saves one copy.
-    # Deviation (opt-in, share_embeddings=False): separate source and target embeddings.
-    _tied_weights_keys = {
-        "encoder.embed_tokens.weight": "shared.weight",
-        "decoder.embed_tokens.weight": "shared.weight",
-    }
-
-    def __init__(self, config: VaswaniConfig):
-        super().__init__(config)
-        def embedding():
-            return ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
-
-        if config.share_embeddings:
-            self.shared = embedding()  # the one matrix of §3.4
-        else:
-            self._tied_weights_keys = None
-        # With share_embeddings, post_init ties both stacks' weights to self.shared.weight (one Parameter).
-        self.encoder = Encoder(config, embedding())
-        self.decoder = Decoder(config, embedding())
-        self.post_init()
-
-    def get_input_embeddings(self):
-        """The shared matrix (§3.4), or the source embedding when nothing is shared."""
-        return self.shared if self.config.share_embeddings else self.encoder.embed_tokens
-
-    def set_input_embeddings(self, value):
-        if self.config.share_embeddings:
-            self.shared = value
-            self.decoder.embed_tokens = value
-        self.encoder.embed_tokens = value
-
-    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        """The encoder and decoder share `shared` whenever the config's share_embeddings is true.
-
-        transformers applies a model's `_tied_weights_keys` only while `tie_word_embeddings` is
-        true; here that flag is about the pre-softmax projection alone
-        (VaswaniForConditionalGeneration), so a model with its own projection keeps §3.4's shared
-        embedding matrix. Read from the config, not from how the model was built, so that saving
-        can tell when the two disagree (loading.py).
-        """
-        if all_submodels:
-            return super().get_expanded_tied_weights_keys(all_submodels)
-        return dict(VaswaniModel._tied_weights_keys) if self.config.share_embeddings else {}
-
-    def get_encoder(self, modality: str | None = None):
-        """The encoder stack; for a `modality` (image, video, audio) transformers' own lookup, which finds none."""
-        return self.encoder if modality is None else super().get_encoder(modality=modality)
-
-    def get_decoder(self):
-        return self.decoder
-
-    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
-    def forward(
-        self,
-        input_ids=None,
-        attention_mask=None,
-        decoder_input_ids=None,
-        decoder_attention_mask=None,
-        encoder_outputs=None,
-        cache=None,
-        inputs_embeds=None,
-        decoder_inputs_embeds=None,
-        use_cache=None,
-        output_attentions=None,
-        output_hidden_states=None,
-        **kwargs,
-    ) -> Seq2SeqModelOutput:
-        cache = pop_cache(cache, kwargs)  # `past_key_values=` before transformers 5.24
-        use_cache = use_cache if use_cache is not None else self.config.use_cache
-        if not use_cache:
-            cache = None
-        elif cache is None:
-            # A cache to return, as transformers' models do: the next call continues from it.
-            cache = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
-        output_attentions = bool(output_attentions if output_attentions is not None else self.config.output_attentions)
-        output_hidden_states = bool(
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
-
-        if encoder_outputs is None:
-            check_encoder_inputs(input_ids, inputs_embeds, attention_mask)
-            encoder_outputs = self.encoder(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                inputs_embeds=inputs_embeds,
-                output_attentions=output_attentions,
-                output_hidden_states=output_hidden_states,
-                return_dict=True,
-            )
-        elif not isinstance(encoder_outputs, BaseModelOutput):
-            encoder_outputs = BaseModelOutput(*encoder_outputs)
-        check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask)
-
-        decoder_outputs = self.decoder(
-            input_ids=decoder_input_ids,
-            encoder_hidden_states=encoder_outputs.last_hidden_state,
-            encoder_attention_mask=attention_mask,
-            decoder_attention_mask=decoder_attention_mask,
-            inputs_embeds=decoder_inputs_embeds,
-            cache=cache,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-        )
-        return Seq2SeqModelOutput(
-            last_hidden_state=decoder_outputs.last_hidden_state,
-            decoder_hidden_states=decoder_outputs.hidden_states,
-            decoder_attentions=decoder_outputs.attentions,
-            cross_attentions=decoder_outputs.cross_attentions,
-            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
-            encoder_hidden_states=encoder_outputs.hidden_states,
-            encoder_attentions=encoder_outputs.attentions,
-            **cache_field(cache),
-        )
+from .pretrained import VaswaniPreTrainedModel
+from .stacks import VaswaniDecoder, VaswaniEncoder
+from .transformers_compat import cache_field, pop_cache
 
 
 class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
     """The full model of Figure 1: `VaswaniModel` + the pre-softmax projection to the vocabulary."""
 
-    # §3.4: "... and the pre-softmax linear transformation".
-    _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
-    # The loss below divides by num_items_in_batch when the Trainer gives it (gradient accumulation).
-    accepts_loss_kwargs = True
     # `generate` below chooses the beam search itself (custom_generate/generate.py defers to it).
     chooses_beam_search = True
 
     def __init__(self, config: VaswaniConfig):
         super().__init__(config)
-        self.model = VaswaniModel(config)
-        # Deviation (opt-in, tie_word_embeddings=False): a projection of its own, saved as lm_head.weight.
-        # Without a shared matrix (share_embeddings=False) a tied projection is the target embedding's.
-        if not config.share_embeddings:
-            self._tied_weights_keys = {"lm_head.weight": "model.decoder.embed_tokens.weight"}
-        # No bias: the projection is the (transposed) embedding matrix itself when shared.
+        self.model = VaswaniModel(config)  # embeddings, encoder, decoder
+        # §3.4: the pre-softmax projection; no bias, it is the (transposed) embedding matrix itself when shared.
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         # Deviation (opt-in, `final_logits_bias=True`): a fixed per-token bias added to the logits, as
         # Marian's models carry; the paper's projection has none. A buffer, like Marian's: saved, not trained.
         bias = torch.zeros(1, config.vocab_size) if config.final_logits_bias else None
         self.register_buffer("final_logits_bias", bias)
+        # Deviation (opt-in, tie_word_embeddings=False): a projection of its own, saved as lm_head.weight.
+        # Without a shared matrix (share_embeddings=False) a tied projection is the target embedding's.
+        if not config.share_embeddings:
+            self._tied_weights_keys = {"lm_head.weight": "model.decoder.embed_tokens.weight"}
         self.generation_config = paper_generation_config(config)
         self.post_init()
 
-    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        """The projection's tie, read from the config (see VaswaniModel.get_expanded_tied_weights_keys)."""
-        if all_submodels:
-            return super().get_expanded_tied_weights_keys(all_submodels)
-        if not self.config.tie_word_embeddings:
-            return {}
-        source = "model.shared.weight" if self.config.share_embeddings else "model.decoder.embed_tokens.weight"
-        return {"lm_head.weight": source}
-
-    def get_input_embeddings(self):
-        return self.model.get_input_embeddings()
-
-    def set_input_embeddings(self, value):
-        self.model.set_input_embeddings(value)
-
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, value):
-        self.lm_head = value
-
-    def get_encoder(self, modality: str | None = None):
-        """The encoder stack; for a `modality` (image, video, audio) transformers' own lookup, which finds none."""
-        return self.model.encoder if modality is None else super().get_encoder(modality=modality)
-
-    def get_decoder(self):
-        return self.model.decoder
-
-    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
-        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
-
     @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
-    def forward(
-        self,
-        input_ids=None,
-        attention_mask=None,
-        decoder_input_ids=None,
-        decoder_attention_mask=None,
-        encoder_outputs=None,
-        cache=None,
-        inputs_embeds=None,
-        decoder_inputs_embeds=None,
-        labels=None,
-        use_cache=None,
-        output_attentions=None,
-        output_hidden_states=None,
-        num_items_in_batch=None,
-        **kwargs,
-    ) -> Seq2SeqLMOutput:
+    def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None,
+                encoder_outputs=None, cache=None, inputs_embeds=None, decoder_inputs_embeds=None, labels=None,
+                use_cache=None, output_attentions=None, output_hidden_states=None, num_items_in_batch=None,
+                **kwargs) -> Seq2SeqLMOutput:
         check_labels(labels, input_ids, inputs_embeds, encoder_outputs, decoder_input_ids, decoder_inputs_embeds)
         if labels is not None and decoder_input_ids is None and decoder_inputs_embeds is None:
             # §3.1: "the output embeddings are offset by one position" (teacher forcing).
-            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
-            use_cache = False
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            decoder_input_ids=decoder_input_ids,
-            decoder_attention_mask=decoder_attention_mask,
-            encoder_outputs=encoder_outputs,
-            cache=pop_cache(cache, kwargs),
-            inputs_embeds=inputs_embeds,
-            decoder_inputs_embeds=decoder_inputs_embeds,
-            use_cache=use_cache,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-        )
-        logits = self.lm_head(outputs.last_hidden_state)  # (B, T, V); softmax is left to the loss / generate
+            decoder_input_ids, use_cache = self.prepare_decoder_input_ids_from_labels(labels), False
+        cache, flags = self.model.call_settings(pop_cache(cache, kwargs), use_cache, output_attentions,
+                                                output_hidden_states)
+        # Embed the source and encode it: z (B, S, d_model) (§3.4, §3.5, §3.1)
+        encoder_outputs = self.model.encode(input_ids, attention_mask, inputs_embeds, encoder_outputs, flags)
+        # Embed the target (shifted right) and decode it, attending to z: (B, T, d_model)
+        decoder_outputs = self.model.decode(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask,
+                                            encoder_outputs, attention_mask, cache, flags)
+        # Project to the vocabulary (§3.4); softmax is left to the loss / generate. (B, T, V)
+        logits = self.lm_head(decoder_outputs.last_hidden_state)
         if self.final_logits_bias is not None:
             logits = logits + self.final_logits_bias.to(logits.dtype)  # Deviation: Marian's logits bias (see __init__)
 
@@ -284,17 +89,35 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             count = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum()
             loss = total / torch.as_tensor(count, device=total.device).clamp(min=1)
 
-        return Seq2SeqLMOutput(
-            loss=loss,
-            logits=logits,
-            decoder_hidden_states=outputs.decoder_hidden_states,
-            decoder_attentions=outputs.decoder_attentions,
-            cross_attentions=outputs.cross_attentions,
-            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
-            encoder_hidden_states=outputs.encoder_hidden_states,
-            encoder_attentions=outputs.encoder_attentions,
-            **cache_field(getattr(outputs, CACHE_FIELD)),
-        )
+        return Seq2SeqLMOutput(loss=loss, logits=logits, **seq2seq_fields(encoder_outputs, decoder_outputs, cache))
+
+    # --- What transformers needs besides the forward pass ---
+
+    # §3.4: "... and the pre-softmax linear transformation": transformers ties (and saves once) only
+    # what this declares.
+    _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
+    # The Trainer passes num_items_in_batch to the loss above only when told (gradient accumulation).
+    accepts_loss_kwargs = True
+
+    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
+        """The projection's tie, read from the config (see VaswaniModel.get_expanded_tied_weights_keys)."""
+        if all_submodels:
+            return super().get_expanded_tied_weights_keys(all_submodels)
+        if not self.config.tie_word_embeddings:
+            return {}
+        source = "model.shared.weight" if self.config.share_embeddings else "model.decoder.embed_tokens.weight"
+        return {"lm_head.weight": source}
+
+    def get_output_embeddings(self):
+        """The projection, for resize_token_embeddings and tying."""
+        return self.lm_head
+
+    def set_output_embeddings(self, value):
+        self.lm_head = value
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """Used by forward and by transformers' data collators: labels shifted right (Figure 1)."""
+        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     @torch.no_grad()
     def generate(self, inputs=None, generation_config=None, **kwargs):
@@ -329,6 +152,101 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         """§3.2.3's padding mask for encoder–decoder attention, additive (B, 1, 1, S), in the dtype of
         the attention scores; beam search builds it once and the decoder takes it as it is."""
         return padding_mask(attention_mask, attention_dtype(self.model.decoder.embed_tokens.weight))
+
+
+class VaswaniModel(VaswaniPreTrainedModel):
+    """Encoder and decoder with their embeddings (§3, Figure 1 without the final Linear + Softmax)."""
+
+    def __init__(self, config: VaswaniConfig):
+        super().__init__(config)
+        def embedding():
+            return ScaledEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
+
+        if config.share_embeddings:
+            self.shared = embedding()  # the one matrix of §3.4
+        else:
+            self._tied_weights_keys = None
+        # With share_embeddings, post_init ties both stacks' weights to self.shared.weight (one Parameter).
+        self.encoder = VaswaniEncoder(config, embedding())
+        self.decoder = VaswaniDecoder(config, embedding())
+        self.post_init()
+
+    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
+    def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None,
+                encoder_outputs=None, cache=None, inputs_embeds=None, decoder_inputs_embeds=None, use_cache=None,
+                output_attentions=None, output_hidden_states=None, **kwargs) -> Seq2SeqModelOutput:
+        """Figure 1 up to the decoder output, as in VaswaniForConditionalGeneration.forward."""
+        cache, flags = self.call_settings(pop_cache(cache, kwargs), use_cache, output_attentions, output_hidden_states)
+        encoder_outputs = self.encode(input_ids, attention_mask, inputs_embeds, encoder_outputs, flags)
+        decoder_outputs = self.decode(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask,
+                                      encoder_outputs, attention_mask, cache, flags)
+        return Seq2SeqModelOutput(last_hidden_state=decoder_outputs.last_hidden_state,
+                                  **seq2seq_fields(encoder_outputs, decoder_outputs, cache))
+
+    def encode(self, input_ids, attention_mask, inputs_embeds, encoder_outputs, flags) -> BaseModelOutput:
+        """The encoder's output: computed (its inputs checked in stacks.py), or given (generate computes it once)."""
+        if encoder_outputs is None:
+            return self.encoder(input_ids, attention_mask, inputs_embeds, **flags, return_dict=True)
+        if not isinstance(encoder_outputs, BaseModelOutput):
+            encoder_outputs = BaseModelOutput(*encoder_outputs)
+        return encoder_outputs
+
+    def decode(self, input_ids, inputs_embeds, decoder_attention_mask, encoder_outputs, attention_mask, cache, flags):
+        """The decoder's output for the target (its inputs checked here, the model's entry) over the encoder's."""
+        check_decoder_inputs(input_ids, inputs_embeds, decoder_attention_mask, self.config.vocab_size)
+        if cache is not None:
+            source_length_varies(encoder_outputs.last_hidden_state, attention_mask)
+        return self.decoder(input_ids, encoder_outputs.last_hidden_state, attention_mask, decoder_attention_mask,
+                            inputs_embeds, cache, **flags, return_dict=True)
+
+    # --- What transformers needs besides the forward pass ---
+
+    # §3.4: "we share the same weight matrix between the two embedding layers ...". transformers 5
+    # shares a matrix only through this declaration: it ties the Parameters and saves one copy.
+    # Deviation (opt-in, share_embeddings=False): separate source and target embeddings.
+    _tied_weights_keys = {
+        "encoder.embed_tokens.weight": "shared.weight",
+        "decoder.embed_tokens.weight": "shared.weight",
+    }
+
+    def call_settings(self, cache, use_cache, output_attentions, output_hidden_states):
+        """The cache to fill (a new one when none is given, as transformers' models return one) and
+        the output flags, with the config's defaults."""
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        cache = (cache if cache is not None else new_cache(self.config)) if use_cache else None
+        flags = {
+            "output_attentions": bool(output_attentions if output_attentions is not None
+                                      else self.config.output_attentions),
+            "output_hidden_states": bool(output_hidden_states if output_hidden_states is not None
+                                         else self.config.output_hidden_states),
+        }
+        return cache, flags
+
+    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
+        """The encoder and decoder share `shared` whenever the config's share_embeddings is true.
+
+        transformers applies a model's `_tied_weights_keys` only while `tie_word_embeddings` is
+        true; here that flag is about the pre-softmax projection alone
+        (VaswaniForConditionalGeneration), so a model with its own projection keeps §3.4's shared
+        embedding matrix. Read from the config, not from how the model was built, so that saving
+        can tell when the two disagree (loading.py).
+        """
+        if all_submodels:
+            return super().get_expanded_tied_weights_keys(all_submodels)
+        return dict(VaswaniModel._tied_weights_keys) if self.config.share_embeddings else {}
+
+
+def seq2seq_fields(encoder_outputs, decoder_outputs, cache) -> dict:
+    """The fields transformers' Seq2Seq output classes share (hidden states, weights, cache)."""
+    return dict(
+        decoder_hidden_states=decoder_outputs.hidden_states,
+        decoder_attentions=decoder_outputs.attentions,
+        cross_attentions=decoder_outputs.cross_attentions,
+        encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+        encoder_hidden_states=encoder_outputs.hidden_states,
+        encoder_attentions=encoder_outputs.attentions,
+        **cache_field(cache),
+    )
 
 
 def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:

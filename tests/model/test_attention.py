@@ -6,7 +6,9 @@ import pytest
 import torch
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
-from modeling_vaswani.model.attention import MultiHeadAttention, scaled_dot_product_attention, sdpa_attention
+from modeling_vaswani.model.attention import MultiHeadAttention, scaled_dot_product_attention
+from modeling_vaswani.model.generation_cache import KeyValueCache
+from modeling_vaswani.model.attention_kernels import KERNELS, attention_kernel, fused_attention
 from modeling_vaswani.model.masking import causal_mask, padding_mask
 
 
@@ -64,25 +66,25 @@ def test_weights_rows_sum_to_one_and_masked_key_gets_zero():
     torch.testing.assert_close(out, out2, rtol=0, atol=0)
 
 
-def test_sdpa_function_matches_eager_function():
+def test_fused_kernel_matches_eager_function():
     torch.manual_seed(1)
     q, k, v = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
     mask = causal_mask(5, 5, "cpu", torch.float32)
     eager, _ = scaled_dot_product_attention(q, k, v, mask)
-    fused, none = sdpa_attention(q, k, v, mask)
-    builtin_causal, _ = sdpa_attention(q, k, v, is_causal=True)
+    fused, none = fused_attention(q, k, v, mask)
+    builtin_causal, _ = fused_attention(q, k, v, is_causal=True)
     assert none is None
     torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
     torch.testing.assert_close(builtin_causal, eager, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("is_causal", [False, True])
-def test_sdpa_function_in_bf16_training_matches_float32(is_causal):
+def test_fused_kernel_in_bf16_training_matches_float32(is_causal):
     # bf16 with gradients on CPU takes the written-out formula (PyTorch's bf16 backward is slow there).
     torch.manual_seed(1)
     q, k, v = (torch.randn(2, 3, 6, 4, requires_grad=True) for _ in range(3))
     mask = None if is_causal else padding_mask(torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]), torch.bfloat16)
-    low, _ = sdpa_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask, is_causal=is_causal)
+    low, _ = fused_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask, is_causal=is_causal)
     exact, _ = scaled_dot_product_attention(q, k, v, causal_mask(6, 6, "cpu", torch.float32) if is_causal
                                             else padding_mask(torch.tensor([[1] * 6, [1] * 4 + [0] * 2]), torch.float32))
     assert low.dtype == torch.bfloat16
@@ -97,19 +99,17 @@ def test_sdpa_function_in_bf16_training_matches_float32(is_causal):
 def make_attention(make_config):
     """One attention sublayer of d_model 16 and 4 heads (the tiny config), seeded, in eval mode."""
 
-    def make(is_cross=False, **overrides):
+    def make(is_cross=False, is_causal=False, **overrides):
         torch.manual_seed(0)
-        return MultiHeadAttention(make_config(**overrides), is_cross_attention=is_cross, layer_idx=0).eval()
+        config = make_config(**overrides)
+        return MultiHeadAttention(config, is_cross_attention=is_cross, layer_idx=0, is_causal=is_causal).eval()
 
     return make
 
 
 def run_both(module, *args, **kwargs):
-    outputs = {}
-    for impl in ("eager", "sdpa"):
-        module.config._attn_implementation = impl
-        outputs[impl] = module(*args, **kwargs)
-    return outputs["eager"], outputs["sdpa"]
+    """The module's output with the kernel each attn_implementation chooses (attention_kernels.py)."""
+    return [module(*args, kernel=KERNELS.get_interface(impl, None), **kwargs) for impl in ("eager", "sdpa")]
 
 
 def test_eager_and_sdpa_agree_self_attention_with_padding(make_attention):
@@ -130,16 +130,10 @@ def test_eager_and_sdpa_agree_causal(make_attention):
     (eager, weights), (fused, _) = run_both(module, x, attention_mask=mask)
     torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
     assert torch.all(weights.triu(diagonal=1) == 0)  # no query looks ahead
-    module.config._attn_implementation = "sdpa"
-    builtin, _ = module(x, is_causal=True)  # the fused kernel's own causal mode
+    # Decoder self-attention without a mask: the causal one, built by Eq. (1) or the fused kernel's own.
+    (implicit, implicit_weights), (builtin, _) = run_both(make_attention(is_causal=True), x)
+    torch.testing.assert_close(implicit_weights, weights, rtol=0, atol=0)
     torch.testing.assert_close(builtin, eager, rtol=0, atol=1e-5)
-
-
-def test_eager_path_refuses_implicit_causal_mask(make_attention):
-    module = make_attention()
-    module.config._attn_implementation = "eager"
-    with pytest.raises(ValueError, match="causal"):
-        module(torch.randn(1, 3, 16), is_causal=True)
 
 
 def test_eager_and_sdpa_agree_cross_attention(make_attention):
@@ -153,11 +147,13 @@ def test_eager_and_sdpa_agree_cross_attention(make_attention):
     assert torch.all(weights[1, :, :, 4:] == 0)
 
 
-def test_output_attentions_forces_eager_weights(make_attention):
+def test_output_attentions_forces_eager_weights(make_attention, make_config):
+    config = make_config()
+    config._attn_implementation = "sdpa"
+    assert attention_kernel(config, output_attentions=False) is fused_attention
     module = make_attention()
-    module.config._attn_implementation = "sdpa"
     x = torch.randn(1, 4, 16)
-    out, weights = module(x, output_attentions=True)
+    out, weights = module(x, kernel=attention_kernel(config, output_attentions=True))
     assert weights.shape == (1, 4, 4, 4)
     torch.testing.assert_close(weights.sum(-1), torch.ones(1, 4, 4))
     torch.testing.assert_close(module(x)[0], out, rtol=0, atol=1e-5)
@@ -173,7 +169,6 @@ def test_multi_head_is_concat_of_heads_times_w_o(make_attention, attention_bias)
     if not attention_bias:
         assert make_attention().q_proj.bias is None  # the default
     zeros = torch.zeros(20)
-    module.config._attn_implementation = "eager"
     assert module.q_proj.weight.shape == (12, 16) and module.v_proj.weight.shape == (20, 16)
     assert module.out_proj.weight.shape == (16, 20)
     x = torch.randn(2, 4, 16)
@@ -197,11 +192,11 @@ def test_cross_attention_reuses_cached_keys_and_values(make_attention):
     module = make_attention(is_cross=True)
     x, memory = torch.randn(1, 1, 16), torch.randn(1, 6, 16)
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    first, _ = module(x, key_value_states=memory, cache=cache)
+    first, _ = module(x, key_value_states=memory, cache=KeyValueCache(cache))
     assert cache.is_updated[0]
     assert cache.cross_attention_cache.layers[0].keys.shape == (1, 4, 6, 4)
     # A second step with a different memory still attends to the cached projections.
-    second, _ = module(x, key_value_states=torch.zeros_like(memory), cache=cache)
+    second, _ = module(x, key_value_states=torch.zeros_like(memory), cache=KeyValueCache(cache))
     torch.testing.assert_close(second, first, rtol=0, atol=0)
     uncached, _ = module(x, key_value_states=torch.zeros_like(memory))
     assert not torch.allclose(uncached, first)
@@ -209,11 +204,19 @@ def test_cross_attention_reuses_cached_keys_and_values(make_attention):
 
 
 def test_self_attention_cache_appends_each_step(make_attention):
-    module = make_attention()
-    module.config._attn_implementation = "eager"
+    module = make_attention(is_causal=True)
     x = torch.randn(1, 4, 16)
     full, _ = module(x, attention_mask=causal_mask(4, 4, "cpu", x.dtype))
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    steps = [module(x[:, t:t + 1], cache=cache)[0] for t in range(4)]  # one new query sees all earlier keys
+    steps = [module(x[:, t:t + 1], cache=KeyValueCache(cache))[0] for t in range(4)]  # one new query sees all earlier keys
     assert cache.self_attention_cache.get_seq_length() == 4
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
+
+
+def test_the_fused_kernel_is_registered_for_this_model_only():
+    """"sdpa" names fused_attention in the model's own AttentionInterface; other models keep transformers' own."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    assert KERNELS["sdpa"] is fused_attention
+    assert ALL_ATTENTION_FUNCTIONS["sdpa"] is not fused_attention
+    assert KERNELS.get_interface("eager", scaled_dot_product_attention) is scaled_dot_product_attention

@@ -7,16 +7,20 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
 from modeling_vaswani.model.decoder import Decoder
 from modeling_vaswani.model.embeddings import ScaledEmbedding
+from modeling_vaswani.model.attention_kernels import KERNELS
+from modeling_vaswani.model.masking import padding_mask
+from modeling_vaswani.model.stacks import VaswaniDecoder
 
 
 @pytest.fixture
 def make_decoder(make_config):
-    """A three-layer decoder of the tiny config over 30 token ids, seeded, in eval mode."""
+    """A three-layer decoder of the tiny config over 30 token ids, seeded, in eval mode: the paper's
+    stack, or (stack=VaswaniDecoder) the stack as transformers calls it, with a generation cache."""
 
-    def make(**overrides):
+    def make(stack=Decoder, **overrides):
         torch.manual_seed(0)
         config = make_config(vocab_size=30, num_decoder_layers=3, **overrides)
-        return Decoder(config, ScaledEmbedding(30, 16)).eval()
+        return stack(config, ScaledEmbedding(30, 16)).eval()
 
     return make
 
@@ -27,9 +31,8 @@ MEMORY = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(1))
 def test_shapes_and_layer_count(make_decoder):
     decoder = make_decoder()
     assert len(decoder.layers) == 3
-    out = decoder(torch.randint(4, 30, (2, 5)), MEMORY, output_attentions=True, output_hidden_states=True)
     # The same kind of output as the encoder's, plus the cross-attention weights.
-    x, hidden, self_w, cross_w = out.last_hidden_state, out.hidden_states, out.attentions, out.cross_attentions
+    x, hidden, self_w, cross_w = decoder(torch.randint(4, 30, (2, 5)), MEMORY)
     assert x.shape == (2, 5, 16)
     assert len(hidden) == 4 and all(h.shape == (2, 5, 16) for h in hidden)
     assert len(self_w) == 3 and all(w.shape == (2, 4, 5, 5) for w in self_w)
@@ -52,13 +55,13 @@ def test_layer_has_three_sublayers_in_order(make_decoder):
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
 def test_position_i_does_not_see_later_tokens(make_decoder, impl):
     decoder = make_decoder()
-    decoder.config._attn_implementation = impl
+    kernel = KERNELS.get_interface(impl, None)
     ids = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
-    base = decoder(ids, MEMORY)[0]
+    base = decoder(ids, MEMORY, kernel=kernel)[0]
     for i in range(ids.shape[1] - 1):
         changed = ids.clone()
         changed[:, i + 1:] = torch.randint(4, 30, changed[:, i + 1:].shape, generator=torch.Generator().manual_seed(i))
-        out = decoder(changed, MEMORY)[0]
+        out = decoder(changed, MEMORY, kernel=kernel)[0]
         torch.testing.assert_close(out[:, :i + 1], base[:, :i + 1], rtol=0, atol=1e-5)
         assert not torch.allclose(out[:, i + 1:], base[:, i + 1:])
 
@@ -68,15 +71,18 @@ def test_encoder_padding_is_hidden_from_cross_attention(make_decoder):
     ids = torch.tensor([[1, 5, 6]])
     keep = torch.tensor([[1, 1, 1, 1, 0, 0]])
     memory = MEMORY[:1]
-    masked = decoder(ids, memory, encoder_attention_mask=keep)[0]
+    masked = decoder(ids, memory, cross_attn_mask=padding_mask(keep, torch.float32))[0]
     garbage = memory.clone()
     garbage[:, 4:] = 100.0
-    torch.testing.assert_close(decoder(ids, garbage, encoder_attention_mask=keep)[0], masked, rtol=0, atol=1e-6)
+    torch.testing.assert_close(decoder(ids, garbage, cross_attn_mask=padding_mask(keep, torch.float32))[0], masked,
+                               rtol=0, atol=1e-6)
+    hf_decoder = make_decoder(VaswaniDecoder)  # takes the (B, S) padding mask itself
+    torch.testing.assert_close(hf_decoder(ids, memory, encoder_attention_mask=keep)[0], masked, rtol=0, atol=1e-6)
     torch.testing.assert_close(decoder(ids, memory[:, :4])[0], masked, rtol=0, atol=1e-5)
 
 
 def test_cached_steps_equal_full_pass(make_decoder):
-    decoder = make_decoder()
+    decoder = make_decoder(VaswaniDecoder)
     ids = torch.tensor([[1, 5, 6, 7], [1, 9, 10, 11]])
     full = decoder(ids, MEMORY)[0]
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
@@ -90,8 +96,7 @@ def test_post_ln_has_no_final_layernorm_pre_ln_has_one(make_decoder):
     assert post.final_norm is None
     assert sum(isinstance(m, nn.LayerNorm) for m in post.modules()) == 3 * 3
     ids = torch.tensor([[1, 5, 6]])
-    decoded = post(ids, MEMORY[:1], output_hidden_states=True)
-    out, hidden = decoded.last_hidden_state, decoded.hidden_states
+    out, hidden, _, _ = post(ids, MEMORY[:1])
     causal = torch.full((3, 3), torch.finfo(torch.float32).min).triu(1)[None, None]
     torch.testing.assert_close(out, post.layers[-1](hidden[-2], MEMORY[:1], causal, None)[0], rtol=0, atol=1e-6)
 
@@ -100,12 +105,11 @@ def test_post_ln_has_no_final_layernorm_pre_ln_has_one(make_decoder):
     assert sum(isinstance(m, nn.LayerNorm) for m in pre.modules()) == 3 * 3 + 1
     with torch.no_grad():
         pre.final_norm.bias.fill_(0.5)
-    decoded = pre(ids, MEMORY[:1], output_hidden_states=True)
-    out, hidden = decoded.last_hidden_state, decoded.hidden_states
+    out, hidden, _, _ = pre(ids, MEMORY[:1])
     last = pre.layers[-1](hidden[-2], MEMORY[:1], causal, None)[0]
     torch.testing.assert_close(out, pre.final_norm(last), rtol=0, atol=1e-6)
 
 
 def test_missing_input_is_a_clear_error(make_decoder):
     with pytest.raises(ValueError, match="decoder_input_ids"):
-        make_decoder()(None, MEMORY)
+        make_decoder(VaswaniDecoder)(None, MEMORY)

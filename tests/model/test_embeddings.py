@@ -34,11 +34,14 @@ def test_gradient_reaches_only_used_rows():
     torch.testing.assert_close(embedding.weight.grad[3], torch.full((4,), 4.0))
 
 
-@pytest.mark.parametrize("bad", [10, 11, -1])
-def test_token_ids_outside_vocabulary_are_a_clear_error(bad):
-    embedding = ScaledEmbedding(10, 4)
-    with pytest.raises(ValueError, match=rf"Token id {bad} .*vocab_size=10"):
-        embedding(torch.tensor([[1, bad, 2]]))
+@pytest.mark.parametrize("where", ["input_ids", "decoder_input_ids"])
+@pytest.mark.parametrize("bad", [40, 41, -1])
+def test_token_ids_outside_vocabulary_are_a_clear_error(make_model, where, bad):
+    """Checked once, at the model's entry (inputs.py), for the source and the target ids."""
+    ids = {"input_ids": torch.tensor([[5, 6, 2]]), "decoder_input_ids": torch.tensor([[1, 5, 6]])}
+    ids[where][0, 1] = bad
+    with pytest.raises(ValueError, match=rf"Token id {bad} .*vocab_size=40"):
+        make_model()(**ids)
 
 
 def test_empty_input_is_allowed():

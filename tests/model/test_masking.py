@@ -52,9 +52,11 @@ def test_decoder_mask_with_cache_and_padding():
     assert (mask[0, 0] == 0).tolist() == [[True, False, True, True, False], [True, False, True, True, True]]
 
 
-def test_decoder_mask_of_wrong_length_is_an_error():
-    with pytest.raises(ValueError, match="decoder_attention_mask"):
-        decoder_self_attention_mask(3, 5, torch.ones(1, 3), "cpu", torch.float32)
+def test_decoder_mask_of_wrong_length_is_an_error(make_model):
+    # Checked where the model builds the mask (stacks.py), once per call.
+    with pytest.raises(ValueError, match="decoder_attention_mask covers 2 positions"):
+        make_model()(input_ids=torch.tensor([[5, 6, 2]]), decoder_input_ids=torch.tensor([[1, 5, 6]]),
+                     decoder_attention_mask=torch.ones(1, 2, dtype=torch.long))
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
 """Tests for modeling_vaswani.model.positional_encoding: the sinusoids of §3.5 and the learned variant (Table 3 E)."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from modeling_vaswani.model.inputs import check_positions
 from modeling_vaswani.model.positional_encoding import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
@@ -83,6 +85,7 @@ def test_forward_slices_with_offset():
 
 def test_table_grows_on_demand_and_keeps_the_formula():
     module = SinusoidalPositionalEncoding(D, 10)
+    module.extend(25)  # the model's entry (inputs.check_positions) extends it for a longer input
     out = module(5, offset=20)  # positions 20 … 24, beyond the 10 precomputed
     assert module.table.shape[0] >= 25
     for row, pos in zip(out, range(20, 25)):
@@ -101,13 +104,17 @@ def test_learned_variant_is_a_trainable_table():
 
 def test_learned_variant_cannot_extrapolate():
     module = LearnedPositionalEmbedding(D, 12)
+    check_positions(module, 12)
     with pytest.raises(ValueError, match="max_position_embeddings") as info:
-        module(5, offset=10)
-    assert "sinusoidal" in str(info.value)
+        check_positions(module, 15)  # positions 10 … 14, checked at the model's entry
+    assert "14" in str(info.value) and "sinusoidal" in str(info.value)
 
 
 def test_builder():
-    assert isinstance(build_positional_encoding("sinusoidal", D, 4), SinusoidalPositionalEncoding)
-    assert isinstance(build_positional_encoding("learned", D, 4), LearnedPositionalEmbedding)
+    def config(kind):
+        return SimpleNamespace(positional_encoding=kind, d_model=D, max_position_embeddings=4)
+
+    assert isinstance(build_positional_encoding(config("sinusoidal")), SinusoidalPositionalEncoding)
+    assert isinstance(build_positional_encoding(config("learned")), LearnedPositionalEmbedding)
     with pytest.raises(ValueError, match="positional_encoding"):
-        build_positional_encoding("rotary", D, 4)
+        build_positional_encoding(config("rotary"))

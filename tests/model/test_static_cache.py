@@ -66,3 +66,27 @@ def test_compiled_generation_with_a_static_cache_gives_the_same_tokens(make_mode
     compile_config._compile_all_devices = True  # generate() compiles on accelerators only, unless told
     compiled = model.generate(**kwargs, cache_implementation="static", compile_config=compile_config)
     assert torch.equal(compiled, expected)
+
+
+def test_a_shorter_input_does_not_compile_the_decoding_step_again(make_model):
+    """generate(cache_implementation="static") compiles the decoding step once: the source length
+    (of the encoder output, its mask and the encoder–decoder cache) is not taken for a constant."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    model = make_model(seed=2)
+    # Dynamo's graphs run as they are ("eager" backend): the count is the point, not the speed.
+    compile_config = CompileConfig(fullgraph=True, backend="eager", mode=None)
+    compile_config._compile_all_devices = True  # generate() compiles on accelerators only, unless told
+    torch._dynamo.reset()
+    counters.clear()
+    try:
+        for source in (SOURCE, SOURCE[:, :5], SOURCE[:, 2:5]):  # 7, then 5 and 3 source tokens
+            mask = (source != 0).long()
+            kwargs = dict(input_ids=source, attention_mask=mask, num_beams=1, max_new_tokens=5)
+            compiled = model.generate(**kwargs, cache_implementation="static", compile_config=compile_config)
+            assert torch.equal(compiled, model.generate(**kwargs))
+        compiled_graphs = counters["stats"]["unique_graphs"]
+    finally:
+        torch._dynamo.reset()
+    assert compiled_graphs == 1

@@ -20,9 +20,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks import harness, memory, report, run, training, translation
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.model import decoder as decoder_module
 from modeling_vaswani.model import encoder as encoder_module
+from modeling_vaswani.model import stacks as decoder_masks_module  # the decoder's masks are built there
 from modeling_vaswani.model.attention import MultiHeadAttention
+from modeling_vaswani.model.attention_kernels import fused_attention
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "benchmarks" / "gpu.sh"
@@ -249,8 +250,8 @@ def test_training_uses_the_fused_kernel_and_builds_each_mask_once(monkeypatch):
     sdpa = counting(monkeypatch, torch.nn.functional, "scaled_dot_product_attention")
     eager = counting(monkeypatch, sys.modules["modeling_vaswani.model.attention"], "scaled_dot_product_attention")
     encoder_masks = counting(monkeypatch, encoder_module, "padding_mask")
-    decoder_masks = counting(monkeypatch, decoder_module, "padding_mask")
-    causal_masks = counting(monkeypatch, decoder_module, "decoder_self_attention_mask")
+    decoder_masks = counting(monkeypatch, decoder_masks_module, "padding_mask")
+    causal_masks = counting(monkeypatch, decoder_masks_module, "decoder_self_attention_mask")
     model(**padded_batch()).loss.backward()
     assert len(sdpa) == 2 + 2 * 3 and not eager  # every attention through SDPA
     assert sum(1 for kw in sdpa if kw.get("is_causal")) == 3  # decoder self-attention: the kernel's causal mode
@@ -299,8 +300,8 @@ class CopyCounter(TorchDispatchMode):
 @pytest.mark.parametrize("cross", [False, True])
 def test_multi_head_attention_makes_at_most_one_copy(cross):
     """Splitting heads is a view; only merging them back (Concat) may need one copy."""
-    attention = MultiHeadAttention(tiny_config(), is_cross_attention=cross, layer_idx=0)
+    attention = MultiHeadAttention(tiny_config(), is_cross_attention=cross, layer_idx=0, is_causal=not cross)
     x, memory = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
     with torch.no_grad(), CopyCounter() as counter:
-        attention(x, key_value_states=memory if cross else None, is_causal=not cross)
+        attention(x, key_value_states=memory if cross else None, kernel=fused_attention)
     assert len(counter.copies) <= 1, counter.copies

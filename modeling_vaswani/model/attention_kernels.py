@@ -1,0 +1,40 @@
+"""Hugging Face layer: the kernels that compute Eq. (1) besides the formula written out in attention.py.
+
+transformers chooses an attention implementation by name (`attn_implementation`, "eager" or "sdpa")
+through an `AttentionInterface`. "eager" is the paper's Eq. (1) written out
+(`attention.scaled_dot_product_attention`, which also returns the weights); "sdpa" is the same
+formula in PyTorch's fused kernel. Our kernels take Eq. (1)'s arguments, not transformers'
+`(module, query, …)`, so they live in an interface of this model's own and not in the global
+`ALL_ATTENTION_FUNCTIONS` that other models read.
+"""
+
+import torch
+import torch.nn.functional as F
+from transformers.modeling_utils import AttentionInterface
+
+from .attention import scaled_dot_product_attention
+
+
+def fused_attention(query, key, value, mask=None, dropout_p=0.0, training=False, is_causal=False):
+    """Eq. (1) through PyTorch's fused kernel (the same numbers within float rounding); no weights."""
+    if query.device.type == "cpu" and query.dtype == torch.bfloat16 and torch.is_grad_enabled():
+        # PyTorch's CPU kernel differentiates bf16 about 7× slower than float32 (its backward took
+        # 22 ms against 3 ms in a small-preset step on AVX512-BF16), while bf16 matrix products are
+        # fast there. So bf16 training on CPU takes the formula written out.
+        return scaled_dot_product_attention(query, key, value, mask, dropout_p, training, is_causal)[0], None
+    output = F.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, dropout_p=dropout_p if training else 0.0, is_causal=is_causal
+    )
+    return output, None
+
+
+KERNELS = AttentionInterface()  # "eager" is the default passed to get_interface: Eq. (1) written out
+KERNELS["sdpa"] = fused_attention
+
+
+def attention_kernel(config, output_attentions: bool):
+    """The kernel for one forward call: the written-out formula for "eager" and whenever the
+    attention weights are asked for (a fused kernel does not return them)."""
+    if output_attentions:
+        return scaled_dot_product_attention
+    return KERNELS.get_interface(config._attn_implementation, scaled_dot_product_attention)

@@ -1,0 +1,152 @@
+"""Hugging Face layer: the encoder and decoder stacks as transformers calls them.
+
+The paper's stacks (encoder.py, decoder.py) compute §3.1; the subclasses here add what
+transformers needs around them:
+- the output classes (`BaseModelOutput`, …) and `return_dict=False` tuples, with the hidden states
+  and attention weights only when asked for;
+- the attention kernel for the call (attention_kernels.py);
+- layers that `gradient_checkpointing_enable()` can wrap (`GradientCheckpointingLayer`);
+- in the decoder, the generation cache (generation_cache.py) and the masks it needs.
+`generate` calls the encoder on its own (`get_encoder()`), so its inputs are checked here.
+"""
+
+import torch
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import BaseModelOutput, BaseModelOutputWithPastAndCrossAttentions
+from transformers.utils import can_return_tuple
+
+from .decoder import Decoder, DecoderLayer
+from .encoder import Encoder, EncoderLayer
+from .generation_cache import KeyValueCache
+from .inputs import check_encoder_inputs, check_positions
+from .attention_kernels import attention_kernel
+from .masking import attention_dtype, decoder_self_attention_mask, padding_mask, to_additive
+from .transformers_compat import cache_field
+
+
+class VaswaniEncoderLayer(GradientCheckpointingLayer, EncoderLayer):
+    """An `EncoderLayer` that gradient checkpointing can recompute in the backward pass."""
+
+
+class VaswaniDecoderLayer(GradientCheckpointingLayer, DecoderLayer):
+    """A `DecoderLayer` that gradient checkpointing can recompute (without a cache, as transformers' layers)."""
+
+
+class VaswaniEncoder(Encoder):
+    """The encoder of §3.1 called as transformers calls an encoder; returns a `BaseModelOutput`."""
+
+    layer_class = VaswaniEncoderLayer
+
+    def __init__(self, config, embed_tokens):
+        super().__init__(config, embed_tokens)
+        self.config = config  # attn_implementation, read at every call (attention_kernels.py)
+
+    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
+    def forward(self, input_ids=None, attention_mask=None, inputs_embeds=None, output_attentions=None,
+                output_hidden_states=None, **kwargs) -> BaseModelOutput:
+        check_encoder_inputs(input_ids, inputs_embeds, attention_mask, self.embed_tokens.num_embeddings)
+        check_positions(self.embed_positions, (input_ids if input_ids is not None else inputs_embeds).shape[1])
+        kernel = attention_kernel(self.config, bool(output_attentions))
+        z, hidden, weights = super().forward(input_ids, attention_mask, inputs_embeds, kernel=kernel)
+        return BaseModelOutput(
+            last_hidden_state=z,
+            hidden_states=hidden if output_hidden_states else None,
+            attentions=weights if output_attentions else None,
+        )
+
+
+class VaswaniDecoder(Decoder):
+    """The decoder of §3.1 called as transformers calls a decoder, with a generation cache."""
+
+    layer_class = VaswaniDecoderLayer
+
+    def __init__(self, config, embed_tokens):
+        super().__init__(config, embed_tokens)
+        self.config = config  # attn_implementation, read at every call (attention_kernels.py)
+
+    @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
+    def forward(self, input_ids=None, encoder_hidden_states=None, encoder_attention_mask=None,
+                decoder_attention_mask=None, inputs_embeds=None, cache=None, output_attentions=False,
+                output_hidden_states=False, **kwargs) -> BaseModelOutputWithPastAndCrossAttentions:
+        if encoder_hidden_states is None:
+            raise ValueError("The decoder needs encoder_hidden_states, the encoder's output z (§3).")
+        if input_ids is None and inputs_embeds is None:
+            raise ValueError("The decoder needs decoder_input_ids (or labels to derive them from).")
+        length = (input_ids if input_ids is not None else inputs_embeds).shape[1]
+        past = cache.get_seq_length() if cache is not None else 0  # an int, or a 0-d tensor for a static cache
+        if isinstance(past, int) or not torch.compiler.is_compiling():  # compiled code cannot read a count back
+            check_positions(self.embed_positions, int(past) + length)
+        reference = inputs_embeds if inputs_embeds is not None else self.embed_tokens.weight
+        dtype, device = attention_dtype(reference), reference.device
+        self_attn_mask = self_attention_mask(length, past, cache, decoder_attention_mask, device, dtype)
+        x, hidden, self_weights, cross_weights = super().forward(
+            input_ids, encoder_hidden_states, self_attn_mask, cross_attention_mask(encoder_attention_mask, dtype),
+            inputs_embeds, cache=KeyValueCache(cache) if cache is not None else None, offset=past,
+            kernel=attention_kernel(self.config, bool(output_attentions)),
+        )
+        return BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=x,
+            hidden_states=hidden if output_hidden_states else None,
+            attentions=self_weights if output_attentions else None,
+            cross_attentions=cross_weights if output_attentions else None,
+            **cache_field(cache),
+        )
+
+
+def self_attention_mask(length, past, cache, decoder_attention_mask, device, dtype):
+    """The decoder self-attention mask, built once per forward call and shared by all layers.
+
+    None where attention.py's causal flag is the whole mask: no padding mask and nothing cached, or
+    one new token, which may see every earlier one. A (B, 1, T, K) decoder_attention_mask is the whole
+    mask already (generate() builds one for a static cache; True or 0 where attention is allowed).
+    """
+    if decoder_attention_mask is not None and decoder_attention_mask.dim() == 4:
+        return as_additive(decoder_attention_mask, dtype)
+    if cache is not None and cache.is_compileable:  # a static cache: every slot is a key, filled or not
+        return static_cache_mask(length, past, cache.get_mask_sizes(length, 0)[0], decoder_attention_mask, device,
+                                 dtype)
+    if decoder_attention_mask is None and (past == 0 or length == 1):
+        return None
+    if decoder_attention_mask is not None and decoder_attention_mask.shape[-1] != past + length:
+        raise ValueError(
+            f"decoder_attention_mask covers {decoder_attention_mask.shape[-1]} positions but the decoder "
+            f"attends over {past + length} (cached + new); pass a mask for the whole target prefix."
+        )
+    return decoder_self_attention_mask(length, past + length, decoder_attention_mask, device, dtype)
+
+
+def static_cache_mask(length, past, key_length, decoder_attention_mask, device, dtype):
+    """(B or 1, 1, T, K) over a static cache's K slots: the T new tokens come after the `past` (a 0-d
+    tensor) filled ones; the empty slots after them are hidden like future positions."""
+    query_pos = (past + torch.arange(length, device=device))[:, None]  # (T, 1)
+    hidden = (torch.arange(key_length, device=device)[None, :] > query_pos)[None, None]  # (1, 1, T, K)
+    if decoder_attention_mask is not None:
+        missing = key_length - decoder_attention_mask.shape[-1]  # a mask over the tokens, not the slots
+        padded = torch.nn.functional.pad(decoder_attention_mask, (0, max(missing, 0)), value=1)
+        if padded.shape[-1] != key_length:
+            raise ValueError(
+                f"decoder_attention_mask covers {decoder_attention_mask.shape[-1]} positions but the decoder "
+                f"attends over {key_length} (cached + new); pass a mask for the whole target prefix."
+            )
+        hidden = hidden | (padded[:, None, None, :] == 0)
+    return to_additive(hidden, dtype)
+
+
+def cross_attention_mask(encoder_attention_mask, dtype):
+    """(B, 1, 1, S) from the source padding mask (B, S); a 4-D one is ready-made (beam search builds it once)."""
+    if encoder_attention_mask is None:
+        return None
+    if encoder_attention_mask.dim() == 4:
+        return encoder_attention_mask if encoder_attention_mask.dtype == dtype else as_additive(encoder_attention_mask,
+                                                                                                dtype)
+    return padding_mask(encoder_attention_mask, dtype)
+
+
+def as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A ready-made (B, 1, T, K) mask → additive in `dtype`: a boolean one is True where attention
+    is allowed; an additive one is cast, with −∞ (or a value beyond the new dtype's range) clamped
+    to finfo(dtype).min."""
+    if mask.dtype == torch.bool:
+        return to_additive(~mask, dtype)
+    return mask.to(dtype).clamp(min=torch.finfo(dtype).min)
+
