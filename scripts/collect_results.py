@@ -101,6 +101,18 @@ def training_summary(run_dir: Path, procedure: str, started_from: dict | None = 
     }
 
 
+def loss_entry(model, tokenizer, split, sources, references, weights: str, averaged: bool, batch_size: int) -> dict:
+    """results.json's record of the loss on one split's references, each number others report named; printed too."""
+    from modeling_vaswani.training.data import SPLIT_NAMES
+    from modeling_vaswani.training.loss_report import reference_losses
+
+    measured = reference_losses(model, tokenizer, sources, references, batch_size=batch_size)
+    print(f"{split}-{'averaged' if averaged else 'final'}: loss H(q, p) {measured['loss']:.3f} | H(q, p) − H(q) "
+          f"{measured['kl_loss']:.3f} | NLL {measured['nll_loss']:.3f} | perplexity {measured['ppl']:.2f} "
+          f"({measured['reference_tokens']:,} reference tokens)", flush=True)
+    return {"split": split, "split_name": SPLIT_NAMES[split], "weights": weights, "averaged": averaged, **measured}
+
+
 def main(argv=None):
     args = parse_args(argv)
     run_dir = Path(args.run_dir)
@@ -124,7 +136,6 @@ def main(argv=None):
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
     from modeling_vaswani.hub.speed import speed_from_benchmark
     from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
-    from modeling_vaswani.training.loss_report import reference_losses
 
     speed = (speed_from_benchmark(json.loads(speed_path.read_text(encoding="utf-8")), str(speed_path))
              if speed_path is not None else None)
@@ -139,12 +150,7 @@ def main(argv=None):
         threads, _ = use_threads(model, args.threads)
         for split in args.splits:
             sources, references = multi30k_pairs(split, args.source_lang, args.target_lang)
-            measured = reference_losses(model, tokenizer, sources, references, batch_size=args.batch_size)
-            losses.append({"split": split, "split_name": SPLIT_NAMES[split], "weights": weights, "averaged": averaged,
-                           **measured})
-            print(f"{split}-{'averaged' if averaged else 'final'}: loss H(q, p) {measured['loss']:.3f} | H(q, p) − H(q) "
-                  f"{measured['kl_loss']:.3f} | NLL {measured['nll_loss']:.3f} | perplexity {measured['ppl']:.2f} "
-                  f"({measured['reference_tokens']:,} reference tokens)", flush=True)
+            losses.append(loss_entry(model, tokenizer, split, sources, references, weights, averaged, args.batch_size))
             for num_beams in dict.fromkeys([NUM_BEAMS, *args.also_beams, 1]):
                 decoding = {"num_beams": num_beams, **({"length_penalty": LENGTH_PENALTY} if num_beams > 1 else {})}
                 hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
