@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable, Sequence
 
-import torch
-
 from ..model.label_smoothing import comparable_losses, label_smoothed_cross_entropy
 from .batching import TokenBudgetBatchSampler
 from .checkpoint_averaging import average_state_dicts

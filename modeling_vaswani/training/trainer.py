@@ -21,7 +21,7 @@ token of the whole evaluation set (`loss_report.LossSums`).
 
 The paper describes no gradient clipping (tensor2tensor, its code, clips none by default); the
 Trainer clips at max_grad_norm=1.0 unless told otherwise, so pass `max_grad_norm=0` for the
-paper's procedure (scripts/train.py and example 10 do).
+paper's procedure (scripts/train.py does; training/paper_loop.py, §5 written out, clips nothing).
 
 Two guards keep a run from repeating work: a model is never evaluated twice at one step (the
 budget's stop, the end of an epoch and a script's final `evaluate()` can all ask for it; the second
