@@ -10,9 +10,12 @@ It touches every part of §3 — the encoder reads the digits (§3.1), the decod
 encoder–decoder attention (§3.2.3) must learn to look at source position i when it writes
 position i, which it can only do through the positional encodings (§3.5), and the causal mask
 plus the right shift (Figure 1) keep the decoder from peeking at its own answer. It is trained
-exactly as §5 prescribes, through `VaswaniTrainer`: Adam with β = (0.9, 0.98), ε = 1e-9, the
-Eq. (3) learning rate (warmup, then 1/√step decay), no gradient clipping, and the label-smoothed
-loss of §5.4.
+exactly as §5 prescribes, by `modeling_vaswani/training/paper_loop.py`, which writes §5 out:
+batches of about 1,024 tokens a side (§5.1), Adam with β = (0.9, 0.98), ε = 1e-9, the Eq. (3)
+learning rate (warmup, then 1/√step decay), no gradient clipping, the label-smoothed loss of §5.4,
+and at the end the average of the last 5 checkpoints (§6.1). `VaswaniTrainer` (training/trainer.py,
+what scripts/train.py uses) runs the same procedure with a long run's machinery; on the same
+batches both end on the same weights (tests/training/test_paper_loop.py).
 
 What this script shows:
 1. the training loss falling (drawn to 10_toy_copy_task.png, the Eq. (3) learning rate beside it);
@@ -20,25 +23,25 @@ What this script shows:
 3. the exact-match accuracy on held-out strings (every digit right and the copy stops there).
 
 Why the loss stops near 0.58 and not 0: with ε_ls = 0.1 the best the model can do is match the
-smoothed target (0.9 on the right digit), whose entropy is the floor (printed and drawn below).
+smoothed target (0.9 on the right digit), whose entropy H(q) is the floor (printed and drawn below).
+tensor2tensor and the Annotated Transformer log the loss less that floor, H(q, p) − H(q) (kl_loss),
+which does go to 0.
 
-Code: `modeling_vaswani/training/trainer.py` (`VaswaniTrainer`), `optimization.py`, `label_smoothing.py`.
+Code: `modeling_vaswani/training/paper_loop.py` (`train`), `optimization.py`, `label_smoothing.py`.
 
-    python examples/10_toy_copy_task.py          # about half a minute on one CPU core
+    python examples/10_toy_copy_task.py          # under a minute on one CPU core
 
 The model is small (59,072 parameters), so it trains on one CPU thread (the rule is in
 `modeling_vaswani/training/threads.py`): more threads only wait for each other. On a busy 2-core
-AMD EPYC its 300 steps took 48 s on one thread and had not finished after 15 minutes on two.
-OMP_NUM_THREADS=N sets another count. One thread also adds up in the same order every time, so a
+AMD EPYC its 600 steps took 30 to 50 s on one thread; 300 steps on two threads had not finished
+after 15 minutes. OMP_NUM_THREADS=N sets another count. One thread also adds up in the same order every time, so a
 rerun on the same machine ends the same way.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import random
-import tempfile
 import time
 from pathlib import Path
 
@@ -47,20 +50,25 @@ import matplotlib
 matplotlib.use("Agg")  # draw to files; no display needed
 import matplotlib.pyplot as plt
 import torch
-from datasets import Dataset
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast, PrinterCallback, Seq2SeqTrainingArguments
-from transformers.utils import logging as hf_logging
+from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani.model.label_smoothing import target_entropy
+from modeling_vaswani.training import paper_loop
 from modeling_vaswani.training.optimization import noam_lr
 from modeling_vaswani.training.threads import choose_threads, use_threads
-from modeling_vaswani.training.trainer import VaswaniTrainer
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 DIGITS = "0123456789"
-WARMUP_STEPS = 100  # Eq. (3); the paper's 4000 is for 100,000 steps, this task takes 300
+WARMUP_STEPS = 100  # Eq. (3); the paper's 4000 is for 100,000 steps, this task takes 600
 MIN_LENGTH, MAX_LENGTH = 4, 10
+STEPS = 600
+MAX_TOKENS = 1024  # §5.1's budget per side, scaled down: about 125 strings a batch
+TRAINING_STRINGS = 76_800  # about 610 batches of MAX_TOKENS: no string is seen twice in 600 steps
+# §6.1: the model kept is the average of the last 5 checkpoints, here one every 10 steps. Batches of
+# one string length each (§5.1) make the last updates jumpy; the average smooths them out.
+AVERAGE_LAST, CHECKPOINT_EVERY = 5, 10
 
 
 def digit_tokenizer() -> PreTrainedTokenizerFast:
@@ -92,12 +100,11 @@ def random_strings(count: int, seed: int, exclude: frozenset = frozenset()) -> l
     return strings
 
 
-def copy_dataset(strings: list[str], tokenizer) -> Dataset:
+def copy_dataset(strings: list[str], tokenizer) -> list[dict]:
     """input_ids and labels are the same digits followed by </s>: the copy task."""
     encoded = tokenizer(strings)
-    return Dataset.from_dict(
-        {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "labels": encoded["input_ids"]}
-    )
+    return [{"input_ids": ids, "attention_mask": mask, "labels": ids}
+            for ids, mask in zip(encoded["input_ids"], encoded["attention_mask"])]
 
 
 def copy_config(tokenizer, d_model: int = 32) -> VaswaniConfig:
@@ -114,9 +121,9 @@ def copy_config(tokenizer, d_model: int = 32) -> VaswaniConfig:
     )
 
 
-def training_strings(seed: int, steps: int, batch_size: int) -> list[str]:
-    """The strings `train_copy_model(seed, steps, batch_size)` trains on: each one seen once."""
-    return random_strings(steps * batch_size, seed=seed)
+def training_strings(seed: int, count: int = TRAINING_STRINGS) -> list[str]:
+    """The strings `train_copy_model(seed)` trains on."""
+    return random_strings(count, seed=seed)
 
 
 def held_out_strings(count: int, train_strings: list[str], seed: int = 12345) -> list[str]:
@@ -126,56 +133,34 @@ def held_out_strings(count: int, train_strings: list[str], seed: int = 12345) ->
 
 def train_copy_model(
     seed: int = 0,
-    steps: int = 300,
-    batch_size: int = 128,
+    steps: int = STEPS,
+    max_tokens: int = MAX_TOKENS,
     d_model: int = 32,
     warmup_steps: int = WARMUP_STEPS,
-    output_dir: str | os.PathLike | None = None,
 ):
-    """Train on `steps × batch_size` fresh random strings with `VaswaniTrainer`.
+    """Train on `training_strings(seed)` with §5's loop (training/paper_loop.py), ending on §6.1's average.
 
     Trains on the thread count of `threads.choose_threads` (1 for this model unless
     OMP_NUM_THREADS says otherwise), and leaves PyTorch's count as it found it.
 
-    Returns (model, tokenizer, log_history): the trained model in eval mode, the digit tokenizer
-    and the Trainer's log (a list of dicts, those with "loss" every 10 steps).
+    Returns (model, tokenizer, log): the trained model in eval mode, the digit tokenizer and the
+    loop's log (a dict every 10 steps: "step", "loss", "kl_loss", "learning_rate").
     """
     torch.manual_seed(seed)
     tokenizer = digit_tokenizer()
-    train_strings = training_strings(seed, steps, batch_size)
     model = VaswaniForConditionalGeneration(copy_config(tokenizer, d_model=d_model))
+    # Pads each batch: input_ids with <pad>, labels with -100 (left out of the loss).
+    collate = DataCollatorForSeq2Seq(tokenizer, return_tensors="pt")
     before = torch.get_num_threads()
     use_threads(choose_threads(model.num_parameters())[0])
-    with tempfile.TemporaryDirectory() as scratch:
-        args = Seq2SeqTrainingArguments(
-            output_dir=str(output_dir or scratch),
-            max_steps=steps,
-            per_device_train_batch_size=batch_size,
-            logging_steps=10,
-            max_grad_norm=0.0,  # §5.3 clips nothing (the Trainer's default would clip at 1.0)
-            save_strategy="no",
-            report_to="none",
-            seed=seed,
-            use_cpu=True,
-            disable_tqdm=True,
-            dataloader_pin_memory=False,
-        )
-        trainer = VaswaniTrainer(
-            model=model,
-            args=args,
-            train_dataset=copy_dataset(train_strings, tokenizer),
-            # Pads each batch and builds decoder_input_ids = labels shifted right (Figure 1).
-            data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
-            processing_class=tokenizer,
-            warmup_steps=warmup_steps,  # Eq. (3)
-        )
-        trainer.remove_callback(PrinterCallback)  # the loss curve is drawn instead of printed
-        try:
-            trainer.train()
-        finally:
-            use_threads(before)
+    try:
+        log = paper_loop.train(model, copy_dataset(training_strings(seed), tokenizer), collate, max_tokens, steps,
+                               warmup_steps=warmup_steps, seed=seed, average_last=AVERAGE_LAST,
+                               checkpoint_every=CHECKPOINT_EVERY)
+    finally:
+        use_threads(before)
     model.eval()
-    return model, tokenizer, trainer.state.log_history
+    return model, tokenizer, log
 
 
 @torch.no_grad()
@@ -209,18 +194,14 @@ def exact_match(model, tokenizer, strings: list[str]) -> float:
     return correct / len(strings)
 
 
-def smoothed_entropy(epsilon: float, vocab_size: int) -> float:
-    """The lowest loss §5.4 allows: the entropy of q = (1 − ε on the gold token, ε/(V − 1) on each other)."""
-    return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / (vocab_size - 1))
-
-
-def plot_training(log_history, config: VaswaniConfig, warmup_steps: int, path: Path) -> None:
-    losses = [(entry["step"], entry["loss"]) for entry in log_history if "loss" in entry]
-    steps, values = zip(*losses)
+def plot_training(log, config: VaswaniConfig, warmup_steps: int, path: Path) -> None:
+    steps = [entry["step"] for entry in log]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    axes[0].plot(steps, values, marker="o", markersize=3, label="training loss (label-smoothed)")
-    floor = smoothed_entropy(config.label_smoothing, config.vocab_size)
-    axes[0].axhline(floor, color="grey", linestyle="--", label=f"floor with ε_ls = {config.label_smoothing}")
+    axes[0].plot(steps, [entry["loss"] for entry in log], marker="o", markersize=3,
+                 label="training loss H(q, p) (label-smoothed)")
+    axes[0].plot(steps, [entry["kl_loss"] for entry in log], linewidth=1, label="H(q, p) − H(q), as tensor2tensor logs it")
+    floor = target_entropy(config.label_smoothing, config.vocab_size)
+    axes[0].axhline(floor, color="grey", linestyle="--", label=f"floor H(q) with ε_ls = {config.label_smoothing}")
     axes[0].set(title="copy task: training loss", xlabel="step", ylabel="loss per target token")
     axes[0].legend()
     rates = [noam_lr(step, config.d_model, warmup_steps) for step in range(1, steps[-1] + 1)]
@@ -234,20 +215,19 @@ def plot_training(log_history, config: VaswaniConfig, warmup_steps: int, path: P
 
 
 def main():
-    hf_logging.set_verbosity_error()
-    seed, steps, batch_size = 0, 300, 128
     threads, why = choose_threads(VaswaniForConditionalGeneration(copy_config(digit_tokenizer())).num_parameters())
     began = time.monotonic()
-    model, tokenizer, log_history = train_copy_model(seed=seed, steps=steps, batch_size=batch_size)  # on `threads`
+    model, tokenizer, log = train_copy_model()  # on `threads`
     config = model.config
     print(f"model: {model.num_parameters():,} parameters (d_model {config.d_model}, d_ff {config.d_ff}, "
-          f"h {config.num_heads}, N {config.num_layers}), {steps} steps of {batch_size} strings "
+          f"h {config.num_heads}, N {config.num_layers}), {STEPS} steps of at most {MAX_TOKENS} tokens a side "
           f"in {time.monotonic() - began:.0f} s on {threads} CPU thread{'s' * (threads > 1)} ({why})")
-    losses = [entry["loss"] for entry in log_history if "loss" in entry]
-    print(f"training loss: {losses[0]:.3f} (step 10) → {losses[-1]:.3f} (step {steps}); "
-          f"floor with ε_ls = {config.label_smoothing}: {smoothed_entropy(config.label_smoothing, config.vocab_size):.3f}")
+    first, last = log[0], log[-1]
+    print(f"training loss H(q, p): {first['loss']:.3f} (step {first['step']}) → {last['loss']:.3f} (step {last['step']}); "
+          f"floor H(q) with ε_ls = {config.label_smoothing}: {target_entropy(config.label_smoothing, config.vocab_size):.3f}; "
+          f"H(q, p) − H(q) (kl_loss): {last['kl_loss']:.3f}")
 
-    held_out = held_out_strings(200, training_strings(seed, steps, batch_size))
+    held_out = held_out_strings(200, training_strings(0))
     print("\nheld-out strings and their copies:")
     for source, copy in zip(held_out[:6], copy_strings(model, tokenizer, held_out[:6])):
         print(f"  {source:<20} → {copy:<20} {'ok' if copy == source else 'WRONG'}")
@@ -255,7 +235,7 @@ def main():
     print(f"\nexact match on {len(held_out)} held-out strings: {accuracy:.1%}")
 
     path = OUTPUT_DIR / "10_toy_copy_task.png"
-    plot_training(log_history, config, WARMUP_STEPS, path)
+    plot_training(log, config, WARMUP_STEPS, path)
     print(f"saved {path}")
 
 

@@ -19,6 +19,10 @@ label_smoothing=ε)`), which mixes the one-hot target with a uniform distributio
 tokens, the gold one included: the gold token gets 1 − ε + ε/V and every other token ε/V.
 
 Positions whose label equals `ignore_index` (padding) contribute nothing at all.
+
+Since H(q, p) = H(q) + KL(q ‖ p), the loss cannot fall below H(q), the entropy of the target
+(`target_entropy`). Other implementations log other numbers for the same training: the loss less
+H(q), or the plain cross-entropy of the reference and its perplexity (`comparable_losses` names them).
 """
 
 from __future__ import annotations
@@ -63,11 +67,63 @@ def label_smoothed_cross_entropy(
             ignored), "sum", or "none" (a loss per position, 0 at ignored positions).
 
     The loss is computed in float32 whatever the dtype of `logits`, so half-precision logits
-    do not overflow in the log-softmax or the sum over the vocabulary.
+    do not overflow in the log-softmax or the sum over the vocabulary. Autograd takes the
+    gradient; `fast_loss.fast_label_smoothed_cross_entropy` is the same loss with it written out.
 
     Raises:
         ValueError: on a bad `epsilon` or `reduction`, mismatched shapes, a vocabulary of one
             token with ε > 0, or a label outside [0, V) that is not `ignore_index`.
+    """
+    epsilon, keep, safe_labels = check_loss_arguments(logits, labels, epsilon, ignore_index, reduction)
+    log_probs = F.log_softmax(logits.float(), dim=-1)  # (..., V), log p(j) for every token j
+    nll = -log_probs.gather(-1, safe_labels.unsqueeze(-1)).squeeze(-1)  # −log p(y), (...)
+    loss = nll
+    if epsilon > 0:
+        # H(q, p) = −Σ_j q(j) log p(j) with q(y) = 1 − ε and q(j) = ε/(V − 1) for j ≠ y, written
+        # without building q: (1 − ε)·(−log p(y)) + ε/(V − 1)·(−Σ_{j≠y} log p(j)).
+        # (Skipped at ε = 0, so that masked (−inf) logits cannot produce 0 · ∞ = NaN.)
+        others = -log_probs.sum(dim=-1) - nll  # −Σ_{j≠y} log p(j) = −Σ_j log p(j) + log p(y)
+        loss = (1.0 - epsilon) * nll + (epsilon / (log_probs.shape[-1] - 1)) * others
+    return reduce_loss(loss, keep, reduction)
+
+
+def target_entropy(epsilon: float, vocab_size: int) -> float:
+    """H(q), the entropy of the smoothed target: the lowest H(q, p) any model can reach (at p = q).
+
+    H(q, p) = H(q) + KL(q ‖ p), so the label-smoothed loss never falls below this floor:
+    1.22 nats at ε = 0.1, V = 8,000; 0 without smoothing.
+    """
+    epsilon = _check_epsilon(epsilon)
+    if epsilon == 0:
+        return 0.0
+    return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / (vocab_size - 1))
+
+
+def comparable_losses(label_smoothed: float, epsilon: float, vocab_size: int, nll: float | None = None,
+                      prefix: str = "") -> dict[str, float]:
+    """§5.4's loss per target token beside the numbers other implementations report, each named.
+
+        loss      H(q, p), the label-smoothed cross-entropy this package trains on
+        kl_loss   H(q, p) − H(q) = KL(q ‖ p), 0 for a perfect fit of q: what tensor2tensor logs
+                  (its loss less the "normalizing" constant) and what the Annotated Transformer's
+                  KLDivLoss gives
+        nll_loss  −log p(reference token), plain cross-entropy without smoothing (fairseq's nll_loss)
+        ppl       exp(nll_loss), the perplexity per subword of Table 3 (fairseq's ppl)
+
+    nll_loss and ppl need the reference tokens' log-probabilities, so they come only with `nll`.
+    `prefix` ("eval", "test") is joined to each name with "_", as the Trainer names its metrics.
+    """
+    named = {"loss": label_smoothed, "kl_loss": label_smoothed - target_entropy(epsilon, vocab_size)}
+    if nll is not None:
+        named.update(nll_loss=nll, ppl=math.exp(nll))
+    return {f"{prefix}_{name}" if prefix else name: value for name, value in named.items()}
+
+
+def check_loss_arguments(logits, labels, epsilon, ignore_index, reduction):
+    """The checks both forms of the loss make: (ε as a float, the positions kept, labels safe to gather).
+
+    Ignored positions get the harmless id 0 in the labels returned, so gather works; `reduce_loss`
+    zeroes their loss.
     """
     epsilon = _check_epsilon(epsilon)
     if reduction not in _REDUCTIONS:
@@ -91,53 +147,15 @@ def label_smoothed_cross_entropy(
             f"labels must be token ids in [0, {vocab_size}) or ignore_index={ignore_index}; "
             f"found {labels[bad][0].item()}."
         )
-    # Ignored positions get a harmless id so gather works; their loss is zeroed below.
-    safe_labels = torch.where(keep, labels, torch.zeros_like(labels)).long()
-    loss = _SmoothedCrossEntropy.apply(logits, safe_labels, epsilon)
-    loss = torch.where(keep, loss, torch.zeros_like(loss))
+    return epsilon, keep, torch.where(keep, labels, torch.zeros_like(labels)).long()
 
+
+def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str) -> torch.Tensor:
+    """The loss per position, 0 where ignored, then summed or averaged over the positions kept."""
+    loss = torch.where(keep, loss, torch.zeros_like(loss))
     if reduction == "none":
         return loss
     if reduction == "sum":
         return loss.sum()
     # clamp keeps a batch of pure padding at 0.0 instead of 0/0 = NaN.
     return loss.sum() / keep.sum().clamp(min=1)
-
-
-class _SmoothedCrossEntropy(torch.autograd.Function):
-    """H(q, p) per position, with its gradient written out (not from the paper).
-
-    The gradient of the cross-entropy against q with respect to the logits is the textbook
-    softmax(z) − q. Autograd through log_softmax, gather and sum would build three (N, V)
-    gradients and add them; here one (N, V) tensor is written once. Over an 8,000-token
-    vocabulary that was a sixth of a training step on CPU.
-    """
-
-    @staticmethod
-    def forward(ctx, logits, labels, epsilon):
-        # Work in float32 even for fp16/bf16 logits: the sum over V can overflow half precision.
-        log_probs = F.log_softmax(logits.float(), dim=-1)  # (..., V)
-        nll = -log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1)  # −log p(y)
-        loss = nll
-        if epsilon > 0:
-            # −Σ_{j≠y} log p(j) = −Σ_j log p(j) + log p(y)
-            others = -log_probs.sum(dim=-1) - nll
-            # §5.4 with q(y) = 1 − ε and q(j) = ε/(V − 1) for j ≠ y: H(q, p) = −Σ_j q(j) log p(j).
-            # (Skipped at ε = 0, so that masked (−inf) logits cannot produce 0 · ∞ = NaN.)
-            loss = (1.0 - epsilon) * nll + (epsilon / (log_probs.shape[-1] - 1)) * others
-        ctx.save_for_backward(log_probs, labels)
-        ctx.epsilon, ctx.logits_dtype = epsilon, logits.dtype
-        return loss
-
-    @staticmethod
-    def backward(ctx, grad_loss):
-        log_probs, labels = ctx.saved_tensors
-        epsilon = ctx.epsilon
-        other = epsilon / (log_probs.shape[-1] - 1) if epsilon > 0 else 0.0  # q(j) for j ≠ y
-        grad = log_probs.exp()  # softmax(z), (..., V)
-        if other:
-            grad.sub_(other)
-        gold = labels.unsqueeze(-1)  # (..., 1)
-        grad.scatter_add_(-1, gold, grad.new_full(gold.shape, other - (1.0 - epsilon)))  # − q(y) there
-        grad.mul_(grad_loss.unsqueeze(-1))  # (softmax − q) times the upstream gradient
-        return grad.to(ctx.logits_dtype), None, None

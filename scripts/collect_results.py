@@ -4,7 +4,9 @@
 For a finished training run (scripts/train.py ... --average_last K) this decodes the val and test
 splits of Multi30k with the final weights and with the averaged weights (§6.1), each with greedy
 search, with §6.1's beam search (beam 4, α = 0.6) and with the beams of --also_beams (default 5,
-the beam of the small-Transformer Multi30k literature), scores every combination with sacreBLEU, and adds
+the beam of the small-Transformer Multi30k literature), scores every combination with sacreBLEU,
+measures the loss on the reference translations as others report it (label-smoothed H(q, p),
+H(q, p) − H(q), NLL and perplexity per reference token: training/loss_report.py), and adds
 how the model was trained (run_info.json, trainer_state.json). scripts/push_to_hub.py renders the
 model card from that file, with a speed section when --speed_from names a benchmark's
 results.json (python -m benchmarks.run --only translation). The translations behind each score go to --output_dir (default
@@ -99,6 +101,18 @@ def training_summary(run_dir: Path, procedure: str, started_from: dict | None = 
     }
 
 
+def loss_entry(model, tokenizer, split, sources, references, weights: str, averaged: bool, batch_size: int) -> dict:
+    """results.json's record of the loss on one split's references, each number others report named; printed too."""
+    from modeling_vaswani.training.data import SPLIT_NAMES
+    from modeling_vaswani.training.loss_report import reference_losses
+
+    measured = reference_losses(model, tokenizer, sources, references, batch_size=batch_size)
+    print(f"{split}-{'averaged' if averaged else 'final'}: loss H(q, p) {measured['loss']:.3f} | H(q, p) − H(q) "
+          f"{measured['kl_loss']:.3f} | NLL {measured['nll_loss']:.3f} | perplexity {measured['ppl']:.2f} "
+          f"({measured['reference_tokens']:,} reference tokens)", flush=True)
+    return {"split": split, "split_name": SPLIT_NAMES[split], "weights": weights, "averaged": averaged, **measured}
+
+
 def main(argv=None):
     args = parse_args(argv)
     run_dir = Path(args.run_dir)
@@ -130,12 +144,13 @@ def main(argv=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     candidates = [(shipped, True, f"average of the last checkpoints ({shipped.name})"),
                   (run_dir, False, "final weights, no averaging")]
-    evaluations = []
+    evaluations, losses = [], []
     for folder, averaged, weights in candidates:
         model, tokenizer = load_translator(str(folder))
         threads, _ = use_threads(model, args.threads)
         for split in args.splits:
             sources, references = multi30k_pairs(split, args.source_lang, args.target_lang)
+            losses.append(loss_entry(model, tokenizer, split, sources, references, weights, averaged, args.batch_size))
             for num_beams in dict.fromkeys([NUM_BEAMS, *args.also_beams, 1]):
                 decoding = {"num_beams": num_beams, **({"length_penalty": LENGTH_PENALTY} if num_beams > 1 else {})}
                 hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
@@ -156,6 +171,7 @@ def main(argv=None):
         "decoding": PAPER_DECODING_TEXT,
         "evaluations": evaluations,
         "training": training,
+        "losses": losses,
         **({"speed": speed} if speed else {}),
     }
     # results.json ships with the model (push_to_hub.py renders the card from it): written whole or not at all.

@@ -13,6 +13,9 @@ results.json holds:
                       "bleu_lowercase_tokenized": ..., "bleu_paper_tokenized": ...}}, ...],
      "training": {"command": "...", "hardware": "...", "minutes": ..., "steps": ..., "epochs": ...,
                   "procedure": "...", "log_history": [...]},
+     "losses": [{"split": "validation", "split_name": "val", "weights": "...", "averaged": true,
+                 "reference_tokens": ..., "loss": ..., "kl_loss": ..., "nll_loss": ..., "ppl": ...}, ...],
+                      # optional: training/loss_report.py's reference_losses of each model and split
      "speed": {...}}   # optional: hub/speed.py's summary of a recorded benchmark
 The shipped configuration is the evaluation with `"averaged": true` and `"num_beams": 4`.
 """
@@ -24,6 +27,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.generation import LENGTH_PENALTY, PAPER_DECODING_TEXT
+from ..model.label_smoothing import comparable_losses, target_entropy
 from .speed import speed_section
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "model_card_template.md"
@@ -94,6 +98,7 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         d_k=config.d_k,
         dropout=config.dropout,
         label_smoothing=config.label_smoothing,
+        target_entropy=f"{target_entropy(config.label_smoothing, config.vocab_size):.3f}",
         positional_encoding=config.positional_encoding,
         vocab_size=f"{config.vocab_size:,}",
         parameters=training.get("parameters", "?"),
@@ -107,7 +112,8 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         signature=shipped[0]["scores"]["signature"],
         results_table="\n".join(_result_row(e) for e in shipped),
         ablation_table="\n".join(_ablation_row(e) for e in results["evaluations"]),
-        curve_table=_curve_table(training.get("log_history", [])),
+        curve_table=_curve_table(training.get("log_history", []), config),
+        loss_table="\n".join(_loss_row(e) for e in results.get("losses", [])),
         speed_section=speed_section(results.get("speed")),
     )
 
@@ -137,8 +143,13 @@ def _result_row(evaluation: dict) -> str:
             f"{s['bleu']:.2f} | {s['bleu_lowercase_tokenized']:.2f} | {s['bleu_paper_tokenized']:.2f} | {s['chrf']:.2f} |")
 
 
-def _curve_table(log_history: list[dict]) -> str:
-    """Markdown rows of the training curve: every validation during training, with the last training loss."""
+def _curve_table(log_history: list[dict], config: VaswaniConfig) -> str:
+    """Markdown rows of the training curve: every validation during training, with the last training loss.
+
+    Beside the label-smoothed val loss H(q, p): H(q, p) − H(q) (`comparable_losses`), and the val
+    perplexity where the run logged it.
+    """
+    with_ppl = any("eval_ppl" in entry for entry in log_history)
     rows, train_loss = [], None
     for entry in log_history:
         if "loss" in entry:
@@ -146,10 +157,22 @@ def _curve_table(log_history: list[dict]) -> str:
         if "eval_loss" in entry:
             bleu = f"{entry['eval_bleu']:.2f}" if "eval_bleu" in entry else ""
             loss = "" if train_loss is None else f"{train_loss:.3f}"
-            rows.append(f"| {entry['step']} | {entry.get('epoch', 0):.1f} | {loss} | {entry['eval_loss']:.3f} | {bleu} |")
+            kl = comparable_losses(entry["eval_loss"], config.label_smoothing, config.vocab_size)["kl_loss"]
+            ppl = [f"{entry['eval_ppl']:.2f}" if "eval_ppl" in entry else ""] if with_ppl else []
+            cells = [str(entry["step"]), f"{entry.get('epoch', 0):.1f}", loss, f"{entry['eval_loss']:.3f}", f"{kl:.3f}",
+                     *ppl, bleu]
+            rows.append(f"| {' | '.join(cells)} |")
     if not rows:
         return ""
-    return "\n".join(["| step | epoch | training loss | val loss | val BLEU (greedy) |", "|---|---|---|---|---|", *rows])
+    head = ["step", "epoch", "training loss", "val loss", "val loss − H(q)", *(["val ppl"] if with_ppl else []),
+            "val BLEU (greedy)"]
+    return "\n".join([f"| {' | '.join(head)} |", "|" + "---|" * len(head), *rows])
+
+
+def _loss_row(losses: dict) -> str:
+    return (f"| {losses.get('split_name', losses['split'])} | {losses.get('weights', '')} | "
+            f"{losses['reference_tokens']:,} | {losses['loss']:.3f} | {losses['kl_loss']:.3f} | "
+            f"{losses['nll_loss']:.3f} | {losses['ppl']:.2f} |")
 
 
 def _ablation_row(evaluation: dict) -> str:

@@ -14,9 +14,14 @@
   differently, must stay 0;
 - §6.1 evaluation by BLEU of generated translations (`predict_with_generate`, `scoring`).
 
+Beside the label-smoothed loss H(q, p), the logs carry the numbers other implementations report
+(`label_smoothing.comparable_losses`): kl_loss = H(q, p) − H(q) for training, and for evaluation
+also nll_loss (−log p of each reference token) and its perplexity ppl, all four per reference
+token of the whole evaluation set (`loss_report.LossSums`).
+
 The paper describes no gradient clipping (tensor2tensor, its code, clips none by default); the
 Trainer clips at max_grad_norm=1.0 unless told otherwise, so pass `max_grad_norm=0` for the
-paper's procedure (scripts/train.py and example 10 do).
+paper's procedure (scripts/train.py does; training/paper_loop.py, §5 written out, clips nothing).
 
 Two guards keep a run from repeating work: a model is never evaluated twice at one step (the
 budget's stop, the end of an epoch and a script's final `evaluate()` can all ask for it; the second
@@ -36,7 +41,9 @@ from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, TrainerCallback
 
+from ..model.label_smoothing import comparable_losses
 from .batching import TokenBudgetBatchSampler, padded_tokens
+from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
 from .stream_batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetStream, is_stream
 from ..evaluation.scoring import compute_bleu
@@ -258,6 +265,23 @@ class VaswaniTrainer(Seq2SeqTrainer):
         if eval_dataset is None and not gen_kwargs:
             self._evaluated[key] = dict(metrics)
         return metrics
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        """The Trainer's loop; its loss replaced by the four of `comparable_losses`, read off the logits of
+        its own teacher-forced passes (the Trainer's loss is a mean of per-batch means)."""
+        sums = LossSums(self.model.config.label_smoothing, self.model.config.vocab_size)
+        with sums.watching(self.model):
+            output = super().evaluation_loop(dataloader, description, prediction_loss_only=prediction_loss_only,
+                                             ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        sums.sum_over_processes(self.accelerator)
+        output.metrics.update(sums.metrics(metric_key_prefix))
+        return output
+
+    def log(self, logs, start_time=None):
+        if "loss" in logs:  # a training entry: H(q, p) of the steps since the last one
+            logs.update(comparable_losses(logs["loss"], self.model.config.label_smoothing, self.model.config.vocab_size))
+        super().log(logs, start_time)
 
     def _save_checkpoint(self, model, trial):
         if self._checkpointed_step == self.state.global_step:

@@ -7,6 +7,7 @@ import yaml
 from huggingface_hub import ModelCard
 
 from modeling_vaswani.hub.model_card import check_results, render_model_card
+from modeling_vaswani.model.label_smoothing import target_entropy
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
@@ -67,10 +68,22 @@ def test_body_has_the_tables_config_and_citation(model_dir, results):
     assert "| test_2016_flickr | final | greedy | 33.33 | 53.83 |" in body  # the ablation table
     assert "python scripts/train.py --preset small" in body
     assert "| d_model | 32 | 512 |" in body
-    assert "| 100 | 0.8 | 5.432 | 4.500 | 12.35 |" in body  # the training curve
+    floor = target_entropy(0.1, 100)  # the tiny preset's ε_ls, this config's V
+    assert f"| 100 | 0.8 | 5.432 | 4.500 | {4.5 - floor:.3f} | 12.35 |" in body  # the curve, H(q, p) − H(q) beside
+    assert f"{floor:.3f} nats" in body
+    assert "val ppl" not in body and "| NLL |" not in body  # none logged, none measured
     assert "## Speed" not in body  # no benchmark in these results
     assert "Attention Is All You Need" in body and "non-commercial" in body
     assert 'pipeline("translation", model="someone/vaswani-test", trust_remote_code=True)' in body
+
+
+def test_measured_losses_and_a_logged_perplexity_get_their_columns(model_dir, results):
+    results["training"]["log_history"][1].update(eval_nll_loss=3.0, eval_ppl=20.0855)
+    results["losses"] = [{"split": "validation", "split_name": "val", "weights": "averaged", "averaged": True,
+                          "reference_tokens": 12825, "loss": 3.1, "kl_loss": 2.3, "nll_loss": 1.8, "ppl": 6.0496}]
+    body = str(render_model_card(model_dir, results, "someone/vaswani-test")).split("---", 2)[2]
+    assert "| val | averaged | 12,825 | 3.100 | 2.300 | 1.800 | 6.05 |" in body
+    assert f"| 100 | 0.8 | 5.432 | 4.500 | {4.5 - target_entropy(0.1, 100):.3f} | 20.09 | 12.35 |" in body
 
 
 def test_results_without_the_shipped_configuration_are_refused(results):

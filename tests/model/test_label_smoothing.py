@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
+from modeling_vaswani.model.fast_loss import fast_label_smoothed_cross_entropy
+from modeling_vaswani.model.label_smoothing import comparable_losses, label_smoothed_cross_entropy, target_entropy
 
 # V = 4, ε = 0.1: q = 0.9 on the gold token, 0.1 / 3 on each of the three others.
 LOGITS = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
@@ -78,47 +79,67 @@ def test_half_precision_input_gives_finite_float32_loss(dtype):
     assert loss.item() == pytest.approx(reference.item(), rel=1e-6)
 
 
-def test_gradient_flows():
-    logits = torch.zeros(1, 4, requires_grad=True)
-    label_smoothed_cross_entropy(logits, torch.tensor([0])).backward()
-    # d loss / d logit_j = softmax_j - q_j = 0.25 - q_j
-    torch.testing.assert_close(logits.grad, torch.tensor([[0.25 - 0.9] + [0.25 - 0.1 / 3] * 3]))
-
-
-def autograd_reference(logits, labels, epsilon):
-    """§5.4's loss per position, left to autograd (log_softmax, gather, sum); 0 where ignored."""
-    log_probs = F.log_softmax(logits.float(), dim=-1)
-    gold = log_probs.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-    others = log_probs.sum(-1) - gold
-    loss = -((1 - epsilon) * gold + epsilon / (logits.shape[-1] - 1) * others)
-    return loss * (labels != -100)
+def test_gradient_is_softmax_minus_q():
+    for loss_fn in (label_smoothed_cross_entropy, fast_label_smoothed_cross_entropy):
+        logits = torch.zeros(1, 4, requires_grad=True)
+        loss_fn(logits, torch.tensor([0])).backward()
+        # d loss / d logit_j = softmax_j - q_j = 0.25 - q_j
+        torch.testing.assert_close(logits.grad, torch.tensor([[0.25 - 0.9] + [0.25 - 0.1 / 3] * 3]))
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
-def test_written_out_gradient_matches_autograd(epsilon):
+def test_fast_loss_gives_the_formulas_losses_and_gradients(epsilon):
     torch.manual_seed(0)
     logits = (3 * torch.randn(2, 5, 11)).requires_grad_()
     labels = torch.randint(0, 11, (2, 5))
     labels[1, 3:] = -100
     weights = torch.rand(2, 5)  # a non-uniform upstream gradient, as a weighted sum gives
-    ours = label_smoothed_cross_entropy(logits, labels, epsilon, reduction="none")
-    (ours_grad,) = torch.autograd.grad((ours * weights).sum(), logits)
-    reference = autograd_reference(logits, labels, epsilon)
-    (reference_grad,) = torch.autograd.grad((reference * weights).sum(), logits)
-    torch.testing.assert_close(ours, reference)
-    torch.testing.assert_close(ours_grad, reference_grad)
-    assert torch.all(ours_grad[1, 3:] == 0)  # ignored positions get no gradient
+    fast = fast_label_smoothed_cross_entropy(logits, labels, epsilon, reduction="none")
+    (fast_grad,) = torch.autograd.grad((fast * weights).sum(), logits)
+    formula = label_smoothed_cross_entropy(logits, labels, epsilon, reduction="none")
+    (formula_grad,) = torch.autograd.grad((formula * weights).sum(), logits)
+    torch.testing.assert_close(fast, formula)
+    torch.testing.assert_close(fast_grad, formula_grad)
+    assert torch.all(fast_grad[1, 3:] == 0)  # ignored positions get no gradient
+    for reduction in ("mean", "sum"):
+        torch.testing.assert_close(fast_label_smoothed_cross_entropy(logits, labels, epsilon, reduction=reduction),
+                                   label_smoothed_cross_entropy(logits, labels, epsilon, reduction=reduction))
 
 
-def test_bf16_logits_get_a_bf16_gradient_computed_in_float32():
+def test_fast_loss_refuses_what_the_formula_refuses():
+    with pytest.raises(ValueError, match="epsilon"):
+        fast_label_smoothed_cross_entropy(LOGITS, torch.tensor([0]), epsilon=1.0)
+    with pytest.raises(ValueError, match=r"\[0, 4\)"):
+        fast_label_smoothed_cross_entropy(LOGITS, torch.tensor([4]))
+
+
+def test_fast_loss_on_bf16_logits_gives_a_bf16_gradient_computed_in_float32():
     torch.manual_seed(0)
     logits = torch.randn(4, 50).bfloat16().requires_grad_()
     labels = torch.randint(0, 50, (4,))
-    label_smoothed_cross_entropy(logits, labels).backward()
+    fast_label_smoothed_cross_entropy(logits, labels).backward()
     assert logits.grad.dtype == torch.bfloat16
     exact = logits.detach().float().requires_grad_()
     label_smoothed_cross_entropy(exact, labels).backward()
     torch.testing.assert_close(logits.grad.float(), exact.grad, rtol=1e-2, atol=1e-4)
+
+
+def test_target_entropy_is_the_floor_reached_at_p_equal_q():
+    # V = 4, ε = 0.1: logits log q make p = q, and the loss is H(q) itself.
+    q = torch.tensor([[0.9, 0.1 / 3, 0.1 / 3, 0.1 / 3]])
+    floor = target_entropy(0.1, 4)
+    assert floor == pytest.approx(-(0.9 * math.log(0.9) + 0.1 * math.log(0.1 / 3)))
+    assert label_smoothed_cross_entropy(q.log(), torch.tensor([0])).item() == pytest.approx(floor, rel=1e-6)
+    assert label_smoothed_cross_entropy(LOGITS, torch.tensor([0])).item() > floor
+    assert target_entropy(0.1, 8000) == pytest.approx(1.224, abs=1e-3)  # the gap at the shipped vocabulary
+    assert target_entropy(0.0, 8000) == 0.0
+
+
+def test_comparable_losses_names_each_number():
+    named = comparable_losses(3.0, 0.1, 8000, nll=2.0, prefix="eval")
+    assert named == pytest.approx({"eval_loss": 3.0, "eval_kl_loss": 3.0 - target_entropy(0.1, 8000),
+                                   "eval_nll_loss": 2.0, "eval_ppl": math.exp(2.0)})
+    assert set(comparable_losses(3.0, 0.1, 8000)) == {"loss", "kl_loss"}  # no NLL without the reference's log p
 
 
 @pytest.mark.parametrize("epsilon", [-0.1, 1.0, 1.5, float("nan")])

@@ -1,6 +1,7 @@
 """scripts/collect_results.py's training block: a fine-tuned model's card counts the training it started from."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,13 @@ def test_started_from_a_folder_without_results_says_what_to_pass(collect_results
 def test_the_shipped_card_folder_is_a_valid_starting_point(collect_results):
     training = collect_results.earlier_training(REPO / "hub_card")
     assert training["segments"] and training["steps"] > 0 and training["log_history"]
+
+
+def test_loss_entry_names_each_loss_of_a_split(collect_results, translation_model, tokenizer, capsys):
+    entry = collect_results.loss_entry(translation_model, tokenizer, "validation", ["A dog runs."], ["Ein Hund rennt."],
+                                       "final weights, no averaging", False, batch_size=8)
+    assert {key: entry[key] for key in ("split", "split_name", "averaged")} == {
+        "split": "validation", "split_name": "val", "averaged": False}
+    assert entry["reference_tokens"] == len(tokenizer(text_target="Ein Hund rennt.")["input_ids"])
+    assert entry["kl_loss"] < entry["loss"] and entry["ppl"] == pytest.approx(math.exp(entry["nll_loss"]))
+    assert "validation-final: loss H(q, p)" in capsys.readouterr().out

@@ -1,13 +1,15 @@
 """The copy task of examples/10_toy_copy_task.py: the whole training path of §5 learns something.
 
-A two-layer model trained with `VaswaniTrainer` (Adam + Eq. (3) + §5.4 label smoothing) for a
-few hundred steps must copy digit strings it has never seen, decoded with `generate`. A bug
+A two-layer model trained by §5's loop (training/paper_loop.py: token-budget batches, Adam + Eq. (3),
+§5.4 label smoothing) for a few hundred steps must copy digit strings it has never seen, decoded with `generate`. A bug
 anywhere in the masks, the right shift, the positional encodings, the loss or the optimizer
 shows up here as a model that cannot copy.
 """
 
 import pytest
 import torch
+
+from modeling_vaswani.model.label_smoothing import target_entropy
 
 
 @pytest.fixture(scope="module")
@@ -17,24 +19,26 @@ def copy_example(repo_root, load_module):
 
 @pytest.mark.slow
 def test_copy_task_reaches_95_percent_exact_match(copy_example, tmp_path):
-    seed, steps, batch_size = 0, 300, 128
-    model, tokenizer, log_history = copy_example.train_copy_model(seed=seed, steps=steps, batch_size=batch_size)
-    held_out = copy_example.held_out_strings(200, copy_example.training_strings(seed, steps, batch_size))
-    assert not set(held_out) & set(copy_example.training_strings(seed, steps, batch_size))
+    model, tokenizer, log = copy_example.train_copy_model(seed=0)
+    train_strings = copy_example.training_strings(0)
+    held_out = copy_example.held_out_strings(200, train_strings)
+    assert not set(held_out) & set(train_strings)
 
     accuracy = copy_example.exact_match(model, tokenizer, held_out)
     print(f"copy task: exact match {accuracy:.1%} on {len(held_out)} held-out strings")
     assert accuracy >= 0.95
 
-    # The loss falls from about log V towards the label-smoothing floor, never below it.
-    losses = [entry["loss"] for entry in log_history if "loss" in entry]
-    floor = copy_example.smoothed_entropy(model.config.label_smoothing, model.config.vocab_size)
-    assert losses[0] > 2.0 and losses[-1] < floor + 0.1 and min(losses) > floor - 0.01
+    # The loss falls from about log V towards the label-smoothing floor H(q), never below it.
+    losses = [entry["loss"] for entry in log]
+    floor = target_entropy(model.config.label_smoothing, model.config.vocab_size)
+    assert [entry["step"] for entry in log] == list(range(10, copy_example.STEPS + 1, 10))
+    assert losses[0] > 2.0 and sum(losses[-5:]) / 5 < floor + 0.1 and min(losses) > floor - 0.01
+    assert log[-1]["kl_loss"] == pytest.approx(losses[-1] - floor)
 
     copies = copy_example.copy_strings(model, tokenizer, held_out[:5])
     assert sum(c == s for c, s in zip(copies, held_out[:5])) >= 4
 
-    copy_example.plot_training(log_history, model.config, copy_example.WARMUP_STEPS, tmp_path / "loss.png")
+    copy_example.plot_training(log, model.config, copy_example.WARMUP_STEPS, tmp_path / "loss.png")
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -11,7 +11,7 @@ from datasets import Dataset
 from transformers import DataCollatorForSeq2Seq, EvalPrediction, Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.utils import logging as hf_logging
 
-from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
+from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy, target_entropy
 from modeling_vaswani.training.optimization import noam_lr
 from modeling_vaswani.training.trainer import VaswaniTrainer, bleu_metrics_fn
 
@@ -127,6 +127,36 @@ def test_loss_is_the_label_smoothed_cross_entropy(build_trainer, make_model):
         summed = model(**batch, num_items_in_batch=torch.tensor(1000)).loss
     total = label_smoothed_cross_entropy(logits, batch["labels"], 0.1, reduction="sum")
     assert summed.item() == pytest.approx(total.item() / 1000, rel=1e-5)
+
+
+def test_logs_name_the_losses_others_report(build_trainer, make_model, tokenizer):
+    """Training entries: H(q, p) and H(q, p) − H(q). Evaluation: also −log p(y) and its perplexity,
+    each the mean over every reference token of the set, with or without generation."""
+    model = make_model(**MODEL, label_smoothing=0.1)
+    eval_data = _dataset(n=10, seed=3)
+    trainer = build_trainer(model=model, max_steps=2, logging_steps=1, per_device_eval_batch_size=4,
+                            predict_with_generate=True, generation_max_length=4)
+    trainer.compute_metrics = bleu_metrics_fn(tokenizer)  # generation runs, its passes carry no labels
+    trainer.train()
+    floor = target_entropy(0.1, VOCAB)
+    for entry in (e for e in trainer.state.log_history if "loss" in e):
+        assert entry["kl_loss"] == pytest.approx(entry["loss"] - floor)
+
+    metrics = trainer.evaluate(eval_dataset=eval_data)
+    batch = trainer.data_collator([eval_data[i] for i in range(len(eval_data))])  # all 10 in one batch
+    model.eval()
+    with torch.no_grad():
+        logits = model(**batch).logits
+    tokens = (batch["labels"] != -100).sum().item()
+    smoothed = label_smoothed_cross_entropy(logits, batch["labels"], 0.1, reduction="sum").item() / tokens
+    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["labels"], reduction="sum").item() / tokens
+    assert metrics["eval_loss"] == pytest.approx(smoothed, rel=1e-5)
+    assert metrics["eval_kl_loss"] == pytest.approx(smoothed - floor, rel=1e-5)
+    assert metrics["eval_nll_loss"] == pytest.approx(nll, rel=1e-5)
+    assert metrics["eval_ppl"] == pytest.approx(np.exp(nll), rel=1e-5)
+    assert "eval_bleu" in metrics
+    logged = next(e for e in reversed(trainer.state.log_history) if "eval_loss" in e)
+    assert logged["eval_ppl"] == metrics["eval_ppl"]
 
 
 # §5.1 ------------------------------------------------------------------------------------------

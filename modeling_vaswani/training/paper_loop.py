@@ -1,0 +1,105 @@
+"""§5 written out: the training loop, by hand, to read beside the paper.
+
+`VaswaniTrainer` runs this same procedure inside Hugging Face's `Seq2SeqTrainer`, with everything
+a long run needs (checkpoints, resuming, evaluation, several processes, mixed precision). Here is
+only what §5 says, top to bottom:
+
+    §5.1  batches of sentence pairs of similar length, about `max_tokens` tokens a side
+          (batching.TokenBudgetBatchSampler, a new arrangement every epoch);
+    §5.3  Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9, its learning rate set by Eq. (3) before
+          every update (optimization.create_adam, optimization.get_noam_schedule);
+    §5.4  the loss: cross-entropy against the label-smoothed target, the formula of
+          model/label_smoothing.py (autograd takes its gradient);
+    §6.1  optionally, the weights of the last checkpoints averaged (checkpoint_averaging).
+
+Given the same model and batches it ends on the Trainer's weights, to float tolerance
+(tests/training/test_paper_loop.py): the Trainer adds machinery, not a different procedure.
+Dropout (§5.4) is inside the model, active because the model is put in training mode.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Sequence
+
+from ..model.label_smoothing import comparable_losses, label_smoothed_cross_entropy
+from .batching import TokenBudgetBatchSampler
+from .checkpoint_averaging import average_state_dicts
+from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
+
+
+def train(
+    model,
+    dataset: Sequence[dict],
+    collate: Callable[[list[dict]], dict],
+    max_tokens: int,
+    steps: int,
+    warmup_steps: int = WARMUP_STEPS,
+    seed: int = 0,
+    log_every: int = 10,
+    average_last: int = 0,
+    checkpoint_every: int = 10,
+) -> list[dict]:
+    """Train `model` in place for `steps` updates; returns the log, one entry every `log_every` steps.
+
+    Args:
+        model: a `VaswaniForConditionalGeneration` (its config gives d_model and ε_ls).
+        dataset: examples with "input_ids" (source) and "labels" (target, ending in </s>).
+        collate: turns a list of examples into padded tensors, labels padded with -100
+            (`DataCollatorForSeq2Seq`, say).
+        max_tokens: the §5.1 budget, padded tokens per batch on each side (the paper: 25,000).
+        warmup_steps: Eq. (3)'s warmup_steps (the paper: 4000).
+        seed: the arrangement of the batches (epoch e uses seed + e).
+        average_last: with k > 0, keep a copy of the weights every `checkpoint_every` steps and
+            end on the average of the last k copies (§6.1: 5 for the base model).
+
+    Each log entry holds "step", the mean "loss" (H(q, p) per target token) and "kl_loss" of the
+    steps since the last entry, and the "learning_rate" the entry's step was taken with.
+    """
+    # §5.1: sentence pairs batched by approximate length, max_tokens padded tokens a side.
+    sampler = TokenBudgetBatchSampler([len(example["input_ids"]) for example in dataset],
+                                      [len(example["labels"]) for example in dataset],
+                                      max_tokens, shuffle=True, seed=seed)
+    # §5.3: Adam (β1 = 0.9, β2 = 0.98, ε = 1e-9); Eq. (3) sets its rate before every update.
+    optimizer = create_adam(model.parameters())
+    schedule = get_noam_schedule(optimizer, model.config.d_model, warmup_steps)
+    epsilon = model.config.label_smoothing  # §5.4: ε_ls
+    checkpoints = deque(maxlen=average_last)  # §6.1: the last `average_last` copies of the weights
+    log, losses = [], []
+
+    model.train()  # dropout on (§5.4)
+    step, epoch = 0, 0
+    while step < steps:
+        sampler.set_epoch(epoch)  # a new arrangement of the batches every epoch
+        for indices in sampler:
+            batch = collate([dataset[i] for i in indices])
+            labels = batch["labels"]  # (B, T), -100 at padding
+            # Figure 1: the decoder reads the target shifted right by one (<s> first), so position i
+            # predicts token i having seen only the tokens before it (with the causal mask of §3.2.3).
+            decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                           decoder_input_ids=decoder_input_ids).logits  # (B, T, V)
+            # §5.4: H(q, p) against the smoothed target, averaged over the batch's target tokens.
+            loss = label_smoothed_cross_entropy(logits, labels, epsilon)
+            loss.backward()
+            rate = optimizer.param_groups[0]["lr"]  # Eq. (3) at step_num = step + 1
+            optimizer.step()  # Adam, at that rate
+            schedule.step()  # Eq. (3) for the next update
+            optimizer.zero_grad()
+            step += 1
+
+            losses.append(loss.item())
+            if step % log_every == 0 or step == steps:
+                mean = sum(losses) / len(losses)
+                log.append({"step": step, **comparable_losses(mean, epsilon, model.config.vocab_size),
+                            "learning_rate": rate})
+                losses = []
+            if average_last and step % checkpoint_every == 0:
+                checkpoints.append({name: tensor.detach().clone() for name, tensor in model.state_dict().items()})
+            if step == steps:
+                break
+        epoch += 1
+
+    if checkpoints:
+        model.load_state_dict(average_state_dicts(checkpoints))  # §6.1: one model, the mean of the last checkpoints
+    return log
