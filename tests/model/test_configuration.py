@@ -81,10 +81,27 @@ def test_non_positive_sizes_name_the_field(field, value):
         VaswaniConfig(**{**TINY, field: value})
 
 
-@pytest.mark.parametrize("field", ["d_model", "num_heads", "num_layers"])
-def test_non_integer_sizes_are_rejected(field):
-    with pytest.raises(ValueError, match=rf"\b{field}\b"):
-        VaswaniConfig(**{**TINY, field: 2.0})
+@pytest.mark.parametrize("field", ["vocab_size", "d_model", "num_heads", "num_layers"])
+@pytest.mark.parametrize("value", [2.0, "2", True])
+def test_non_integer_sizes_are_rejected(field, value):
+    with pytest.raises(ValueError, match=rf"\b{field}\b") as error:
+        VaswaniConfig(**{**TINY, field: value})
+    assert repr(value) in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name, field, value", [("dropout", "dropout", 1.5), ("num_heads", "num_heads", 0),
+                                                ("hidden_size", "d_model", -1), ("norm_first", "norm_first", "no")])
+def test_values_set_after_building_are_checked_like_given_ones(name, field, value):
+    config = VaswaniConfig(**TINY)
+    with pytest.raises(ValueError, match=rf"VaswaniConfig\.{field}\b.*{value!r}"):
+        setattr(config, name, value)
+    assert getattr(config, field) == VaswaniConfig(**TINY).to_dict()[field]  # the refused value is not kept
+
+
+def test_a_saved_warmup_steps_is_dropped():
+    """Eq. (3)'s warmup_steps moved to the trainer; config.json files written before still carry it."""
+    config = VaswaniConfig.from_dict({**TINY, "warmup_steps": 4000})
+    assert not hasattr(config, "warmup_steps") and "warmup_steps" not in config.to_json_string()
 
 
 @pytest.mark.parametrize("field", ["dropout", "attention_dropout", "label_smoothing"])
