@@ -15,7 +15,7 @@ A config.json is untrusted input; a refusal is one ValueError line that names th
 """
 
 import os
-from functools import partial, wraps
+from functools import partial
 
 from huggingface_hub.dataclasses import strict, validated_field
 from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDataclassFieldValidationError
@@ -58,12 +58,11 @@ token_id = partial(_field, rule="a token id, an integer in [0, vocab_size)", che
 def _one_line_errors(cls):
     """strict refuses with two-line errors of its own classes; callers (and from_pretrained, which adds
     the file's name) expect one ValueError line that starts with `VaswaniConfig.<field>`."""
-    strict_init, strict_setattr = cls.__init__, cls.__setattr__
+    strict_validate, strict_setattr = cls.validate, cls.__setattr__
 
-    @wraps(strict_init)
-    def __init__(self, **kwargs):
+    def validate(self):  # after __init__, and in save_pretrained
         try:
-            strict_init(self, **kwargs)
+            strict_validate(self)
         except StrictDataclassClassValidationError as error:  # a validate_* method's ValueError
             raise ValueError(str(error.__cause__)) from None
 
@@ -76,7 +75,7 @@ def _one_line_errors(cls):
             raise ValueError(f"VaswaniConfig.{name} must be {rule}, got {value!r}." if rule
                              else f"VaswaniConfig.{name}: {error.__cause__}") from None
 
-    cls.__init__, cls.__setattr__ = __init__, __setattr__
+    cls.validate, cls.__setattr__ = validate, __setattr__
     return cls
 
 

@@ -130,12 +130,17 @@ def test_token_ids_outside_vocab_name_the_field(field, value):
 
 
 @pytest.mark.parametrize("share", [True, False])
-def test_tie_word_embeddings_follows_share_embeddings_unless_given(share):
+def test_tie_word_embeddings_follows_share_embeddings_unless_given(share, tmp_path):
     assert VaswaniConfig(**TINY, share_embeddings=share).tie_word_embeddings is share
     # Deviation: the projection may be tied or not whatever the embeddings do (tests/model/test_hf_integration.py).
     assert VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share).tie_word_embeddings is not share
-    with pytest.raises(ValueError, match="tie_word_embeddings"):
-        VaswaniConfig(**TINY, tie_word_embeddings="no")
+    for value in ("no", None):
+        with pytest.raises(ValueError, match="tie_word_embeddings"):
+            VaswaniConfig(**TINY, tie_word_embeddings=value)
+    config = VaswaniConfig(**TINY)
+    config.tie_word_embeddings = "no"
+    with pytest.raises(ValueError, match="tie_word_embeddings"):  # checked again before it is written
+        config.save_pretrained(tmp_path)
 
 
 def test_attention_projections_are_bias_free_unless_a_saved_config_predates_the_field(tmp_path):
