@@ -8,11 +8,18 @@ names the rest of the Hugging Face library reads (`hidden_size`, `num_attention_
 
 `VaswaniConfig.from_preset("base" | "big")` reproduces the two rows of Table 3; "small" is a
 model sized to learn Multi30k on a laptop CPU (not from the paper).
+
+Declared as transformers declares its own configs, as a strict dataclass: each field refuses a
+value of the wrong type or range as it is set, the `validate_*` methods what spans several fields.
+A config.json is untrusted input; a refusal is one ValueError line that names the field.
 """
 
 import os
+from functools import partial
 
-from transformers import PretrainedConfig
+from huggingface_hub.dataclasses import strict, validated_field
+from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDataclassFieldValidationError
+from transformers import PreTrainedConfig
 
 from .pipeline_vaswani import CUSTOM_PIPELINES
 
@@ -24,12 +31,57 @@ PRESETS = {
     "tiny": dict(d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.0, label_smoothing=0.1),
 }
 
-POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
-# Eq. (2) uses ReLU; "swish" (SiLU) is a deviation for models brought in from Marian (feed_forward.py).
-ACTIVATION_FUNCTIONS = ("relu", "swish")
+
+# Kinds of field. strict checks a value against the field's annotation, then against `check`; a
+# refusal of either says the field must be `rule`. None passes where the annotation allows it.
+def _field(default, rule, check=lambda value: True):
+    def validator(value):
+        if not check(value):
+            raise ValueError(rule)
+    return validated_field(validator, default=default, metadata={"rule": rule})
 
 
-class VaswaniConfig(PretrainedConfig):
+def one_of(*choices):  # the first is the default
+    return _field(choices[0], f"one of {choices}", lambda value: value in choices)
+
+
+flag = partial(_field, rule="True or False")  # the annotation, bool, says it all
+# A width, a count of heads or layers, a vocabulary: nothing can be built with 0 of them.
+size = partial(_field, rule="a positive integer", check=lambda value: value is None or value > 0)
+# A probability: at 1, dropout drops (and label smoothing smooths away) everything.
+rate = partial(_field, rule="a number in [0, 1)", check=lambda value: 0 <= value < 1)
+positive = partial(_field, rule="a positive number", check=lambda value: value is None or value > 0)
+# An index into the vocabulary (its upper end depends on vocab_size: validate_token_ids).
+token_id = partial(_field, rule="a token id, an integer in [0, vocab_size)", check=lambda value: value is None or value >= 0)
+
+
+def _one_line_errors(cls):
+    """strict refuses with two-line errors of its own classes; callers (and from_pretrained, which adds
+    the file's name) expect one ValueError line that starts with `VaswaniConfig.<field>`."""
+    strict_validate, strict_setattr = cls.validate, cls.__setattr__
+
+    def validate(self):  # after __init__, and in save_pretrained
+        try:
+            strict_validate(self)
+        except StrictDataclassClassValidationError as error:  # a validate_* method's ValueError
+            raise ValueError(str(error.__cause__)) from None
+
+    def __setattr__(self, name, value):
+        name = cls.attribute_map.get(name, name)  # hidden_size = ... is checked as d_model
+        try:
+            strict_setattr(self, name, value)
+        except StrictDataclassFieldValidationError as error:
+            rule = cls.__dataclass_fields__[name].metadata.get("rule")  # None on transformers' own fields
+            raise ValueError(f"VaswaniConfig.{name} must be {rule}, got {value!r}." if rule
+                             else f"VaswaniConfig.{name}: {error.__cause__}") from None
+
+    cls.validate, cls.__setattr__ = validate, __setattr__
+    return cls
+
+
+@_one_line_errors
+@strict
+class VaswaniConfig(PreTrainedConfig):
     """Configuration of the encoder–decoder Transformer (§3, Table 3).
 
     Defaults are the paper's base model (Table 3, first row) with a Multi30k-sized vocabulary.
@@ -49,141 +101,111 @@ class VaswaniConfig(PretrainedConfig):
         "max_length_positions": "max_position_embeddings",
     }
 
-    def __init__(
-        self,
-        vocab_size=8000,
-        d_model=512,
-        d_ff=2048,
-        num_heads=8,
-        num_layers=6,
-        num_decoder_layers=None,
-        d_k=None,
-        d_v=None,
-        dropout=0.1,
-        attention_dropout=0.0,
-        label_smoothing=0.1,
-        positional_encoding="sinusoidal",
-        max_position_embeddings=1024,
-        share_embeddings=True,
-        scale_embedding=True,
-        norm_first=False,
-        layer_norm_eps=1e-6,
-        attention_bias=False,
-        activation_function="relu",
-        final_logits_bias=False,
-        init_std=None,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-        decoder_start_token_id=1,
-        use_cache=True,
-        **kwargs,
-    ):
-        self.vocab_size = vocab_size
-        self.d_model = d_model
-        self.d_ff = d_ff
-        self.num_heads = num_heads
-        self.num_layers = num_layers
-        self.num_decoder_layers = num_layers if num_decoder_layers is None else num_decoder_layers
-        # §3.2.2: "d_k = d_v = d_model / h" unless given explicitly (Table 3 rows A, B).
-        self.d_k = d_k if d_k is not None else (d_model // num_heads if _divides(num_heads, d_model) else None)
-        self.d_v = d_v if d_v is not None else (d_model // num_heads if _divides(num_heads, d_model) else None)
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.label_smoothing = label_smoothing
-        self.positional_encoding = positional_encoding
-        self.max_position_embeddings = max_position_embeddings
-        self.share_embeddings = share_embeddings
-        self.scale_embedding = scale_embedding
-        self.norm_first = norm_first
-        self.layer_norm_eps = layer_norm_eps
-        # §3.2.2: the projections W^Q, W^K, W^V and W^O are matrices, without biases (as in
-        # tensor2tensor's attention since November 2017; its first release used biased 1×1
-        # convolutions). Deviation (opt-in): biases; config.json files saved before this field
-        # existed describe models that had them, and load with True (`from_dict`).
-        self.attention_bias = attention_bias
-        # Deviations, off by default, for models converted from Marian: a SiLU FFN (feed_forward.py) and a
-        # per-token bias on the logits (modeling_vaswani.py).
-        self.activation_function = activation_function
-        self.final_logits_bias = final_logits_bias
-        # Not in the paper; None means d_model^-0.5 (tensor2tensor / fairseq).
-        self.init_std = init_std
-        self.use_cache = use_cache
-        # §3.4: one weight matrix for both embeddings and the pre-softmax projection. share_embeddings
-        # shares it between the two embeddings; tie_word_embeddings (Hugging Face's flag, as in
-        # Marian) ties the projection to it. Deviation: either may be turned off (Figure 1 with an
-        # untied projection, or separate matrices); tie_word_embeddings follows share_embeddings
-        # unless given.
-        kwargs.setdefault("tie_word_embeddings", share_embeddings)
+    vocab_size: int = size(8000)
+    # Table 3, base row: N, d_model, d_ff, h, d_k, d_v, P_drop, ε_ls.
+    num_layers: int = size(6)
+    num_decoder_layers: int | None = size(None)  # None: N, as num_layers
+    d_model: int = size(512)
+    d_ff: int = size(2048)
+    num_heads: int = size(8)
+    # §3.2.2: "d_k = d_v = d_model / h" unless given explicitly (Table 3 rows A, B).
+    d_k: int | None = size(None)
+    d_v: int | None = size(None)
+    dropout: float | int = rate(0.1)
+    attention_dropout: float | int = rate(0.0)  # not in the paper: dropout on the attention weights
+    label_smoothing: float | int = rate(0.1)
+    # §3.5: sinusoids; "learned" is Table 3 row (E).
+    positional_encoding: str = one_of("sinusoidal", "learned")
+    max_position_embeddings: int = size(1024)
+    # §3.4: one weight matrix for both embeddings and the pre-softmax projection. share_embeddings
+    # shares it between the two embeddings; tie_word_embeddings (Hugging Face's flag, as in Marian;
+    # not a field: it follows share_embeddings unless given) ties the projection to it. Deviation:
+    # either may be turned off (Figure 1 with an untied projection, or separate matrices).
+    share_embeddings: bool = flag(True)
+    scale_embedding: bool = flag(True)  # §3.4: embeddings multiplied by √d_model
+    norm_first: bool = flag(False)  # §3.1: LayerNorm(x + Sublayer(x)), post-LN; True is pre-LN
+    layer_norm_eps: float | int = positive(1e-6)
+    # §3.2.2: the projections W^Q, W^K, W^V and W^O are matrices, without biases (as in
+    # tensor2tensor's attention since November 2017; its first release used biased 1×1
+    # convolutions). Deviation (opt-in): biases; config.json files saved before this field
+    # existed describe models that had them, and load with True (`from_dict`).
+    attention_bias: bool = flag(False)
+    # Deviations, off by default, for models converted from Marian: a SiLU FFN (feed_forward.py; Eq. (2)
+    # uses ReLU) and a per-token bias on the logits (modeling_vaswani.py).
+    activation_function: str = one_of("relu", "swish")
+    final_logits_bias: bool = flag(False)
+    init_std: float | int | None = positive(None)  # not in the paper; None: d_model^-0.5 (tensor2tensor, fairseq)
+    pad_token_id: int | None = token_id(0)
+    bos_token_id: int | None = token_id(1)
+    eos_token_id: int | None = token_id(2)
+    decoder_start_token_id: int | None = token_id(1)
+    use_cache: bool = flag(True)
+    is_encoder_decoder: bool = _field(True, "True (the Transformer is an encoder–decoder)", lambda value: value is True)
+
+    def __post_init__(self, **kwargs):
+        """Derive what is left unset; `kwargs` are the keys that are not fields."""
+        per_head = self.d_model // self.num_heads if self.d_model % self.num_heads == 0 else None
+        self.d_k = per_head if self.d_k is None else self.d_k  # None (h does not divide d_model): refused below
+        self.d_v = per_head if self.d_v is None else self.d_v
+        if self.num_decoder_layers is None:
+            self.num_decoder_layers = self.num_layers
+        kwargs.setdefault("tie_word_embeddings", self.share_embeddings)
         # Eq. (3)'s warmup_steps is a training setting (VaswaniTrainer); config.json files written
         # before it moved there still carry it, and load without it.
         kwargs.pop("warmup_steps", None)
-        kwargs.setdefault("is_encoder_decoder", True)
         # Lets pipeline("translation", model=<saved folder>, trust_remote_code=True) find our pipeline.
         kwargs.setdefault("custom_pipelines", CUSTOM_PIPELINES)
-        super().__init__(
-            pad_token_id=pad_token_id,
-            bos_token_id=bos_token_id,
-            eos_token_id=eos_token_id,
-            decoder_start_token_id=decoder_start_token_id,
-            **kwargs,
-        )
-        self.validate_fields()
+        super().__post_init__(**kwargs)
 
-    def validate_fields(self):
-        """Raise ValueError naming the field and the rule it breaks."""
-        for name in ("vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decoder_layers",
-                     "max_position_embeddings"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"VaswaniConfig.{name} must be a positive integer, got {value!r}.")
+    # strict runs every validate_* method, in name order, once the fields are set (and again in save_pretrained).
+
+    def validate_head_sizes(self):
+        """§3.2.2 splits d_model into h heads: d_k and d_v must be given where h does not divide d_model."""
         if self.d_k is None or self.d_v is None:
             raise ValueError(
                 f"VaswaniConfig.d_model ({self.d_model}) is not divisible by num_heads ({self.num_heads}); "
                 "§3.2.2 uses d_k = d_v = d_model / h. Choose a divisible pair or pass d_k and d_v explicitly."
             )
-        for name in ("d_k", "d_v"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"VaswaniConfig.{name} must be a positive integer, got {value!r}.")
-        for name in ("dropout", "attention_dropout", "label_smoothing"):
-            value = getattr(self, name)
-            if not _is_number(value) or not 0.0 <= value < 1.0:
-                raise ValueError(f"VaswaniConfig.{name} must be a number in [0, 1), got {value!r}.")
-        if self.positional_encoding not in POSITIONAL_ENCODINGS:
+
+    def validate_size(self):
+        """Refuse, before anything is allocated, a model beyond the bounds below (needs d_k: validate_head_sizes)."""
+        if os.environ.get(ALLOW_LARGE_MODELS_ENV, "").strip().lower() in ("1", "true", "yes"):
+            return
+        override = f"set the environment variable {ALLOW_LARGE_MODELS_ENV}=1 if you mean it"
+        for name in ("num_layers", "num_decoder_layers"):
+            if getattr(self, name) > MAX_LAYERS:
+                raise ValueError(
+                    f"VaswaniConfig.{name}={getattr(self, name)} is more than {MAX_LAYERS} layers (the paper uses 6); "
+                    f"the config is damaged or not meant for this model. Fix it, or {override}."
+                )
+        table = self.max_position_embeddings * self.d_model
+        if table > MAX_POSITION_TABLE:
             raise ValueError(
-                f"VaswaniConfig.positional_encoding must be one of {POSITIONAL_ENCODINGS}, "
-                f"got {self.positional_encoding!r}."
+                f"VaswaniConfig.max_position_embeddings={self.max_position_embeddings} with d_model={self.d_model} "
+                f"asks for a position table of {table:,} entries ({table * 4 / 2**30:,.1f} GiB in float32), more "
+                f"than the bound of {MAX_POSITION_TABLE:,}; the paper's inputs are sentences. Fix it, or {override}."
             )
-        if not _is_number(self.layer_norm_eps) or not self.layer_norm_eps > 0:
-            raise ValueError(f"VaswaniConfig.layer_norm_eps must be a positive number, got {self.layer_norm_eps!r}.")
-        if self.init_std is not None and (not _is_number(self.init_std) or not self.init_std > 0):
-            raise ValueError(f"VaswaniConfig.init_std must be a positive number or None, got {self.init_std!r}.")
-        if self.activation_function not in ACTIVATION_FUNCTIONS:
+        estimate = parameter_estimate(self)
+        if estimate > MAX_PARAMETERS:
             raise ValueError(
-                f"VaswaniConfig.activation_function must be one of {ACTIVATION_FUNCTIONS}, "
-                f"got {self.activation_function!r}."
+                f"VaswaniConfig describes a model of about {estimate:,} parameters ({estimate * 4 / 2**30:,.0f} GiB "
+                f"in float32; vocab_size={self.vocab_size}, d_model={self.d_model}, d_ff={self.d_ff}, "
+                f"num_heads={self.num_heads}, {self.num_layers}+{self.num_decoder_layers} layers), more than the "
+                f"bound of {MAX_PARAMETERS:,}. Fix the config, or {override}."
             )
-        if not isinstance(self.final_logits_bias, bool):
-            raise ValueError(f"VaswaniConfig.final_logits_bias must be True or False, got {self.final_logits_bias!r}.")
-        if not isinstance(self.attention_bias, bool):
-            raise ValueError(f"VaswaniConfig.attention_bias must be True or False, got {self.attention_bias!r}.")
+
+    def validate_tie_word_embeddings(self):
+        """Hugging Face's flag is no field, so strict does not check its type."""
+        if not isinstance(self.tie_word_embeddings, bool):
+            raise ValueError(f"VaswaniConfig.tie_word_embeddings must be True or False, got {self.tie_word_embeddings!r}.")
+
+    def validate_token_ids(self):
+        """A special token outside the vocabulary would index past the embeddings (transformers only warns)."""
         for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or not 0 <= value < self.vocab_size):
-                raise ValueError(
-                    f"VaswaniConfig.{name} ({value!r}) must be a token id, an integer in [0, vocab_size={self.vocab_size})."
-                )
-        for name in ("share_embeddings", "tie_word_embeddings", "scale_embedding", "norm_first", "use_cache"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"VaswaniConfig.{name} must be True or False, got {getattr(self, name)!r}.")
-        if self.is_encoder_decoder is not True:
-            raise ValueError(
-                f"VaswaniConfig.is_encoder_decoder must be True (the Transformer is an encoder–decoder), "
-                f"got {self.is_encoder_decoder!r}."
-            )
-        check_size(self)
+            if value is not None and value >= self.vocab_size:
+                raise ValueError(f"VaswaniConfig.{name} ({value!r}) must be a token id, an integer in "
+                                 f"[0, vocab_size={self.vocab_size}).")
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
@@ -265,38 +287,3 @@ def parameter_estimate(config) -> int:
     return (embeddings + positions + config.num_layers * encoder_layer
             + config.num_decoder_layers * decoder_layer + 4 * d + config.vocab_size)
 
-
-def check_size(config) -> None:
-    """Raise ValueError, before anything is allocated, for a config larger than the bounds above."""
-    if os.environ.get(ALLOW_LARGE_MODELS_ENV, "").strip().lower() in ("1", "true", "yes"):
-        return
-    override = f"set the environment variable {ALLOW_LARGE_MODELS_ENV}=1 if you mean it"
-    for name in ("num_layers", "num_decoder_layers"):
-        if getattr(config, name) > MAX_LAYERS:
-            raise ValueError(
-                f"VaswaniConfig.{name}={getattr(config, name)} is more than {MAX_LAYERS} layers (the paper uses 6); "
-                f"the config is damaged or not meant for this model. Fix it, or {override}."
-            )
-    table = config.max_position_embeddings * config.d_model
-    if table > MAX_POSITION_TABLE:
-        raise ValueError(
-            f"VaswaniConfig.max_position_embeddings={config.max_position_embeddings} with d_model={config.d_model} "
-            f"asks for a position table of {table:,} entries ({table * 4 / 2**30:,.1f} GiB in float32), more than "
-            f"the bound of {MAX_POSITION_TABLE:,}; the paper's inputs are sentences. Fix it, or {override}."
-        )
-    estimate = parameter_estimate(config)
-    if estimate > MAX_PARAMETERS:
-        raise ValueError(
-            f"VaswaniConfig describes a model of about {estimate:,} parameters ({estimate * 4 / 2**30:,.0f} GiB in "
-            f"float32; vocab_size={config.vocab_size}, d_model={config.d_model}, d_ff={config.d_ff}, "
-            f"num_heads={config.num_heads}, {config.num_layers}+{config.num_decoder_layers} layers), more than the "
-            f"bound of {MAX_PARAMETERS:,}. Fix the config, or {override}."
-        )
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is not
-
-
-def _divides(divisor, number):
-    return isinstance(divisor, int) and isinstance(number, int) and divisor > 0 and number % divisor == 0

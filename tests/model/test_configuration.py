@@ -81,10 +81,27 @@ def test_non_positive_sizes_name_the_field(field, value):
         VaswaniConfig(**{**TINY, field: value})
 
 
-@pytest.mark.parametrize("field", ["d_model", "num_heads", "num_layers"])
-def test_non_integer_sizes_are_rejected(field):
-    with pytest.raises(ValueError, match=rf"\b{field}\b"):
-        VaswaniConfig(**{**TINY, field: 2.0})
+@pytest.mark.parametrize("field", ["vocab_size", "d_model", "num_heads", "num_layers"])
+@pytest.mark.parametrize("value", [2.0, "2", True])
+def test_non_integer_sizes_are_rejected(field, value):
+    with pytest.raises(ValueError, match=rf"\b{field}\b") as error:
+        VaswaniConfig(**{**TINY, field: value})
+    assert repr(value) in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name, field, value", [("dropout", "dropout", 1.5), ("num_heads", "num_heads", 0),
+                                                ("hidden_size", "d_model", -1), ("norm_first", "norm_first", "no")])
+def test_values_set_after_building_are_checked_like_given_ones(name, field, value):
+    config = VaswaniConfig(**TINY)
+    with pytest.raises(ValueError, match=rf"VaswaniConfig\.{field}\b.*{value!r}"):
+        setattr(config, name, value)
+    assert getattr(config, field) == VaswaniConfig(**TINY).to_dict()[field]  # the refused value is not kept
+
+
+def test_a_saved_warmup_steps_is_dropped():
+    """Eq. (3)'s warmup_steps moved to the trainer; config.json files written before still carry it."""
+    config = VaswaniConfig.from_dict({**TINY, "warmup_steps": 4000})
+    assert not hasattr(config, "warmup_steps") and "warmup_steps" not in config.to_json_string()
 
 
 @pytest.mark.parametrize("field", ["dropout", "attention_dropout", "label_smoothing"])
@@ -113,12 +130,17 @@ def test_token_ids_outside_vocab_name_the_field(field, value):
 
 
 @pytest.mark.parametrize("share", [True, False])
-def test_tie_word_embeddings_follows_share_embeddings_unless_given(share):
+def test_tie_word_embeddings_follows_share_embeddings_unless_given(share, tmp_path):
     assert VaswaniConfig(**TINY, share_embeddings=share).tie_word_embeddings is share
     # Deviation: the projection may be tied or not whatever the embeddings do (tests/model/test_hf_integration.py).
     assert VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share).tie_word_embeddings is not share
-    with pytest.raises(ValueError, match="tie_word_embeddings"):
-        VaswaniConfig(**TINY, tie_word_embeddings="no")
+    for value in ("no", None):
+        with pytest.raises(ValueError, match="tie_word_embeddings"):
+            VaswaniConfig(**TINY, tie_word_embeddings=value)
+    config = VaswaniConfig(**TINY)
+    config.tie_word_embeddings = "no"
+    with pytest.raises(ValueError, match="tie_word_embeddings"):  # checked again before it is written
+        config.save_pretrained(tmp_path)
 
 
 def test_attention_projections_are_bias_free_unless_a_saved_config_predates_the_field(tmp_path):
