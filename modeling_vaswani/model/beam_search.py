@@ -3,31 +3,28 @@
 "We used beam search with a beam size of 4 and length penalty α = 0.6 [38]. ... We set the maximum
 output length during inference to input length + 50, but terminate early when possible." (§6.1)
 
-[38] is GNMT (Wu et al., 2016): score(Y) = log P(Y | X) / lp(Y) with lp(Y) = ((5 + |Y|) / 6)^α, where
-|Y| counts the generated tokens, </s> included. The paper's models were decoded by tensor2tensor's beam
-search, which this follows. One step, for every sentence of the batch at once:
+[38] is GNMT: score(Y) = log P(Y | X) / lp(Y), lp(Y) = ((5 + |Y|) / 6)^α, |Y| counting the generated
+tokens, </s> included. The paper's models were decoded by tensor2tensor's beam search, which this
+follows. One step, for every sentence of the batch at once:
 
-1. each of the k live hypotheses is extended by every token: log P(Y | X) is its parent's plus the token's;
+1. each of the k live hypotheses is extended by every token (log P adds the token's log-probability);
 2. the 2k most probable candidates are kept, so that k remain even if k of them end here;
-3. candidates that end in </s> are finished: scored with lp, they compete for the sentence's k finished places;
-4. the k most probable candidates that did not end are the live hypotheses of the next step;
-5. "terminate early when possible": log P only falls as a hypothesis grows and lp only grows with |Y|
-   (α > 0), so no live hypothesis can ever score more than best live log P / lp(max_length), max_length
-   being §6.1's limit in generated tokens. A sentence is done once the finished hypothesis it returns
-   (the n-th best for num_return_sequences=n) scores more than that bound, or at the limit;
+3. candidates that end in </s> are finished: scored with lp, they compete for k finished places;
+4. the k most probable candidates that did not end are the next step's live hypotheses;
+5. "terminate early": log P only falls as a hypothesis grows and lp only grows (α > 0), so no live
+   hypothesis can score more than best live log P / lp(max_length), max_length the §6.1 limit. A
+   sentence is done once the finished hypothesis it returns (the n-th best for num_return_sequences=n)
+   scores more than that bound (tensor2tensor compares its worst finished one: same output, later);
 6. the best finished hypothesis is the translation (the best live ones if fewer finished by the limit).
-tensor2tensor compares the bound with its worst finished hypothesis; comparing it with the one returned
-returns the same hypotheses and stops sooner.
 
 Implementation (not from the paper): `GenerationMixin.generate` runs the encoder, repeats its output for
-the k beams and prepares the decoder's key/value cache, then calls this search (generation.py chooses
-it). Each step feeds the decoder the tokens its cache lacks — one per hypothesis, or a whole decoder
-prompt at the first step — and reorders the self-attention cache to follow the chosen parents. A cache
-given to generate() with one row per sentence is repeated for the k beams; a decoder_attention_mask
-grows by one 1 per step. Sentences that are done leave the batch (twice as fast on Multi30k's
-validation set), unless a dict is returned or logits processors run (a processor may keep per-row
-state); the returned dict's cache holds its sequences but their last token, as greedy search's does,
-so generate() continues from it. `generate(..., beam_trace=[])` appends every step's state (`_record`).
+the k beams and prepares the key/value cache, then calls this search (chosen in generation.py). Each
+step feeds the decoder the tokens its cache lacks (a whole decoder prompt at first) and reorders the
+self-attention cache after the chosen parents. A given cache with one row per sentence is repeated for
+the k beams; a decoder_attention_mask grows by a 1 per step. Done sentences leave the batch (twice as
+fast on Multi30k) unless a dict is returned or logits processors run (they may keep per-row state); the
+dict's cache holds its sequences but their last token, as greedy search's does, for generate() to go
+on from. `generate(..., beam_trace=[])` appends each step's state to the list (beam_trace.py).
 """
 
 import torch
@@ -36,6 +33,7 @@ from transformers.generation import GenerateBeamEncoderDecoderOutput
 from transformers.generation.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
 from transformers.modeling_outputs import BaseModelOutput
 
+from .beam_trace import record
 from .transformers_compat import cache_field, pop_cache
 
 EXCLUDED = -1.0e9  # the score of empty places and excluded candidates (as transformers' beam search)
@@ -61,11 +59,10 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     eos = config._eos_token_tensor
     fill = config._pad_token_tensor or eos[0] if eos is not None else -1  # after </s>, as transformers (pad 0: unset)
     encoder_outputs, memory_mask = model_kwargs.pop("encoder_outputs"), model_kwargs.pop("attention_mask", None)
-    decoder_mask, use_cache = model_kwargs.pop("decoder_attention_mask", None), model_kwargs.pop("use_cache", True)
-    cache = pop_cache(model_kwargs.pop("cache", None), model_kwargs) if use_cache else None
-    for name in ("cache", "past_key_values", "output_attentions", "output_hidden_states", "labels"):
-        model_kwargs.pop(name, None)  # labels: Seq2SeqTrainer's evaluation hands generate() the whole batch
-    if model_kwargs:
+    decoder_mask = model_kwargs.pop("decoder_attention_mask", None)
+    cache = pop_cache(model_kwargs.pop("cache", None), model_kwargs) if model_kwargs.pop("use_cache", True) else None
+    # labels: Seq2SeqTrainer's evaluation hands generate() the whole batch.
+    if set(model_kwargs) - {"cache", "past_key_values", "output_attentions", "output_hidden_states", "labels"}:
         raise ValueError(f"The paper's beam search does not take {sorted(model_kwargs)}; pass **TRANSFORMERS_BEAM_SEARCH.")
 
     device, (rows, prompt), max_length = input_ids.device, input_ids.shape, config.max_length
@@ -87,13 +84,11 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     seq[:, :, :prompt] = input_ids.view(batch, k, prompt)
     logp = torch.zeros(batch, k, device=device)
     logp[:, 1:] = EXCLUDED  # the k beams start identical: only the first grows at step 1
-    # Finished: score, sequence, log P, |Y| (0 marks an empty place), best first.
-    fin = [torch.full((batch, k), EXCLUDED, device=device), seq.clone(), torch.zeros(batch, k, device=device),
-           torch.zeros(batch, k, dtype=torch.long, device=device)]
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
-    out = [torch.full((batch, n, max_length), fill, dtype=torch.long, device=device), torch.zeros(batch, n,
-           device=device), torch.zeros(batch, n, dtype=torch.long, device=device)]  # returned: sequence, score, |Y|
-    scores = ()
+    # The finished hypotheses, best first (length 0: an empty place); `out`: the n returned ones per sentence.
+    fin = dict(score=torch.full_like(logp, EXCLUDED), seq=seq.clone(), logp=torch.zeros_like(logp),
+               length=torch.zeros_like(logp, dtype=torch.long))
+    out = dict(score=fin["score"][:, :n].clone(), seq=seq[:, :n].clone(), length=fin["length"][:, :n].clone())
+    done, scores = torch.zeros(batch, dtype=torch.bool, device=device), ()
     for step in range(1, limit + 1):
         active, cur = sentence.shape[0], prompt + step - 1  # cur: tokens so far
         flat = seq.view(active * k, max_length)
@@ -124,69 +119,54 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         finishing = ends & ~done[:, None]
         if bool(finishing.any()):
             score = cand_logp / gnmt_length_penalty(step, alpha) + (~finishing) * EXCLUDED
-            merged = [torch.cat(pair, dim=1) for pair in zip(fin, (score, cand, cand_logp, finishing * step))]
-            best = torch.topk(merged[0], k).indices
-            fin = [torch.take_along_dim(t, best if t.dim() == 2 else best[..., None], dim=1) for t in merged]
+            new = dict(score=score, seq=cand, logp=cand_logp, length=finishing * step)
+            merged = {name: torch.cat((fin[name], new[name]), dim=1) for name in fin}
+            best = torch.topk(merged["score"], k).indices
+            fin = {name: torch.take_along_dim(t, best if t.dim() == 2 else best[..., None], 1) for name, t in merged.items()}
 
         # Step 5: done once the hypothesis to return beats the bound (or at the limit).
         bound = logp[:, 0] / gnmt_length_penalty(limit if alpha > 0 else step, alpha)
-        done = done | ((fin[3][:, n - 1] > 0) & (fin[0][:, n - 1] > bound))
+        done = done | ((fin["length"][:, n - 1] > 0) & (fin["score"][:, n - 1] > bound))
         if beam_trace is not None:
-            _record(beam_trace, step, batch, sentence, seq, logp, fin, bound, done | (step == limit), prompt, alpha)
+            record(beam_trace, step, batch, sentence, seq, logp, fin, bound, done | (step == limit), prompt,
+                   lambda length: gnmt_length_penalty(length, alpha))
         if step == limit or bool(done.all()):
             break
         if compact and bool(done.any()):  # done sentences leave the batch, and their rows every tensor
-            _store(out, sentence[done], [t[done] for t in fin], seq[done], logp[done], step, alpha)
+            _store(out, sentence[done], {name: t[done] for name, t in fin.items()}, seq[done], logp[done], step, alpha)
             stay = ~done
             kept = (stay.nonzero()[:, 0, None] * k + torch.arange(k, device=device)).view(-1)  # (A'·k,) rows
-            sentence, seq, logp, done, fin = sentence[stay], seq[stay], logp[stay], done[stay], [t[stay] for t in fin]
+            sentence, seq, logp, done = sentence[stay], seq[stay], logp[stay], done[stay]
+            fin = {name: t[stay] for name, t in fin.items()}
             encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs.last_hidden_state[kept])
-            memory_mask = memory_mask[kept] if memory_mask is not None else None
-            decoder_mask = decoder_mask[kept] if decoder_mask is not None else None
+            memory_mask, decoder_mask = (None if m is None else m[kept] for m in (memory_mask, decoder_mask))
             if cache is not None:
                 cache.reorder_cache(beam_idx[stay].view(-1))  # both caches: the stayers' rows, parents followed
         elif cache is not None:
             getattr(cache, "self_attention_cache", cache).reorder_cache(beam_idx.view(-1))
 
     _store(out, sentence, fin, seq, logp, step, alpha)  # step 6
-    sequences = out[0].flatten(0, 1)[:, :prompt + int(out[2].max())]  # (B·n, prompt + longest)
+    sequences = out["seq"].flatten(0, 1)[:, :prompt + int(out["length"].max())]  # (B·n, prompt + longest)
     if not return_dict:
         return sequences
-    if cache is not None:  # generate() continues from it: the returned sequences but their last token
+    if cache is not None:  # for generate() to go on from: the returned sequences but their last token
         rows = (torch.arange(batch, device=device)[:, None] * k + torch.arange(n, device=device)).view(-1)
         cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
         model.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder_outputs.last_hidden_state[rows]),
                     attention_mask=None if memory_mask is None else memory_mask[rows], decoder_input_ids=sequences[:, :-1],
                     decoder_attention_mask=None if decoder_mask is None else decoder_mask[rows, :sequences.shape[1] - 1],
                     cache=cache, use_cache=True)
-    return GenerateBeamEncoderDecoderOutput(sequences=sequences, sequences_scores=out[1].flatten() if config.output_scores
-                                            else None, scores=scores or None, **cache_field(cache))
+    return GenerateBeamEncoderDecoderOutput(sequences=sequences, scores=scores or None, **cache_field(cache),
+                                            sequences_scores=out["score"].flatten() if config.output_scores else None)
 
 
 def _store(out, sentences, fin, seq, logp, step, alpha):
     """Step 6 for `sentences`: their n best finished hypotheses, the best live ones where fewer finished."""
-    n = out[1].shape[1]
-    real = fin[3][:, :n] > 0
+    n = out["score"].shape[1]
+    real = fin["length"][:, :n] > 0
     live = (torch.arange(n, device=real.device) - real.sum(dim=1, keepdim=True)).clamp(min=0)  # (A, n)
-    out[0][sentences] = torch.where(real[..., None], fin[1][:, :n], torch.take_along_dim(seq, live[..., None], dim=1))
-    out[1][sentences] = torch.where(real, fin[0][:, :n], torch.take_along_dim(logp, live, dim=1)
-                                    / gnmt_length_penalty(step, alpha))
-    out[2][sentences] = torch.where(real, fin[3][:, :n], step)
+    live_score = torch.take_along_dim(logp, live, dim=1) / gnmt_length_penalty(step, alpha)
+    out["score"][sentences] = torch.where(real, fin["score"][:, :n], live_score)
+    out["seq"][sentences] = torch.where(real[..., None], fin["seq"][:, :n], torch.take_along_dim(seq, live[..., None], 1))
+    out["length"][sentences] = torch.where(real, fin["length"][:, :n], step)
 
-
-def _record(trace, step, batch, sentence, seq, logp, fin, bound, done, prompt, alpha):
-    """The beam trace: appends {"step", "alive", "finished", "bound", "done"}, per input sentence: its live and
-    its finished hypotheses best first as (generated token ids, log P(Y|X), score), the bound of step 5 and
-    whether it is done. A sentence done before this step (or gone from the batch) repeats its last state."""
-    last = trace[-1] if trace else {name: [None] * batch for name in ("alive", "finished", "bound", "done")}
-    entry = {"step": step, **{name: list(last[name]) for name in ("alive", "finished", "bound", "done")}}
-    for row, s in enumerate(sentence.tolist()):
-        if last["done"][s]:
-            continue
-        hypotheses = zip(seq[row].tolist(), logp[row].tolist(), [step] * seq.shape[1])
-        entry["alive"][s] = [(ids[prompt:prompt + m], p, p / gnmt_length_penalty(m, alpha)) for ids, p, m in hypotheses]
-        hypotheses = zip(fin[1][row].tolist(), fin[2][row].tolist(), fin[3][row].tolist())
-        entry["finished"][s] = [(ids[prompt:prompt + m], p, p / gnmt_length_penalty(m, alpha))
-                                for ids, p, m in hypotheses if m > 0]
-        entry["bound"][s], entry["done"][s] = float(bound[row]), bool(done[row])
-    trace.append(entry)
