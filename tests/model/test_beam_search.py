@@ -216,6 +216,11 @@ def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
         assert repr(value) in str(error.value)
     with pytest.raises(ValueError, match="beam_trace"):
         model.generate(input_ids=ids, num_beams=1, beam_trace=[])
+    # What only transformers' search returns is asked of it, not silently left out.
+    with pytest.raises(ValueError, match="TRANSFORMERS_BEAM_SEARCH"):
+        model.generate(input_ids=ids, output_attentions=True, return_dict_in_generate=True)
+    assert model.generate(input_ids=ids, output_attentions=True, return_dict_in_generate=True,
+                          **TRANSFORMERS_BEAM_SEARCH).cross_attentions
 
 
 def test_papers_search_handles_padding_limits_and_min_length():
