@@ -63,7 +63,8 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     cache = pop_cache(model_kwargs.pop("cache", None), model_kwargs) if model_kwargs.pop("use_cache", True) else None
     # labels: Seq2SeqTrainer's evaluation hands generate() the whole batch.
     if set(model_kwargs) - {"cache", "past_key_values", "output_attentions", "output_hidden_states", "labels"}:
-        raise ValueError(f"The paper's beam search does not take {sorted(model_kwargs)}; pass **TRANSFORMERS_BEAM_SEARCH.")
+        raise ValueError(f"The paper's beam search does not take {sorted(model_kwargs)}; "
+                         "pass **TRANSFORMERS_BEAM_SEARCH.")
 
     device, (rows, prompt), max_length = input_ids.device, input_ids.shape, config.max_length
     batch, limit = rows // k, max_length - prompt  # sentences; generated tokens at most
@@ -122,7 +123,8 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             new = dict(score=score, seq=cand, logp=cand_logp, length=finishing * step)
             merged = {name: torch.cat((fin[name], new[name]), dim=1) for name in fin}
             best = torch.topk(merged["score"], k).indices
-            fin = {name: torch.take_along_dim(t, best if t.dim() == 2 else best[..., None], 1) for name, t in merged.items()}
+            fin = {name: torch.take_along_dim(t, best if t.dim() == 2 else best[..., None], dim=1)
+                   for name, t in merged.items()}
 
         # Step 5: done once the hypothesis to return beats the bound (or at the limit).
         bound = logp[:, 0] / gnmt_length_penalty(limit if alpha > 0 else step, alpha)
@@ -150,12 +152,12 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     if not return_dict:
         return sequences
     if cache is not None:  # for generate() to go on from: the returned sequences but their last token
-        rows = (torch.arange(batch, device=device)[:, None] * k + torch.arange(n, device=device)).view(-1)
+        first_n = (torch.arange(batch, device=device)[:, None] * k + torch.arange(n, device=device)).view(-1)
         cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
-        model.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder_outputs.last_hidden_state[rows]),
-                    attention_mask=None if memory_mask is None else memory_mask[rows], decoder_input_ids=sequences[:, :-1],
-                    decoder_attention_mask=None if decoder_mask is None else decoder_mask[rows, :sequences.shape[1] - 1],
-                    cache=cache, use_cache=True)
+        model.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder_outputs.last_hidden_state[first_n]),
+                    attention_mask=None if memory_mask is None else memory_mask[first_n],
+                    decoder_input_ids=sequences[:, :-1], cache=cache, use_cache=True, decoder_attention_mask=None
+                    if decoder_mask is None else decoder_mask[first_n, :sequences.shape[1] - 1])
     return GenerateBeamEncoderDecoderOutput(sequences=sequences, scores=scores or None, **cache_field(cache),
                                             sequences_scores=out["score"].flatten() if config.output_scores else None)
 
