@@ -37,8 +37,7 @@ from modeling_vaswani import shipped_model_path
 from modeling_vaswani.evaluation.fast_path import FastPath
 from modeling_vaswani.evaluation.scoring import compute_bleu
 from modeling_vaswani.evaluation.translation import load_translator, translate
-from modeling_vaswani.model.beam_search import PAPER_SEARCH
-from modeling_vaswani.model.generation import NUM_BEAMS, TRANSFORMERS_BEAM_SEARCH, max_new_tokens_for
+from modeling_vaswani.model.generation import NUM_BEAMS, PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH, max_new_tokens_for
 from modeling_vaswani.training.data import multi30k_pairs
 
 from .harness import alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches

@@ -22,9 +22,10 @@ score at least as good, and sometimes a different translation. (These beam searc
 Face's |Y|^α, whatever the model's generation config says, so that greedy's score is comparable.)
 
 Then the two length penalties: it tabulates both, decodes the first `--scan` validation sentences
-with the paper's search (beam 4, stopping by tensor2tensor's bound) once with each formula, counts
-the sentences where they choose different translations, and prints the first such sentence with
-both translations scored under both formulas. The second panel draws both penalties against |Y|.
+with the paper's search (GNMT's penalty, stopping by tensor2tensor's bound) and with Hugging Face's
+(|Y|^α, stopping once 4 hypotheses finished), counts the sentences where they choose different
+translations, and prints the first such sentence with both translations scored under both formulas.
+The second panel draws both penalties against |Y|.
 
     python examples/12_greedy_vs_beam.py                       # the shipped model in hub_card/
     python examples/12_greedy_vs_beam.py --model outputs/multi30k-en-de --count 8
@@ -44,15 +45,15 @@ from transformers.utils import logging as hf_logging
 
 from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
 from modeling_vaswani.cli import run_main
-from modeling_vaswani.model.beam_search import gnmt_length_penalty, hf_length_penalty
+from modeling_vaswani.model.beam_search import gnmt_length_penalty
+from modeling_vaswani.model.generation import PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 NUM_BEAMS, ALPHA = 4, 0.6  # §6.1
-# beam_search.py with Hugging Face's own rules: exactly transformers' beam search (|Y|^α).
-HF_SEARCH = dict(length_penalty_formula="hf", beam_termination="early_stopping")
-PENALTIES = {"gnmt": gnmt_length_penalty, "hf": hf_length_penalty}
+PENALTIES = {"gnmt": gnmt_length_penalty, "hf": lambda length, alpha: length ** alpha}  # Hugging Face's: |Y|^α
+SEARCHES = {"gnmt": PAPER_SEARCH, "hf": TRANSFORMERS_BEAM_SEARCH}  # the search that ranks by each
 
 
 def parse_args():
@@ -90,7 +91,7 @@ def greedy(model, encoded, pad_token_id):
 def beam(model, encoded):
     """Beam search (beam 4, α = 0.6); returns ids, log P(Y|X), |Y| and generate's sequences_scores."""
     out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, do_sample=False,
-                         output_scores=True, return_dict_in_generate=True, **HF_SEARCH)
+                         output_scores=True, return_dict_in_generate=True, **TRANSFORMERS_BEAM_SEARCH)
     token_log_probs = model.compute_transition_scores(out.sequences, out.scores, out.beam_indices)
     real = out.beam_indices[:, : token_log_probs.shape[1]] >= 0  # -1 marks steps after the hypothesis ended
     return out.sequences, (token_log_probs * real).sum(-1), real.sum(-1), out.sequences_scores
@@ -170,18 +171,18 @@ def compare_length_penalties(model, tokenizer, args):
     stem = MULTI30K_SPLITS["validation"]
     sources = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.source_lang}.gz")[: args.scan]
     results = {}
-    for name in PENALTIES:  # the paper's search; only the formula changes
+    for name in PENALTIES:  # each formula with the search it belongs to
         texts, scores, lengths = [], [], []
         for start in range(0, len(sources), 32):
             encoded = tokenizer(sources[start:start + 32], return_tensors="pt", padding=True)
             out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, output_scores=True,
-                                 return_dict_in_generate=True, length_penalty_formula=name, beam_termination="bound")
+                                 return_dict_in_generate=True, **SEARCHES[name])
             texts += tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
             scores += out.sequences_scores.tolist()
             lengths += [generated_length(seq, tokenizer.eos_token_id) for seq in out.sequences]
         results[name] = texts, scores, lengths
     differ = [i for i in range(len(sources)) if results["gnmt"][0][i].strip() != results["hf"][0][i].strip()]
-    print(f"\nbeam {NUM_BEAMS} with the paper's stopping rule: GNMT's and Hugging Face's length penalty choose "
+    print(f"\nbeam {NUM_BEAMS}: the paper's search (GNMT's length penalty) and Hugging Face's (|Y|^α) choose "
           f"different translations for {len(differ)} of {len(sources)} validation sentences.")
     if not differ:
         return [], 0

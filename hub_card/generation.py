@@ -7,13 +7,18 @@ output length during inference to input length + 50, but terminate early when po
 `paper_generation_config` turns these numbers into the `GenerationConfig` every new model carries
 (and saves as generation_config.json); `max_new_tokens_for` applies the "+ 50" rule, which
 `GenerationConfig` has no field for, so it is saved as our own entry `max_output_length_offset`.
-Two more entries of our own choose the search of beam_search.py: GNMT's length penalty
+Two more entries of our own choose the paper's search, beam_search.py: GNMT's length penalty
 (`length_penalty_formula="gnmt"`) and tensor2tensor's stopping rule (`beam_termination="bound"`).
 A generation config without them (files saved before they existed) decodes with transformers'
-beam search, as it always did; `TRANSFORMERS_BEAM_SEARCH` passed to generate() does so for any model.
+own beam search (`GenerationMixin`), as it always did; `TRANSFORMERS_BEAM_SEARCH` passed to
+generate() does so for any model. `choose_decoding` reads the two entries.
 """
 
-from transformers import GenerationConfig
+from transformers import GenerationConfig, GenerationMixin
+from transformers.generation.configuration_utils import GenerationMode
+from transformers.generation.utils import GENERATION_MODES_MAPPING
+
+from .beam_search import beam_search
 
 # §6.1: "beam search with a beam size of 4 and length penalty α = 0.6".
 NUM_BEAMS = 4
@@ -24,16 +29,17 @@ MAX_OUTPUT_LENGTH_OFFSET = 50
 # The max_length (20) that GenerationMixin.generate falls back to when none is set.
 GENERATE_FALLBACK_MAX_LENGTH = GenerationConfig._get_default_generation_params()["max_length"]
 
+# §6.1's "length penalty α = 0.6 [38]": GNMT's lp(Y) = ((5 + |Y|) / 6)^α, and "terminate early when
+# possible": once no live hypothesis can beat the one to return (tensor2tensor's bound). beam_search.py.
+PAPER_SEARCH = dict(length_penalty_formula="gnmt", beam_termination="bound")
+
 PAPER_DECODING = dict(
     num_beams=NUM_BEAMS,
     length_penalty=LENGTH_PENALTY,
-    early_stopping=True,  # "terminate early when possible" (transformers' rule; "bound" below replaces it)
+    early_stopping=True,  # "terminate early when possible" (transformers' rule; PAPER_SEARCH's bound replaces it)
     use_cache=True,  # the Trainer may switch config.use_cache off; decoding reads this one
     max_output_length_offset=MAX_OUTPUT_LENGTH_OFFSET,
-    # §6.1's "length penalty α = 0.6 [38]": GNMT's lp(Y) = ((5 + |Y|) / 6)^α (beam_search.py).
-    length_penalty_formula="gnmt",
-    # "terminate early when possible": once no live hypothesis can beat the finished one (beam_search.py).
-    beam_termination="bound",
+    **PAPER_SEARCH,
 )
 
 # generate(..., **TRANSFORMERS_BEAM_SEARCH): transformers' own beam search (|Y|^α, `early_stopping`).
@@ -98,3 +104,39 @@ def drop_generate_fallbacks(generation_config: GenerationConfig) -> None:
     if getattr(generation_config, "max_output_length_offset", None) is None:
         # A model loaded from a file written before the entry existed: save the limit generate applies.
         generation_config.max_output_length_offset = MAX_OUTPUT_LENGTH_OFFSET
+
+
+def choose_decoding(model, generation_config, kwargs: dict):
+    """The `custom_generate` of a generate() call: `decode` (the paper's search) when the call, else the
+    generation config passed, else the model's sets `length_penalty_formula` or `beam_termination`;
+    None (transformers' own decoding) when both are None. Takes the two settings out of `kwargs`."""
+    chosen = False
+    for name, paper in PAPER_SEARCH.items():
+        if name in kwargs:
+            value = kwargs.pop(name)
+        else:
+            value = getattr(generation_config if hasattr(generation_config, name) else model.generation_config, name,
+                            None)
+        if value not in (None, paper):
+            raise ValueError(f"{name} must be {paper!r} (§6.1's search) or None (transformers' own), got {value!r}.")
+        chosen = chosen or value is not None
+    if not chosen or kwargs.get("streamer") is not None or kwargs.get("assistant_model") is not None:
+        return None  # streaming and assisted decoding: transformers' path (its beam search refuses both)
+    return decode
+
+
+def decode(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus=False,
+           beam_trace=None, **model_kwargs):
+    """generate()'s decoding method when the paper's search is chosen: beam_search.py for beam search,
+    transformers' own method for greedy search and sampling."""
+    mode = generation_config.get_generation_mode()
+    if mode == GenerationMode.BEAM_SEARCH:
+        return beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
+                           beam_trace, **model_kwargs)
+    method = GENERATION_MODES_MAPPING.get(mode)
+    if beam_trace is not None or not hasattr(GenerationMixin, str(method)):
+        raise ValueError(f"{mode.value} is not available with the paper's search chosen (beam_trace needs beam "
+                         "search); pass **TRANSFORMERS_BEAM_SEARCH for transformers' own decoding.")
+    return getattr(type(model), method)(model, input_ids, logits_processor=logits_processor,
+                                        stopping_criteria=stopping_criteria, generation_config=generation_config,
+                                        synced_gpus=synced_gpus, **model_kwargs)

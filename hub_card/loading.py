@@ -37,10 +37,12 @@ from transformers.utils import cached_file
 
 from .generation import drop_generate_fallbacks
 
-# The file transformers loads as a model's own `generate` (GenerationMixin.load_custom_generate),
-# and the module it is a byte-for-byte copy of.
+# The file transformers loads as a model's own `generate` (GenerationMixin.load_custom_generate), copied
+# from the same path under the model code: a few lines that hand over to the model's `generate`, not a
+# second copy of beam_search.py (custom_generate/generate.py says why it cannot import it).
+MODEL_CODE = Path(__file__).parent
 CUSTOM_GENERATE_FILE = "custom_generate/generate.py"
-CUSTOM_GENERATE_SOURCE = Path(__file__).with_name("beam_search.py")
+CUSTOM_GENERATE_SOURCE = MODEL_CODE / CUSTOM_GENERATE_FILE
 
 
 class StrictCheckpoints:
@@ -107,9 +109,9 @@ class StrictCheckpoints:
         generation_config.json lists only what was set, and always the §6.1 length offset.
         `auto_map` names every model class of the saved code (`_auto_map`), so the folder loads
         with `AutoModel` as well as with the class it was saved from. A model that generates also
-        gets custom_generate/generate.py, a copy of beam_search.py: transformers makes it the
-        model's `generate` when the folder is loaded with `trust_remote_code=True`, so §6.1's
-        search travels with the checkpoint (and serves `generate(custom_generate=<folder>)`).
+        gets custom_generate/generate.py, which transformers makes the model's `generate` when the
+        folder is loaded with `trust_remote_code=True`; it hands over to the model's own `generate`,
+        which decodes with §6.1's search (beam_search.py, saved with the rest of the code).
         """
         check_shared_weights_match_config(self)  # before anything is written
         if getattr(self, "_auto_class", None) is not None:

@@ -25,11 +25,10 @@ from transformers import GenerationMixin
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import can_return_tuple
 
-from .beam_search import choose_decoding
 from .configuration_vaswani import VaswaniConfig
 from .embeddings import ScaledEmbedding
 from .fast_loss import fast_label_smoothed_cross_entropy
-from .generation import length_limit_chosen, max_new_tokens_for, paper_generation_config
+from .generation import choose_decoding, length_limit_chosen, max_new_tokens_for, paper_generation_config
 from .generation_cache import new_cache, source_length_varies
 from .inputs import check_attention_mask, check_batch, check_decoder_inputs, check_labels
 from .label_smoothing import label_smoothed_cross_entropy
@@ -133,9 +132,10 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         batch.
 
         Beam search (num_beams > 1, no sampling) is beam_search.py's when the generation config
-        (or the call) sets `length_penalty_formula` or `beam_termination` — every new model's does
-        (generation.py: GNMT's penalty, tensor2tensor's bound); with neither set (files saved
-        before they existed), and with both passed as None, it is transformers' own.
+        (or the call) sets `length_penalty_formula="gnmt"` or `beam_termination="bound"` — every new
+        model's does (generation.py); with neither set (files saved before they existed), and with
+        TRANSFORMERS_BEAM_SEARCH, it is transformers' own. `beam_trace=[]` records the paper's search
+        step by step (beam_search.py).
         """
         source = inputs if inputs is not None else kwargs.get("input_ids")
         if source is not None:

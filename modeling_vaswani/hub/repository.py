@@ -24,7 +24,7 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 
 from .model_card import load_results, render_model_card
-from ..model.loading import CUSTOM_GENERATE_SOURCE
+from ..model.loading import CUSTOM_GENERATE_FILE, MODEL_CODE
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..tokenizer_loading import load_tokenizer
 
@@ -39,7 +39,7 @@ REQUIRED_FILES = (
     "modeling_vaswani.py",
     "configuration_vaswani.py",
     "pipeline_vaswani.py",
-    "custom_generate/generate.py",
+    CUSTOM_GENERATE_FILE,
 )
 
 _CLEAN_PROCESS_CHECK = r"""
@@ -105,10 +105,6 @@ def validate_repository(folder, sentence: str = "Two dogs are playing in the sno
     return outcome
 
 
-MODEL_CODE = Path(CUSTOM_GENERATE_SOURCE).parent  # modeling_vaswani/model/: the code a checkpoint ships
-# Shipped files that are a package module under another name.
-RENAMED_CODE = {"custom_generate/generate.py": CUSTOM_GENERATE_SOURCE.name}
-
 
 def check_shipped_code(folder) -> None:
     """Raise ValueError unless every Python file in `folder` is byte for byte a module of the package's
@@ -120,8 +116,8 @@ def check_shipped_code(folder) -> None:
     shipped = set()
     for path in sorted(folder.rglob("*.py")):
         name = path.relative_to(folder).as_posix()
-        source = MODEL_CODE / RENAMED_CODE.get(name, name)
-        if "/" in name and name not in RENAMED_CODE or source.name == "__init__.py" or not source.is_file():
+        source = MODEL_CODE / name  # modeling_vaswani/model/: the code a checkpoint ships
+        if "/" in name and name != CUSTOM_GENERATE_FILE or source.name == "__init__.py" or not source.is_file():
             raise ValueError(f"{folder} ships {name}, which is not part of the model code (modeling_vaswani/model/); "
                              "remove it: a repository carries only the code save_pretrained copies.")
         if path.read_bytes() != source.read_bytes():

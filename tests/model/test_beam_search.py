@@ -1,7 +1,9 @@
 """Tests for modeling_vaswani.model.beam_search: §6.1's beam search — GNMT's length penalty, the
-stopping bound, equality with transformers' beam search under its own rules, the choice by the
-generation config, and custom_generate/generate.py in a process without this package."""
+stopping bound, the choice between it and transformers' own search by the generation config,
+decoder prompts and caches, the beam trace, and custom_generate/generate.py in a process without
+this package."""
 
+import importlib.util
 import json
 import math
 import os
@@ -12,19 +14,18 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import GenerationConfig, LogitsProcessorList
+from transformers import GenerationConfig, GenerationMixin, LogitsProcessorList
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
 from transformers.modeling_outputs import BaseModelOutput
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model import beam_search as search
-from modeling_vaswani.model.beam_search import gnmt_length_penalty, hf_length_penalty, sequence_score
-from modeling_vaswani.model.generation import PAPER_DECODING, TRANSFORMERS_BEAM_SEARCH
-from modeling_vaswani.model.loading import CUSTOM_GENERATE_FILE
+from modeling_vaswani.model import generation
+from modeling_vaswani.model.beam_search import gnmt_length_penalty
+from modeling_vaswani.model.generation import PAPER_DECODING, PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
+from modeling_vaswani.model.loading import CUSTOM_GENERATE_FILE, CUSTOM_GENERATE_SOURCE
 
 EOS = 2
-HF_RULES = dict(length_penalty_formula="hf", beam_termination="early_stopping")
-PAPER = dict(length_penalty_formula="gnmt", beam_termination="bound")
 
 
 def tiny_model(seed=0, eos_boost=1.5):
@@ -47,16 +48,15 @@ def padded_batch(seed=0, batch=5, length=9):
 
 @pytest.fixture
 def calls(monkeypatch):
-    """How often generate() ran this module's beam search."""
-    count = []
-    original = search.beam_search
+    """Which beam search generate() ran: "paper" (beam_search.py) or "transformers" (GenerationMixin's)."""
+    ran = []
+    for module, name, label in ((generation, "beam_search", "paper"), (GenerationMixin, "_beam_search", "transformers")):
+        def counting(*args, _original=getattr(module, name), _label=label, **kwargs):
+            ran.append(_label)
+            return _original(*args, **kwargs)
 
-    def counting(*args, **kwargs):
-        count.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(search, "beam_search", counting)
-    return count
+        monkeypatch.setattr(module, name, counting)
+    return ran
 
 
 # ---- GNMT's length penalty by hand --------------------------------------------------------------
@@ -66,12 +66,6 @@ def test_gnmt_length_penalty_by_hand():
     assert gnmt_length_penalty(7, 0.6) == pytest.approx(2.0 ** 0.6)  # ((5 + 7) / 6)^α = 2^α
     assert gnmt_length_penalty(13, 0.5) == pytest.approx(math.sqrt(3.0))
     assert gnmt_length_penalty(40, 0.0) == 1.0  # α = 0: plain log-probability
-    assert hf_length_penalty(4, 0.5) == 2.0  # transformers' |Y|^α
-    # log P = -3 over 7 tokens: GNMT divides by 2^0.6, transformers by 7^0.6.
-    assert sequence_score(-3.0, 7, 0.6) == pytest.approx(-3.0 / 1.515716566)
-    assert sequence_score(-3.0, 7, 0.6, "hf") == pytest.approx(-3.0 / 3.2140958)
-    # GNMT's penalty grows more slowly with |Y| than |Y|^α: it favours long outputs less.
-    assert all(gnmt_length_penalty(n, 0.6) < hf_length_penalty(n, 0.6) for n in range(2, 60))
 
 
 def test_returned_scores_are_log_prob_over_gnmt_penalty():
@@ -85,15 +79,14 @@ def test_returned_scores_are_log_prob_over_gnmt_penalty():
         sentence = row // 2
         tokens = sequence[1:].tolist()
         length = tokens.index(EOS) + 1 if EOS in tokens else len(tokens)
-        decoder_input = sequence[None, :length]
         with torch.no_grad():
             logits = model(input_ids=ids[sentence:sentence + 1], attention_mask=mask[sentence:sentence + 1],
-                           decoder_input_ids=decoder_input).logits
+                           decoder_input_ids=sequence[None, :length]).logits
         log_p = torch.log_softmax(logits[0], -1).gather(-1, sequence[1:length + 1, None]).sum()
-        expected = float(log_p) / ((5 + length) / 6) ** 0.6
-        assert float(out.sequences_scores[row]) == pytest.approx(expected, abs=1e-4)
-    # Best first within each sentence.
+        assert float(out.sequences_scores[row]) == pytest.approx(float(log_p) / ((5 + length) / 6) ** 0.6, abs=1e-4)
+    # Best first within each sentence; one log-probability tensor per step.
     assert torch.all(out.sequences_scores.view(-1, 2)[:, 0] >= out.sequences_scores.view(-1, 2)[:, 1])
+    assert len(out.scores) == out.sequences.shape[1] - 1 and out.scores[0].shape == (4 * ids.shape[0], 40)
 
 
 # ---- the stopping bound by hand -----------------------------------------------------------------
@@ -107,7 +100,7 @@ class ScriptedModel:
     def __init__(self, table, vocab_size=8):
         self.table, self.vocab_size = table, vocab_size
 
-    def forward(self, decoder_input_ids=None, cache=None, **kwargs):
+    def __call__(self, decoder_input_ids=None, **kwargs):
         rows = []
         for prefix in decoder_input_ids.tolist():
             chosen = self.table.get(tuple(prefix[1:]), {})
@@ -116,8 +109,6 @@ class ScriptedModel:
         probabilities = torch.tensor(rows, dtype=torch.float64)
         return SimpleNamespace(logits=probabilities.log().float()[:, None, :])
 
-    __call__ = forward
-
 
 A, B, C = 3, 4, 5
 # Step 1: "b" 0.35, </s> 0.30, "a" 0.28; "a </s>" is likely; "b c c </s>" is very likely.
@@ -125,146 +116,88 @@ TABLE = {(): {B: 0.35, EOS: 0.30, A: 0.28}, (A,): {EOS: 0.6}, (B,): {C: 0.95}, (
          (B, C, C): {EOS: 0.95}}
 
 
-def run_scripted(termination, max_new_tokens=10, early_stopping=True):
-    config = GenerationConfig(num_beams=2, length_penalty=0.6, early_stopping=early_stopping,
-                              max_length=1 + max_new_tokens, eos_token_id=EOS, pad_token_id=0,
-                              return_dict_in_generate=True, output_scores=True)
+def run_scripted(max_new_tokens=10, trace=None):
+    config = GenerationConfig(num_beams=2, length_penalty=0.6, max_length=1 + max_new_tokens, eos_token_id=EOS,
+                              pad_token_id=0, return_dict_in_generate=True, output_scores=True)
     config._eos_token_tensor, config._pad_token_tensor = torch.tensor([EOS]), torch.tensor(0)
     criteria = StoppingCriteriaList([MaxLengthCriteria(1 + max_new_tokens), EosTokenCriteria(torch.tensor([EOS]))])
     start = torch.ones(2, 1, dtype=torch.long)  # one sentence, two beams
-    return search.beam_search(ScriptedModel(TABLE), start, LogitsProcessorList(), criteria, config,
-                              length_penalty_formula="gnmt", beam_termination=termination,
-                              encoder_outputs=BaseModelOutput(last_hidden_state=torch.zeros(2, 1, 1)),
-                              use_cache=False)
+    return search.beam_search(ScriptedModel(TABLE), start, LogitsProcessorList(), criteria, config, beam_trace=trace,
+                              encoder_outputs=BaseModelOutput(last_hidden_state=torch.zeros(2, 1, 1)), use_cache=False)
 
 
-def test_bound_keeps_searching_where_early_stopping_stops_and_finds_the_better_translation():
+def test_bound_keeps_searching_after_k_finished_and_finds_the_better_translation():
     """Beam 2. Step 1 finishes "</s>" (score log 0.30 = −1.204); step 2 finishes "a </s>"
-    (−1.784 / lp(2) = −1.626): two finished, so early_stopping=True stops with the empty output.
-    The live "b c" (log P −1.101) could still reach −1.101 / lp(10) = −0.635 > −1.204, so the bound
-    goes on and finds "b c c </s>": (log .35 + 3 log .95) / lp(4) = −0.943, the better translation."""
+    (−1.784 / lp(2) = −1.626): two finished, where transformers' early_stopping=True would stop with
+    the empty output. The live "b c" (log P −1.101) could still reach −1.101 / lp(10) = −0.635 > −1.204,
+    so the search goes on and finds "b c c </s>": (log .35 + 3 log .95) / lp(4) = −0.943."""
     lp = gnmt_length_penalty
-    stopped = run_scripted("early_stopping")
-    assert len(stopped.scores) == 2
-    assert stopped.sequences.tolist() == [[1, EOS]]
-    assert float(stopped.sequences_scores[0]) == pytest.approx(math.log(0.30), rel=1e-6)
-    # At that point the bound says the search may not stop yet:
-    best_alive = math.log(0.35) + math.log(0.95)
-    assert best_alive / lp(10, 0.6) > math.log(0.30)
-
-    paper = run_scripted("bound")
-    assert len(paper.scores) == 4
+    trace = []
+    paper = run_scripted(trace=trace)
     assert paper.sequences.tolist() == [[1, B, C, C, EOS]]
     expected = (math.log(0.35) + 3 * math.log(0.95)) / lp(4, 0.6)
     assert float(paper.sequences_scores[0]) == pytest.approx(expected, rel=1e-6)
     assert expected > math.log(0.30)
+    assert len(paper.scores) == len(trace) == 4
+    step2 = trace[1]
+    assert [hypothesis[0] for hypothesis in step2["finished"][0]] == [[EOS], [A, EOS]]
+    assert step2["bound"][0] == pytest.approx((math.log(0.35) + math.log(0.95)) / lp(10, 0.6), rel=1e-6)
+    assert step2["done"] == [False] and step2["bound"][0] > math.log(0.30)
     # After step 4 the best live hypothesis ("b c c" + another token, log P ≈ −6.1) is bounded by
-    # −6.1 / lp(10) ≈ −3.5 < −0.943: stop, although the limit (10 tokens) is far.
+    # −6.1 / lp(10) ≈ −3.5 < −0.943: done, although the limit (10 tokens) is far.
+    assert trace[-1]["done"] == [True] and trace[-1]["finished"][0][0][0] == [B, C, C, EOS]
 
 
-def test_at_the_limit_only_ended_hypotheses_are_translations_under_the_bound():
-    """With room for 3 tokens "b c c </s>" cannot end. transformers' rule (here "never", so that it
-    reaches the limit) counts the cut "b c c" as finished, (log .35 + 2 log .95) / lp(3) = −0.970,
-    and returns it; the paper's (tensor2tensor's) returns the best hypothesis that ended, "</s>"."""
-    cut = run_scripted("early_stopping", max_new_tokens=3, early_stopping="never")
-    assert cut.sequences.tolist() == [[1, B, C, C]]
-    expected = (math.log(0.35) + 2 * math.log(0.95)) / gnmt_length_penalty(3, 0.6)
-    assert float(cut.sequences_scores[0]) == pytest.approx(expected, rel=1e-6)
-    ended = run_scripted("bound", max_new_tokens=3)
+def test_at_the_limit_only_ended_hypotheses_are_translations():
+    """With room for 3 tokens "b c c </s>" cannot end; the cut "b c c" is no translation, so the best
+    hypothesis that ended is: "</s>" (tensor2tensor's rule; transformers' would return "b c c")."""
+    ended = run_scripted(max_new_tokens=3)
     assert ended.sequences.tolist() == [[1, EOS]]
     assert float(ended.sequences_scores[0]) == pytest.approx(math.log(0.30), rel=1e-6)
-
-
-# ---- transformers' rules: exactly transformers' beam search -------------------------------------
-
-CASES = [
-    dict(early_stopping=True), dict(early_stopping=False), dict(early_stopping="never"),
-    dict(early_stopping=True, num_return_sequences=3), dict(early_stopping="never", num_return_sequences=2),
-    dict(early_stopping=True, min_new_tokens=4), dict(early_stopping=False, use_cache=False),
-    dict(early_stopping=True, no_repeat_ngram_size=2, length_penalty=1.2),
-]
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("case", CASES, ids=lambda case: ",".join(f"{k}={v}" for k, v in case.items()))
-def test_with_transformers_rules_it_is_transformers_beam_search(seed, case, calls):
-    model = tiny_model(seed, eos_boost=1.5 + 0.2 * seed)
-    ids, mask = padded_batch(seed)
-    kwargs = dict(input_ids=ids, attention_mask=mask, num_beams=4, max_new_tokens=14, output_scores=True,
-                  return_dict_in_generate=True, **{"length_penalty": 0.6, **case})
-    theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
-    assert not calls
-    ours = model.generate(**kwargs, **HF_RULES)
-    assert len(calls) == 1
-    assert torch.equal(ours.sequences, theirs.sequences)
-    assert torch.equal(ours.sequences_scores, theirs.sequences_scores)
-    assert torch.equal(ours.beam_indices, theirs.beam_indices)
-    assert len(ours.scores) == len(theirs.scores)
-    assert all(torch.equal(a, b) for a, b in zip(ours.scores, theirs.scores))
-    # Without scores to return, done sentences leave the batch: the same tokens, fewer rows computed.
-    plain = {k: v for k, v in kwargs.items() if k not in ("output_scores", "return_dict_in_generate")}
-    assert torch.equal(model.generate(**plain, **HF_RULES), theirs.sequences)
-
-
-@pytest.mark.slow
-def test_with_transformers_rules_the_shipped_model_decodes_as_transformers(hub_card_model):
-    from modeling_vaswani.training.data import multi30k_pairs
-
-    model, tokenizer = hub_card_model
-    sources, _ = multi30k_pairs("test", max_samples=30)
-    encoded = tokenizer(sources, return_tensors="pt", padding=True)
-    kwargs = dict(**encoded, num_beams=4, output_scores=True, return_dict_in_generate=True)
-    theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
-    ours = model.generate(**kwargs, **HF_RULES)
-    assert torch.equal(ours.sequences, theirs.sequences)
-    assert torch.equal(ours.sequences_scores, theirs.sequences_scores)
-    assert torch.equal(model.generate(**encoded, num_beams=4, **HF_RULES), theirs.sequences)
-
-
-@pytest.fixture(scope="module")
-def hub_card_model():
-    from modeling_vaswani.evaluation.translation import load_translator
-
-    folder = os.path.join(os.path.dirname(__file__), "..", "..", "hub_card")
-    if not os.path.isfile(os.path.join(folder, "model.safetensors")):
-        pytest.skip("hub_card/ holds no trained model")
-    return load_translator(folder, device="cpu")
 
 
 # ---- chosen by the generation config ------------------------------------------------------------
 
 def test_new_models_decode_with_the_papers_search(tmp_path, calls):
     model = tiny_model()
-    assert {k: getattr(model.generation_config, k) for k in PAPER} == PAPER == {
-        k: PAPER_DECODING[k] for k in PAPER}
+    assert {k: getattr(model.generation_config, k) for k in PAPER_SEARCH} == PAPER_SEARCH == {
+        k: PAPER_DECODING[k] for k in PAPER_SEARCH}
     ids, mask = padded_batch()
     paper = model.generate(input_ids=ids, attention_mask=mask)
-    assert len(calls) == 1
+    assert calls == ["paper"]
     # Saved with generation_config.json, and chosen again after loading.
     model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "generation_config.json").read_text())
-    assert {k: saved[k] for k in PAPER} == PAPER
+    assert {k: saved[k] for k in PAPER_SEARCH} == PAPER_SEARCH
     loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path).eval()
     assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask), paper)
-    assert len(calls) == 2
     # The same search, asked for explicitly.
-    assert torch.equal(model.generate(input_ids=ids, attention_mask=mask, **PAPER), paper)
+    assert torch.equal(model.generate(input_ids=ids, attention_mask=mask, **PAPER_SEARCH), paper)
+    assert calls == ["paper"] * 3
 
 
-def test_configs_without_the_entries_decode_with_transformers_beam_search(calls):
+def test_transformers_beam_search_is_generation_mixins_own(calls):
     model = tiny_model()
     ids, mask = padded_batch()
-    theirs = model.generate(input_ids=ids, attention_mask=mask, **TRANSFORMERS_BEAM_SEARCH)
-    for name in PAPER:  # a generation_config.json saved before the entries existed
+    kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=14, output_scores=True,
+                  return_dict_in_generate=True)
+    theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
+    assert calls == ["transformers"]
+    direct = GenerationMixin.generate(model, **kwargs)  # transformers' generate, no choice of ours involved
+    assert torch.equal(theirs.sequences, direct.sequences)
+    assert torch.equal(theirs.sequences_scores, direct.sequences_scores)
+    # A generation_config.json saved before the entries existed: transformers' search, as it was.
+    for name in PAPER_SEARCH:
         delattr(model.generation_config, name)
-    assert torch.equal(model.generate(input_ids=ids, attention_mask=mask), theirs)
-    assert not calls
-    # On such a model the paper's search is one call argument away.
-    assert not torch.equal(model.generate(input_ids=ids, attention_mask=mask, **PAPER), theirs)
-    assert len(calls) == 1
+    assert torch.equal(model.generate(**kwargs).sequences, theirs.sequences)
+    assert calls == ["transformers"] * 3
+    # On such a model the paper's search is one call argument away, and here decodes differently.
+    assert not torch.equal(model.generate(input_ids=ids, attention_mask=mask, **PAPER_SEARCH),
+                           model.generate(input_ids=ids, attention_mask=mask))
+    assert calls[-2:] == ["paper", "transformers"]
 
 
-def test_other_modes_are_transformers_own(calls):
+def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
     model = tiny_model()
     ids, mask = padded_batch()
     greedy = model.generate(input_ids=ids, attention_mask=mask, num_beams=1, max_new_tokens=8)
@@ -275,11 +208,19 @@ def test_other_modes_are_transformers_own(calls):
     torch.manual_seed(0)
     assert torch.equal(sampled, model.generate(input_ids=ids, attention_mask=mask, do_sample=True, max_new_tokens=8,
                                                **TRANSFORMERS_BEAM_SEARCH))
-    assert not calls
-    with pytest.raises(ValueError, match="beam_termination"):
-        model.generate(input_ids=ids, beam_termination="soon")
-    with pytest.raises(ValueError, match="length_penalty_formula"):
-        model.generate(input_ids=ids, length_penalty_formula="wu")
+    assert "paper" not in calls  # sampling with 4 beams is transformers' beam sampling
+    for name, value in (("beam_termination", "soon"), ("beam_termination", "early_stopping"),
+                        ("length_penalty_formula", "hf")):
+        with pytest.raises(ValueError, match=name) as error:
+            model.generate(input_ids=ids, **{name: value})
+        assert repr(value) in str(error.value)
+    with pytest.raises(ValueError, match="beam_trace"):
+        model.generate(input_ids=ids, num_beams=1, beam_trace=[])
+    # What only transformers' search returns is asked of it, not silently left out.
+    with pytest.raises(ValueError, match="TRANSFORMERS_BEAM_SEARCH"):
+        model.generate(input_ids=ids, output_attentions=True, return_dict_in_generate=True)
+    assert model.generate(input_ids=ids, output_attentions=True, return_dict_in_generate=True,
+                          **TRANSFORMERS_BEAM_SEARCH).cross_attentions
 
 
 def test_papers_search_handles_padding_limits_and_min_length():
@@ -296,6 +237,78 @@ def test_papers_search_handles_padding_limits_and_min_length():
     # A sentence whose hypotheses never end: the best live one at the limit (input + 50 by default).
     endless = model.generate(input_ids=ids[:1], suppress_tokens=[EOS])
     assert endless.shape == (1, 1 + ids.shape[1] + 50) and EOS not in endless
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_done_sentences_leaving_the_batch_change_nothing(seed):
+    """Plain outputs let done sentences leave; a returned dict keeps every row to the end."""
+    model = tiny_model(seed, eos_boost=1.3 + 0.2 * seed)
+    ids, mask = padded_batch(seed, batch=7)
+    for n in (1, 3):
+        kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=20, num_return_sequences=n)
+        kept = model.generate(**kwargs, return_dict_in_generate=True)
+        assert torch.equal(model.generate(**kwargs), kept.sequences)
+
+
+# ---- decoder prompts and caches, as transformers' models take them ------------------------------
+
+@pytest.mark.parametrize("first_search", ["paper", "greedy"])
+def test_generate_continues_from_the_cache_it_returned(first_search):
+    """generate() with return_dict_in_generate returns a cache of its sequences but their last token;
+    passing it back with those sequences (and their decoder mask) decodes as without the cache. The
+    beam search repeats a cache of one row per sentence for its k beams."""
+    model = tiny_model()
+    ids, mask = padded_batch()
+    settings = dict(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
+    first = model.generate(**settings, max_new_tokens=3, **({"num_beams": 1} if first_search == "greedy" else {}))
+    prefix = first.sequences
+    assert first.cache.get_seq_length() == prefix.shape[1] - 1
+    prompt = dict(decoder_input_ids=prefix, decoder_attention_mask=torch.ones_like(prefix), max_new_tokens=6)
+    continued = model.generate(**settings, **prompt, cache=first.cache)
+    fresh = model.generate(**settings, **prompt)
+    assert torch.equal(continued.sequences, fresh.sequences)
+    assert torch.equal(continued.sequences[:, :prefix.shape[1]], prefix)
+    torch.testing.assert_close(continued.sequences_scores, fresh.sequences_scores, rtol=0, atol=1e-5)
+    # The mask of ones is no mask at all.
+    assert torch.equal(model.generate(input_ids=ids, attention_mask=mask, decoder_input_ids=prefix, max_new_tokens=6),
+                       fresh.sequences)
+
+
+# ---- the beam trace -----------------------------------------------------------------------------
+
+def test_the_trace_records_each_step_and_ends_with_what_generate_returns():
+    model = tiny_model(eos_boost=2.0)
+    ids, mask = padded_batch()
+    trace = []
+    out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20, beam_trace=trace)
+    assert torch.equal(out, model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20))
+    assert [entry["step"] for entry in trace] == list(range(1, len(trace) + 1))
+    last = trace[-1]
+    assert all(last["done"]) and sum(trace[-2]["done"]) == 4  # four done early, one at the limit
+    for sentence, row in enumerate(out.tolist()):
+        finished = last["finished"][sentence]
+        if finished:  # the best finished hypothesis is the translation
+            tokens, log_prob, score = finished[0]
+            assert tokens == row[1:row.index(EOS, 1) + 1]
+            assert score == pytest.approx(log_prob / gnmt_length_penalty(len(tokens), 0.6))
+        else:  # none ended by the limit: the best live one
+            assert last["alive"][sentence][0][0] == row[1:] and len(row[1:]) == 20
+    assert sum(bool(finished) for finished in last["finished"]) == 4
+    for before, entry in zip([{"done": [False] * 5}] + trace, trace):
+        for sentence in (s for s, done in enumerate(before["done"]) if not done):
+            alive, finished = entry["alive"][sentence], entry["finished"][sentence]
+            assert len(alive) == 4 and len(finished) <= 4
+            assert all(len(tokens) == entry["step"] and EOS not in tokens for tokens, _, _ in alive)
+            assert [p for _, p, _ in alive] == sorted((p for _, p, _ in alive), reverse=True)
+            assert [s for _, _, s in finished] == sorted((s for _, _, s in finished), reverse=True)
+            assert all(tokens[-1] == EOS for tokens, _, _ in finished)
+            assert entry["bound"][sentence] == pytest.approx(alive[0][1] / gnmt_length_penalty(20, 0.6))
+    # A done sentence (gone from the batch) repeats its last state; sentences keep their input order.
+    left = [(before, after) for before, after in zip(trace, trace[1:]) if any(before["done"])]
+    assert left
+    for before, after in left:
+        for sentence in (s for s, done in enumerate(before["done"]) if done):
+            assert all(after[key][sentence] == before[key][sentence] for key in ("alive", "finished", "bound", "done"))
 
 
 # ---- custom_generate/generate.py travels with every checkpoint -----------------------------------
@@ -322,8 +335,7 @@ def test_saved_folder_decodes_with_the_papers_search_without_the_package(tmp_pat
     model = tiny_model()
     ids, mask = padded_batch()
     model.save_pretrained(tmp_path / "saved")
-    source = search.__file__
-    assert (tmp_path / "saved" / CUSTOM_GENERATE_FILE).read_bytes() == open(source, "rb").read()
+    assert (tmp_path / "saved" / CUSTOM_GENERATE_FILE).read_bytes() == CUSTOM_GENERATE_SOURCE.read_bytes()
     folder = shutil.copytree(tmp_path / "saved", tmp_path / "elsewhere" / "copied")
     paper = model.generate(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
     theirs = model.generate(input_ids=ids, attention_mask=mask, **TRANSFORMERS_BEAM_SEARCH)
@@ -339,6 +351,18 @@ def test_saved_folder_decodes_with_the_papers_search_without_the_package(tmp_pat
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["imported"] == []
     assert report["generate"].startswith("transformers_modules.") and report["generate"].endswith(
-        "custom_generate.generate")
+        "custom_generate.generate")  # transformers loaded the folder's custom_generate
     assert report["paper"] == [paper.sequences.tolist(), paper.sequences_scores.tolist()]
     assert report["transformers"] == theirs.tolist()
+
+
+def test_custom_generate_hands_over_to_the_models_own_generate_only():
+    spec = importlib.util.spec_from_file_location("custom_generate_under_test", CUSTOM_GENERATE_SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = tiny_model()
+    ids, mask = padded_batch()
+    assert torch.equal(module.generate(input_ids=ids, attention_mask=mask, model=model),
+                       model.generate(input_ids=ids, attention_mask=mask))
+    with pytest.raises(TypeError, match="SimpleNamespace"):
+        module.generate(input_ids=ids, model=SimpleNamespace())

@@ -47,9 +47,10 @@ def test_saved_code_is_the_package_code_byte_for_byte(saved_model_dir, model_cod
     assert saved == sorted(p.name for p in model_code_dir.glob("*.py") if p.name != "__init__.py")
     for name in saved:
         assert (path / name).read_bytes() == (model_code_dir / name).read_bytes(), name
-    # §6.1's search once more, where transformers looks for a model's own generate (trust_remote_code).
+    # Where transformers looks for a model's own generate (trust_remote_code): a hand-over to the model's.
     assert sorted(p.relative_to(path).as_posix() for p in path.glob("*/*.py")) == ["custom_generate/generate.py"]
-    assert (path / "custom_generate" / "generate.py").read_bytes() == (model_code_dir / "beam_search.py").read_bytes()
+    assert (path / "custom_generate" / "generate.py").read_bytes() == (
+        model_code_dir / "custom_generate" / "generate.py").read_bytes()
 
 
 def test_config_json_points_at_the_saved_code(saved_model_dir):

@@ -44,10 +44,11 @@ def test_code_files_equal_the_package(hub_card, model_code_dir):
         assert path.read_bytes() == (model_code_dir / path.name).read_bytes(), f"{path.name} differs from the package"
 
 
-def test_custom_generate_is_the_packages_beam_search(hub_card, model_code_dir):
+def test_custom_generate_is_the_packages(hub_card, model_code_dir):
     # What save_pretrained writes next to the code: transformers' hook for a model's own generate.
     assert [p.name for p in (hub_card / "custom_generate").iterdir()] == ["generate.py"]
-    assert (hub_card / "custom_generate" / "generate.py").read_bytes() == (model_code_dir / "beam_search.py").read_bytes()
+    assert (hub_card / "custom_generate" / "generate.py").read_bytes() == (
+        model_code_dir / "custom_generate" / "generate.py").read_bytes()
 
 
 def test_the_shipped_model_is_the_papers_architecture_and_decodes_with_its_search(hub_card, shipped):

@@ -227,10 +227,11 @@ def test_copied_code_is_exactly_the_model_modules(model_dir):
     assert copied == expected
     for name in copied:
         assert (model_dir / name).read_bytes() == (MODEL_CODE / name).read_bytes(), name
-    # custom_generate/generate.py, the only code outside the flat modules, is one of them byte for byte.
+    # custom_generate/generate.py, the only code outside the flat modules, is the package's byte for byte.
     nested = {path.relative_to(model_dir).as_posix() for path in model_dir.rglob("*.py")} - copied
     assert nested == {"custom_generate/generate.py"}
-    assert (model_dir / "custom_generate" / "generate.py").read_bytes() == (MODEL_CODE / "beam_search.py").read_bytes()
+    assert (model_dir / "custom_generate" / "generate.py").read_bytes() == (
+        MODEL_CODE / "custom_generate" / "generate.py").read_bytes()
     config = json.loads((model_dir / "config.json").read_text())
     referenced = {ref.split(".")[0] + ".py" for ref in config["auto_map"].values()}
     referenced |= {spec["impl"].split(".")[0] + ".py" for spec in config["custom_pipelines"].values()}
