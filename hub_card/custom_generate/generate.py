@@ -109,7 +109,7 @@ _ROW_WISE_PROCESSORS = tuple(getattr(logits_process, name) for name in (
 
 @torch.no_grad()
 def beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus=False,
-                length_penalty_formula=None, beam_termination=None, **model_kwargs):
+                length_penalty_formula=None, beam_termination=None, beam_trace=None, **model_kwargs):
     """Beam search over a batch, with the cache and encoder output `GenerationMixin.generate` prepared.
 
     `input_ids` (B·k, prompt length) are the decoder's start tokens, repeated for the k beams;
@@ -264,6 +264,9 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
                      and not (bool(all_full.all()) and left_all_full and early_stopping is True)
                      and not bool(ends.all())
                      and not (compact and bool(frozen.all())))
+        if beam_trace is not None:
+            _trace_step(beam_trace, batch, sentence, cur_len - prompt, prompt, alive_seq, alive_logp, finished,
+                        frozen | at_limit | (not go_on), max_length - prompt, length_penalty, alpha)
         if at_limit or not go_on:
             results.store(sentence, finished, alive_seq, alive_logp, alive_beams, cur_len - prompt,
                           length_penalty, alpha, fill_from_alive=paper_rule)
@@ -384,6 +387,24 @@ class _Results:
         return sequences, self.score.flatten(), self.beams.flatten(0, 1)[:, :longest]
 
 
+def _trace_step(trace, batch, sentence, length, prompt, alive_seq, alive_logp, finished, done, max_new, lp, alpha):
+    """One step of the beam trace: per sentence (input order), live and finished hypotheses, bound, done."""
+    previous = trace[-1] if trace else None
+    step = {name: list(previous[name]) if previous else [None] * batch for name in ("alive", "finished", "bound", "done")}
+    step["step"] = length
+    for row, index in enumerate(sentence.tolist()):
+        step["alive"][index] = [(alive_seq[row, j, prompt:prompt + length].tolist(), float(alive_logp[row, j]),
+                                 float(alive_logp[row, j]) / lp(length, alpha)) for j in range(alive_seq.shape[1])
+                                if float(alive_logp[row, j]) > EXCLUDED / 2]
+        step["finished"][index] = [
+            (finished.seq[row, j, prompt:prompt + int(finished.length[row, j])].tolist(),
+             float(finished.score[row, j]) * lp(int(finished.length[row, j]), alpha), float(finished.score[row, j]))
+            for j in range(finished.score.shape[1]) if bool(finished.real[row, j])]
+        step["bound"][index] = float(alive_logp[row, 0]) / lp(max_new, alpha)
+        step["done"][index] = bool(done[row]) if isinstance(done, torch.Tensor) else bool(done)
+    trace.append(step)
+
+
 def _collect(collected, keep, outputs, logits, log_probs):
     """What `return_dict_in_generate` asked for, step by step, as transformers collects it."""
     if keep["output_logits"]:
@@ -423,13 +444,13 @@ def check_settings(length_penalty_formula, beam_termination) -> None:
 
 
 def decode(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus=False,
-           length_penalty_formula=None, beam_termination=None, **model_kwargs):
+           length_penalty_formula=None, beam_termination=None, beam_trace=None, **model_kwargs):
     """A decoding method for `generate(custom_generate=...)`: this beam search for beam search,
     transformers' own method for every other mode (greedy search, sampling)."""
     mode = generation_config.get_generation_mode()
     if mode == GenerationMode.BEAM_SEARCH:
         return beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
-                           length_penalty_formula, beam_termination, **model_kwargs)
+                           length_penalty_formula, beam_termination, beam_trace, **model_kwargs)
     method = GENERATION_MODES_MAPPING.get(mode)
     if method is None or not hasattr(GenerationMixin, method) or mode == GenerationMode.ASSISTED_GENERATION:
         raise ValueError(f"{mode.value} is not available together with length_penalty_formula / beam_termination; "
