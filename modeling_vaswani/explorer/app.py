@@ -61,7 +61,8 @@ def build_app(model, tokenizer, title: str = "Transformer explorer") -> gr.Block
         with gr.Row():
             kind = gr.Radio([(name, key) for key, name in ATTENTION_NAMES.items()], value="cross",
                             label="attention")
-            layer = gr.Dropdown([str(i) for i in range(1, max(layers.values()) + 1)], value="1", label="layer")
+            layer = gr.Dropdown([str(i) for i in range(1, max(layers.values()) + 1)], value=str(layers["cross"]),
+                                label="layer")
             head = gr.Dropdown(heads, value="average", label="head")
         attention = gr.Plot(label="weights: rows attend to columns", elem_id="attention")
 
