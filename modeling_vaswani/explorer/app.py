@@ -29,7 +29,7 @@ def build_app(model, tokenizer, title: str = "Transformer explorer") -> gr.Block
         try:
             analysis = analyse(model, tokenizer, text)
         except InputRejected as error:
-            return (None, message_html(str(error)), "", "", None, "", None, None)
+            return (None, message_html(str(error)), "", "", "", None, None, None)
         note = (message_html("Not in the vocabulary (read as <unk>): " + " ".join(analysis.unknown), "warning")
                 if analysis.unknown else "")
         return (analysis, note, pieces_html(analysis.source_pieces), analysis.translations["gnmt"],
@@ -48,8 +48,9 @@ def build_app(model, tokenizer, title: str = "Transformer explorer") -> gr.Block
                     "panel below shows the numbers it computed on the way.")
         analysis = gr.State()
         with gr.Row():
-            text = gr.Textbox(label="English sentence", value=EXAMPLE, max_length=MAX_CHARACTERS, scale=4,
-                              elem_id="sentence")
+            # No max_length here: a browser would cut a long paste silently; check_text refuses it with a message.
+            text = gr.Textbox(label=f"English sentence (at most {MAX_CHARACTERS} characters)", value=EXAMPLE,
+                              scale=4, elem_id="sentence")
             button = gr.Button("Translate", variant="primary", scale=1, elem_id="translate")
         note = gr.HTML(elem_id="message")
         gr.Markdown("**BPE pieces** — §5.1: byte-pair encoding into a shared source–target vocabulary.")

@@ -103,8 +103,12 @@ def test_translates_and_draws_in_a_browser(browser, page_url):
     wait_for(browser, lambda d: "&lt;" not in d.find_element(By.CSS_SELECTOR, "#pieces").text
              and "<unk>" in d.find_element(By.CSS_SELECTOR, "#pieces").text)
     assert browser.execute_script("return window.ran") is None
-    submit(browser, "")
-    wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#message").text)
+    for text in ("", "x" * 10_000):
+        submit(browser, text)
+        wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#message").text)
+        assert not browser.find_element(By.CSS_SELECTOR, "#translation textarea").get_attribute("value")
+        submit(browser, "A dog.")
+        wait_for(browser, lambda d: not d.find_element(By.CSS_SELECTOR, "#message").text)
     submit(browser, "A little girl climbs a tree.")
     wait_for(browser, lambda d: "Mädchen" in d.find_element(By.CSS_SELECTOR, "#translation textarea")
              .get_attribute("value"))
