@@ -15,6 +15,9 @@ from .views import (ATTENTION_NAMES, SEARCH_NAMES, attention_figure, beam_html, 
                     pieces_html, positional_figure)
 
 EXAMPLE = "Two young children are playing soccer in the park."
+# Multi30k validation sentences; on the last two the length penalties choose different translations.
+EXAMPLES = [EXAMPLE, "Two men setting up a blue ice fishing hut on an iced over lake",
+            "A smiling woman in a peach tank top stands holding a mountain bike"]
 
 
 def build_app(model, tokenizer, title: str = "Transformer explorer") -> gr.Blocks:
@@ -52,6 +55,7 @@ def build_app(model, tokenizer, title: str = "Transformer explorer") -> gr.Block
             text = gr.Textbox(label=f"English sentence (at most {MAX_CHARACTERS} characters)", value=EXAMPLE,
                               scale=4, elem_id="sentence")
             button = gr.Button("Translate", variant="primary", scale=1, elem_id="translate")
+        gr.Examples(EXAMPLES, inputs=text)
         note = gr.HTML(elem_id="message")
         gr.Markdown("**BPE pieces** — §5.1: byte-pair encoding into a shared source–target vocabulary.")
         pieces = gr.HTML(elem_id="pieces")

@@ -35,15 +35,23 @@ def test_heatmap_is_the_models_cross_attention(shipped, analysis):
     assert analysis.target_pieces == tokenizer.convert_ids_to_tokens(output[0, 1:].tolist())
 
 
+# The two length penalties choose differently on this one: GNMT's stops early, |Y|^α goes on.
+DIFFERING = "Two men setting up a blue ice fishing hut on an iced over lake"
+
+
+@pytest.mark.parametrize("sentence", [SENTENCE, DIFFERING])
 @pytest.mark.parametrize("search, settings", [("gnmt", {}), ("transformers", TRANSFORMERS_BEAM_SEARCH)])
-def test_beam_view_ends_with_generates_output(shipped, analysis, search, settings):
+def test_beam_view_ends_with_generates_output(shipped, sentence, search, settings):
     model, tokenizer = shipped
-    generated = model.generate(**tokenizer([SENTENCE], return_tensors="pt"), **settings)[0].tolist()
-    last = analysis.traces[search][-1]
+    result = analyse(model, tokenizer, sentence)
+    generated = model.generate(**tokenizer([sentence], return_tensors="pt"), **settings)[0].tolist()
+    last = result.traces[search][-1]
     assert last["done"] == [True]
     assert [model.config.decoder_start_token_id, *last["finished"][0][0][0]] == generated
-    assert analysis.sequences[search] == generated
-    assert tokenizer.decode(generated, skip_special_tokens=True) in beam_html(analysis, search, tokenizer.decode)
+    assert result.sequences[search] == generated
+    view = beam_html(result, search, tokenizer.decode)
+    assert all(translation in view for translation in result.translations.values())
+    assert (len(set(result.translations.values())) == 2) == (sentence == DIFFERING)
 
 
 @pytest.mark.parametrize("text", ["", "   \n", "x" * 10_000, "?!... —", "我爱你", "Привет мир"])
