@@ -77,3 +77,9 @@ def test_html_is_shown_as_text(shipped):
                  message_html(text)):
         assert "<script" not in html and "<img" not in html
     assert "&lt;script&gt;" in message_html(text)
+
+
+def test_serves_this_machine_only_unless_told(repo_root, load_module):
+    explore = load_module(repo_root / "scripts" / "explore.py")
+    assert explore.parse_args([]).host == "127.0.0.1"
+    assert explore.parse_args(["--host", "0.0.0.0"]).host == "0.0.0.0"
