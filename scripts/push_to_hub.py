@@ -12,6 +12,10 @@ the folder loads with trust_remote_code in a clean, isolated process and transla
 stops there (works offline); otherwise the folder is uploaded (needs `hf auth login` or --token).
 A model that translates the example to an empty line, as a briefly trained one does, passes
 --dry_run with a warning and is not uploaded.
+
+--space you/vaswani-explorer also writes a Gradio Space that runs the explorer (scripts/explore.py) on
+the pushed model, to --space_dir (default: a temporary folder), checks that its app.py starts in a clean
+process on the model just written, and uploads it after the model (needs the [explorer] extra).
 """
 
 import shlex
@@ -33,6 +37,8 @@ def parse_args(argv=None):
     parser.add_argument("--dry_run", action="store_true", help="Write and validate the folder; do not upload.")
     parser.add_argument("--private", action="store_true", help="Create the Hub repository as private.")
     parser.add_argument("--commit_message", default="Upload Transformer (Vaswani et al., 2017) trained with modeling_vaswani")
+    parser.add_argument("--space", metavar="SPACE_ID", help="Also write (and upload) a Space running the explorer.")
+    parser.add_argument("--space_dir", help="Where to write the Space folder (default: a temporary one).")
     parser.add_argument("--token", help="Hub token (default: the stored login, `hf auth login`).")
     return parser.parse_args(argv)
 
@@ -64,6 +70,8 @@ def main(argv=None):
         raise FileNotFoundError(f"--model_dir {args.model_dir}: no such folder.")
     if args.repo_id.count("/") > 1 or not args.repo_id.strip("/"):
         raise ValueError(f"--repo_id {args.repo_id!r} is not a Hub repository id (namespace/name).")
+    if args.space is not None and (args.space.count("/") != 1 or not all(args.space.split("/"))):
+        raise ValueError(f"--space {args.space!r} is not a Hub repository id (namespace/name).")
     if not (model_dir / "results.json").is_file():
         raise FileNotFoundError(missing_results(model_dir))
     # Only now the package, torch and transformers: --help and the checks above answer at once.
@@ -81,6 +89,13 @@ def main(argv=None):
         print(f"{output_dir}: complete and valid; a clean process loads it")
         print(f"warning: {model_dir} translates the example to an empty line ({outcome['pipeline']!r}), as a briefly "
               "trained model does; an upload refuses it: train longer first", file=sys.stderr)
+    if args.space:
+        from modeling_vaswani.hub.space import validate_space, write_space
+
+        space_dir = Path(args.space_dir) if args.space_dir else Path(tempfile.mkdtemp(prefix="vaswani-space-"))
+        write_space(space_dir, args.repo_id)
+        validate_space(space_dir, output_dir)
+        print(f"{space_dir}: a Space whose app.py, in a clean process, builds the explorer on the model")
     if args.dry_run:
         print("dry run: nothing uploaded")
         return
@@ -90,6 +105,11 @@ def main(argv=None):
     api.create_repo(args.repo_id, private=args.private, exist_ok=True)
     commit = api.upload_folder(folder_path=str(output_dir), repo_id=args.repo_id, commit_message=args.commit_message)
     print(f"pushed to {commit.commit_url}")
+    if args.space:
+        api.create_repo(args.space, repo_type="space", space_sdk="gradio", private=args.private, exist_ok=True)
+        commit = api.upload_folder(folder_path=str(space_dir), repo_id=args.space, repo_type="space",
+                                   commit_message=f"The Transformer explorer on {args.repo_id}")
+        print(f"pushed the Space to {commit.commit_url}")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
     src, tgt = results["source_lang"], results["target_lang"]
     model_name = repo_id.split("/")[-1]
     shipped = shipped_evaluations(results)
+    example_source = results.get("example_source", "Two dogs are playing in the snow.")
     card_data = ModelCardData(
         language=[src, tgt],
         license="apache-2.0",
@@ -76,6 +77,9 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         tags=["translation", "transformer", "attention-is-all-you-need", "vaswani", "seq2seq", "custom_code"],
         datasets=["multi30k"],
         metrics=["bleu", "chrf"],
+        # The Hub's example for the translation widget, as Hub translation models carry one.
+        widget=[{"text": example_source, "example_title": f"{LANGUAGE_NAMES.get(src, src)} → "
+                 f"{LANGUAGE_NAMES.get(tgt, tgt)}"}],
         model_name=model_name,
         eval_results=[result for e in shipped for result in _eval_results(e, src, tgt)],
     )
@@ -89,7 +93,7 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         target_name=LANGUAGE_NAMES.get(tgt, tgt),
         source_lang=src,
         target_lang=tgt,
-        example_source=results.get("example_source", "Two dogs are playing in the snow."),
+        example_source=example_source,
         num_layers=config.num_layers,
         num_decoder_layers=config.num_decoder_layers,
         d_model=config.d_model,

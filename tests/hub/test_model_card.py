@@ -94,3 +94,22 @@ def test_results_without_the_shipped_configuration_are_refused(results):
     del broken["training"]
     with pytest.raises(ValueError, match="training"):
         check_results(broken)
+
+
+def test_widget_example_survives_the_hub_metadata_round_trip(model_dir, results):
+    card = render_model_card(model_dir, results, "someone/vaswani-test")
+    card.save(model_dir / "README.md")
+    loaded = ModelCard.load(model_dir / "README.md", ignore_metadata_errors=False)
+    assert loaded.data.widget == [{"text": results["example_source"], "example_title": "English → German"}]
+    assert len(loaded.data.eval_results) == 6  # model-index parsed alongside: 3 metrics × 2 shipped evaluations
+    assert ModelCard(str(loaded)).data.to_dict() == card.data.to_dict()
+
+
+def test_shipped_card_has_the_widget_of_its_results(repo_root):
+    import json
+
+    hub_card = repo_root / "hub_card"
+    card = ModelCard.load(hub_card / "README.md", ignore_metadata_errors=False)
+    example = json.loads((hub_card / "results.json").read_text(encoding="utf-8"))["example_source"]
+    assert [entry["text"] for entry in card.data.widget] == [example]
+    assert card.data.eval_results and card.data.pipeline_tag == "translation"
