@@ -2,10 +2,9 @@
 
 The model's forward projects every decoder state to V logits, the loss turns them into
 log-probabilities, and backward writes their gradient softmax − q: (N, V) float32 tensors of
-N · V · 4 bytes each (64 MB for 2,048 positions and 8,000 tokens). Tensors that size are fresh
-pages on every step, and on a CPU writing and faulting them in cost more than the products
-that fill them. Here the same sums run over `rows` positions at a time, whose logits stay in
-cache: each chunk's logits give its loss and, at once, its gradient softmax − q, which is
+N · V · 4 bytes each (64 MB for 2,048 positions and 8,000 tokens): fresh pages on every step,
+each written and read again from memory, not cache. Here the same sums run over `rows`
+positions at a time, whose logits stay in cache: each chunk's logits give its loss and, at once, its gradient softmax − q, which is
 multiplied into the gradients of the decoder states and of the projection matrix before the
 next chunk; backward only scales those two by the upstream gradient. Padding positions
 (label −100) are left out before the product, not zeroed after it.
@@ -25,8 +24,8 @@ import torch
 
 IGNORE_INDEX = -100
 # exp() below this is clamped: exp(−80) ≈ 1.8e−35 is still a normal float, while exp(z) in (−103, −87)
-# gives subnormals, which a CPU computes some 30× slower (a trained or freshly initialised model's
-# logits span that much). The probabilities changed are below 1e−35: nothing at float32 precision.
+# gives subnormals, which a CPU computes some 30× slower (a confident model's logits can span that
+# much). The probabilities changed are below 1e−35: nothing at float32 precision.
 EXP_FLOOR = -80.0
 # Logits per chunk: 2^20 floats (4 MB) stay in a CPU's L2/L3 and under malloc's mmap threshold.
 CHUNK_LOGITS = 1 << 20
