@@ -32,6 +32,9 @@ machine's speed hit both equally; each reports medians and ours/theirs), by figu
    `translation.search_speed` (the two beam searches at base) and `translation.compile_payoff`.
    Figure 1 also runs in bf16 (1b) and figure 5 against the bf16 matmul rate (5b).
 
+`training_ab` (its own command) times the training step before and after its speed-ups
+(chunked_loss.py, fused Adam), the package at an earlier commit against this checkout, alternating.
+
 `profiling.profiles` writes torch.profiler tables of one training step and one beam-search batch
 per system next to the results, with a breakdown of where the time goes. `harness` holds what
 they share (the two systems, the sizes, the corpus, timing); `report` turns results into tables.

@@ -73,12 +73,23 @@ def create_adam(params: Iterable, lr: float = 1.0, weight_decay: float = 0.0) ->
     `lr` is a base rate: under `get_noam_schedule` it is divided out, so its value does not
     change the rates Eq. (3) produces. The default 1.0 makes that plain. The paper uses no
     weight decay; `weight_decay` is offered for experiments and defaults to 0.
+
+    Not from the paper: where PyTorch has it (float parameters on a CPU or GPU), the update runs
+    fused, one kernel over all parameters instead of a dozen element-wise passes over each; the
+    same arithmetic, and a sixth of a small model's CPU training step otherwise.
     """
     if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not math.isfinite(lr) or lr <= 0:
         raise ValueError(f"lr must be a positive finite number, got {lr!r}.")
     if not isinstance(weight_decay, (int, float)) or isinstance(weight_decay, bool) or weight_decay < 0:
         raise ValueError(f"weight_decay must be a number >= 0 (the paper uses 0), got {weight_decay!r}.")
-    return torch.optim.Adam(params, lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=weight_decay)
+    params = list(params)
+    return torch.optim.Adam(params, lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=weight_decay,
+                            fused=_can_fuse(params) or None)
+
+
+def _can_fuse(params: list) -> bool:
+    tensors = [p for group in params for p in (group["params"] if isinstance(group, dict) else [group])]
+    return bool(tensors) and all(p.dtype.is_floating_point and p.device.type in ("cpu", "cuda") for p in tensors)
 
 
 class _NoamFactor:

@@ -4,14 +4,26 @@
 weights and Adam in float32. On a CPU without AMX or AVX512-BF16 that is slower than float32
 (bf16_speed.py), so a run asked for bf16 there says so in one warning line, and still runs.
 `report_precision` logs the precision with the CPU's bf16 support and returns both for the run record.
+
+Whether bf16 pays depends on more than the CPU's flags: at a small model's widths the casts and
+element-wise work can outweigh faster products. So before a run asked for bf16 on the CPU,
+`probe_precision` times the run's own training step (forward and backward of chunked_loss's
+loss, without Adam, which is float32 in both) on a first batch of its data, in both precisions,
+and the run keeps bf16 only where it measured faster; the log says which and why.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import itertools
 import logging
+import statistics
+import time
 
 from ..bf16_speed import slow_bf16_warning
 from ..machine import bf16_support
+from .chunked_loss import training_loss
 
 logger = logging.getLogger(__name__)
 
@@ -37,3 +49,55 @@ def report_precision(training_args, log: logging.Logger = logger) -> dict:
     if precision == "bf16" and on_cpu(training_args) and (message := slow_bf16_warning(support=support)):
         log.warning(message)
     return {"precision": precision, "cpu_bf16": support}
+
+
+# Probe: timed steps per precision, alternating, after one untimed step each.
+PROBE_STEPS = 3
+
+
+def probe_step_seconds(model, batch: dict, steps: int = PROBE_STEPS) -> dict:
+    """{"fp32": s, "bf16": s}: median seconds of one forward + backward of the training loss on `batch`,
+    on a copy of `model` (the run's weights, gradients and random numbers are left as they were)."""
+    import torch
+
+    probe = copy.deepcopy(model).train()
+    contexts = {"fp32": contextlib.nullcontext, "bf16": lambda: torch.autocast("cpu", dtype=torch.bfloat16)}
+    seconds = {name: [] for name in contexts}
+    with torch.random.fork_rng(devices=[]):  # dropout draws here must not shift the run's own
+        for repeat in range(steps + 1):
+            for name, context in contexts.items():
+                began = time.perf_counter()
+                with context():
+                    training_loss(probe, batch).backward()
+                probe.zero_grad(set_to_none=True)
+                if repeat:  # the first of each is warm-up
+                    seconds[name].append(time.perf_counter() - began)
+    return {name: statistics.median(times) for name, times in seconds.items()}
+
+
+def probe_precision(training_args, model, make_batch, log: logging.Logger = logger) -> dict:
+    """With --bf16 on the CPU (one process): time the step on `make_batch()` in both precisions and keep bf16
+    only if it is faster, switching `training_args.bf16` off otherwise. Logs the choice; returns the probe's
+    numbers for the run record ({} when there was nothing to probe)."""
+    if training_precision(training_args) != "bf16" or not on_cpu(training_args) or training_args.world_size > 1:
+        return {}
+    batch = make_batch()
+    seconds = probe_step_seconds(model, batch)
+    faster = seconds["bf16"] < seconds["fp32"]
+    training_args.bf16 = faster
+    log.info("precision probe (forward + backward on a first batch of %d target tokens): fp32 %.0f ms, bf16 %.0f ms "
+             "a step; %s", int((batch["labels"] != -100).sum()), 1000 * seconds["fp32"], 1000 * seconds["bf16"],
+             "training in bf16, as asked" if faster else "training in float32: bf16 measured slower on this machine")
+    return {"precision_probe_ms": {name: round(1000 * s, 1) for name, s in seconds.items()}}
+
+
+def first_batch(dataset, collator, max_tokens: int) -> dict:
+    """The probe's batch: the first examples of `dataset` (a Dataset or a stream), as many as fit `max_tokens`
+    per side once padded (at least one), through the run's collator."""
+    rows, longest = [], 0
+    for row in itertools.islice(iter(dataset), max_tokens):
+        longest = max(longest, len(row["input_ids"]), len(row["labels"]))
+        if rows and longest * (len(rows) + 1) > max_tokens:
+            break
+        rows.append({key: row[key] for key in ("input_ids", "attention_mask", "labels") if key in row})
+    return dict(collator(rows))

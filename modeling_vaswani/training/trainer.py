@@ -43,6 +43,7 @@ from transformers import Seq2SeqTrainer, TrainerCallback
 
 from ..model.label_smoothing import comparable_losses
 from .batching import TokenBudgetBatchSampler, padded_tokens
+from .chunked_loss import fast_path_applies, training_loss
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
 from .stream_batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetStream, is_stream
@@ -247,6 +248,18 @@ class VaswaniTrainer(Seq2SeqTrainer):
             **first,
             "tokens_per_step": {side: count * self.batches_per_step for side, count in per_batch.items()},
         }
+
+    # §5.4's loss, faster ---------------------------------------------------------------------
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """The model's loss; in a training step of one process, computed without the (B, T, V) logits
+        (chunked_loss.py: same loss and gradients, less time). Evaluation, which wants the logits, and
+        data-parallel or compiled wrappers, which must run their own forward, take the model's forward."""
+        if return_outputs or not model.training or self.accelerator.num_processes > 1 \
+                or not fast_path_applies(model, inputs):
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+        with self.accelerator.autocast():  # --bf16: accelerate's autocast wraps model.forward, not used here
+            return training_loss(model, inputs, num_items_in_batch)
 
     # Work done once per step ------------------------------------------------------------------
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval", **gen_kwargs):

@@ -127,3 +127,18 @@ def test_scheduler_state_round_trips():
     fresh.load_state_dict(state)
     assert fresh.last_epoch == 3
     assert math.isclose(fresh.get_last_lr()[0], noam_lr(4, 64, 10))
+
+
+def test_adam_runs_fused_on_float_cpu_parameters_with_the_same_update():
+    torch.manual_seed(0)
+    weights = [torch.nn.Parameter(torch.randn(5, 3)) for _ in range(2)]
+    plain = [torch.nn.Parameter(w.detach().clone()) for w in weights]
+    fused, reference = create_adam(weights), torch.optim.Adam(plain, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    assert fused.param_groups[0]["fused"] is True
+    for _ in range(3):
+        for group, optimizer in ((weights, fused), (plain, reference)):
+            for w in group:
+                w.grad = torch.ones_like(w) * w.detach().sin()
+            optimizer.step()
+    for w, p in zip(weights, plain):
+        torch.testing.assert_close(w, p)

@@ -309,3 +309,24 @@ def test_a_run_shorter_than_logging_steps_logs_its_last_loss(build_trainer):
     trainer = build_trainer(max_steps=3, logging_steps=50)
     trainer.train()
     assert [entry["step"] for entry in trainer.state.log_history if "loss" in entry] == [3]
+
+
+def test_a_training_step_takes_the_chunked_loss_with_the_models_loss_and_gradients(build_trainer, make_model,
+                                                                                   monkeypatch):
+    import modeling_vaswani.training.trainer as trainer_module
+
+    model = make_model(**MODEL, label_smoothing=0.1).train()
+    trainer = build_trainer(model=model)
+    batch = trainer.data_collator([_dataset()[i] for i in range(6)])
+    calls, chunked = [], trainer_module.training_loss
+    monkeypatch.setattr(trainer_module, "training_loss", lambda *args: calls.append(1) or chunked(*args))
+    loss = trainer.compute_loss(model, batch)
+    loss.backward()
+    fast = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad(set_to_none=True)
+    expected = model(**batch).loss
+    expected.backward()
+    assert calls == [1]
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(fast[name], p.grad, rtol=1e-4, atol=1e-6, msg=name)

@@ -24,10 +24,11 @@ from ...model.configuration_vaswani import VaswaniConfig
 from ...model.modeling_vaswani import VaswaniForConditionalGeneration
 from ...tokenizer_loading import load_tokenizer
 from ..checkpoint_averaging import check_resumable_checkpoint
+from ..chunked_loss import describe_step
 from ..data import load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..pair_rows import in_memory
-from ..precision import report_precision
+from ..precision import first_batch, probe_precision, report_precision
 from ..run_folder import claim_output_dir, is_main_launch
 from ..run_record import start_segment
 from ..threads import choose_threads, use_threads
@@ -183,12 +184,17 @@ def train(options, training_args, started: float, started_wall: float):
     evaluating = training_args.eval_strategy != "no"
     clocks = run_clocks(options, training_args.output_dir, evaluating, start=started)
     warmup = options.warmup_steps_noam or PRESET_WARMUP_STEPS[options.preset or DEFAULT_PRESET]
+    collator = DataCollatorForSeq2Seq(tokenizer, model=model)
+    # --bf16 on the CPU: kept only where the probe measures it faster (precision.py); before the
+    # Trainer, which reads the precision when it is built.
+    probe = probe_precision(training_args, model, lambda: first_batch(tokenized["train"], collator,
+                                                                      options.max_tokens or 4096), logger)
     trainer = VaswaniTrainer(
         model=model,
         args=training_args,
         train_dataset=tokenized["train"],
         eval_dataset=tokenized.get("validation"),
-        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
+        data_collator=collator,
         processing_class=tokenizer,
         compute_metrics=bleu_metrics_fn(tokenizer),
         max_tokens=options.max_tokens or None,
@@ -197,8 +203,10 @@ def train(options, training_args, started: float, started_wall: float):
         warmup_steps=warmup,
         callbacks=clocks.callbacks,
     )
-    facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size}
-    facts.update(report_precision(training_args, logger))  # precision and CPU bf16 support; warns if bf16 is slow
+    facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size,
+             "training_step": describe_step(model, training_args.world_size)}
+    logger.info("training step: %s", facts["training_step"])
+    facts.update(report_precision(training_args, logger), **probe)  # precision, CPU bf16 support, the probe
     if options.max_tokens:
         batching = trainer.batching_summary()
         facts["batching"] = batching

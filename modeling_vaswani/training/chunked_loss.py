@@ -1,0 +1,153 @@
+"""§3.4's pre-softmax projection and §5.4's loss, a few rows at a time (not from the paper: speed).
+
+The model's forward projects every decoder state to V logits, the loss turns them into
+log-probabilities, and backward writes their gradient softmax − q: (N, V) float32 tensors of
+N · V · 4 bytes each (64 MB for 2,048 positions and 8,000 tokens): fresh pages on every step,
+each written and read again from memory, not cache. Here the same sums run over `rows`
+positions at a time, whose logits stay in cache: each chunk's logits give its loss and, at once, its gradient softmax − q, which is
+multiplied into the gradients of the decoder states and of the projection matrix before the
+next chunk; backward only scales those two by the upstream gradient. Padding positions
+(label −100) are left out before the product, not zeroed after it.
+
+The loss is label_smoothing.label_smoothed_cross_entropy's, written with z_y and Σ z instead of
+log-probabilities: with c = ε/(V − 1) and q(y) = 1 − ε,
+
+    H(q, p) = logsumexp(z) − (q(y) − c) · z_y − c · Σ_j z_j.
+
+`training_loss` is the model's forward with labels (its `loss`) computed this way; the
+Trainer uses it for training steps (trainer.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+IGNORE_INDEX = -100
+# exp() below this is clamped: exp(−80) ≈ 1.8e−35 is still a normal float, while exp(z) in (−103, −87)
+# gives subnormals, which a CPU computes some 30× slower (a confident model's logits can span that
+# much). The probabilities changed are below 1e−35: nothing at float32 precision.
+EXP_FLOOR = -80.0
+# Logits per chunk: 2^20 floats (4 MB) stay in a CPU's L2/L3 and under malloc's mmap threshold.
+CHUNK_LOGITS = 1 << 20
+# The batch keys the fast path knows; a batch with others goes through the model's own forward.
+BATCH_KEYS = frozenset({"input_ids", "attention_mask", "labels", "decoder_input_ids", "decoder_attention_mask"})
+
+
+def chunk_rows(vocab_size: int) -> int:
+    """Positions per chunk: CHUNK_LOGITS logits, at least 16 rows so the products stay matrix products."""
+    return max(16, CHUNK_LOGITS // vocab_size)
+
+
+class _ProjectedSmoothedLoss(torch.autograd.Function):
+    """Σ over positions of H(q, softmax(h Wᵀ + b)); its gradients are computed in the forward pass."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, labels, epsilon, rows, matmul_dtype):
+        # hidden (N, d) decoder states; weight (V, d) the projection; bias (V,) or None, not trained;
+        # labels (N,) gold ids, IGNORE_INDEX at padding.
+        vocab = weight.shape[0]
+        other = epsilon / (vocab - 1) if epsilon > 0 else 0.0  # q(j) for j ≠ y
+        gold_weight = 1.0 - epsilon - other  # q(y) − c: the coefficient of z_y
+        kept = (labels != IGNORE_INDEX).nonzero().squeeze(1)  # (M,) real positions
+        states, gold = hidden.index_select(0, kept), labels.index_select(0, kept)  # (M, d), (M,)
+        w = weight.detach().to(matmul_dtype)
+        grads = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        grad_states = torch.empty(states.shape, dtype=torch.float32) if grads else None  # (M, d)
+        grad_weight = torch.zeros(weight.shape, dtype=torch.float32) if grads else None  # (V, d)
+        total = hidden.new_zeros((), dtype=torch.float32)
+        for start in range(0, states.shape[0], rows):
+            h = states[start : start + rows].detach().to(matmul_dtype)  # (n, d)
+            y = gold[start : start + rows].unsqueeze(1)  # (n, 1)
+            z = torch.mm(h, w.t()).float()  # (n, V) logits
+            if bias is not None:
+                z += bias.float()
+            z_gold = z.gather(1, y).squeeze(1)
+            z_sum = z.sum(1) if other else None
+            top = z.amax(1, keepdim=True)  # (n, 1), for a softmax that cannot overflow
+            p = z.sub_(top).clamp_(min=EXP_FLOOR).exp_()  # unnormalised softmax, in the logits' memory
+            norm = p.sum(1, keepdim=True)  # (n, 1)
+            loss = top.squeeze(1) + norm.log().squeeze(1) - gold_weight * z_gold  # logsumexp − (q(y) − c) z_y
+            if other:
+                loss = loss - other * z_sum
+            total += loss.sum()
+            if not grads:
+                continue
+            g = p.div_(norm)  # softmax(z)
+            if other:
+                g.sub_(other)
+            g.scatter_add_(1, y, g.new_full(y.shape, -gold_weight))  # softmax − q
+            g = g.to(matmul_dtype)
+            grad_states[start : start + rows] = torch.mm(g, w).float()  # ∂/∂h = (softmax − q) W
+            grad_weight += torch.mm(g.t(), h).float()  # ∂/∂W = (softmax − q)ᵀ h
+        if grads:
+            full = torch.zeros(hidden.shape, dtype=torch.float32)
+            full.index_copy_(0, kept, grad_states)  # padding positions get no gradient
+            ctx.save_for_backward(full, grad_weight)
+            ctx.dtypes = hidden.dtype, weight.dtype
+        return total
+
+    @staticmethod
+    def backward(ctx, grad_total):
+        grad_hidden, grad_weight = ctx.saved_tensors
+        hidden_dtype, weight_dtype = ctx.dtypes
+        return ((grad_hidden * grad_total).to(hidden_dtype), (grad_weight * grad_total).to(weight_dtype),
+                None, None, None, None, None)
+
+
+def projected_smoothed_loss(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, epsilon: float,
+                            bias: torch.Tensor | None = None, rows: int | None = None,
+                            matmul_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Σ_positions H(q, softmax(hidden · weightᵀ + bias)) with §5.4's q, over positions whose label is not −100.
+
+    hidden (..., d), labels (...); the products run in `matmul_dtype` (default: autocast's dtype
+    when autocast is on, else float32), the softmax and the sums in float32.
+
+    Raises:
+        ValueError: on a label outside [0, V) that is not −100.
+    """
+    vocab = weight.shape[0]
+    labels = labels.reshape(-1)
+    bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= vocab))
+    if bad.any():
+        raise ValueError(f"labels must be token ids in [0, {vocab}) or {IGNORE_INDEX}; found {labels[bad][0].item()}.")
+    if matmul_dtype is None:
+        matmul_dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else torch.float32
+    with torch.autocast("cpu", enabled=False):  # the dtypes are chosen above, not by autocast
+        return _ProjectedSmoothedLoss.apply(hidden.reshape(-1, hidden.shape[-1]), weight,
+                                            None if bias is None else bias.reshape(-1), labels.long(), epsilon,
+                                            rows or chunk_rows(vocab), matmul_dtype)
+
+
+def fast_path_applies(model, inputs: dict) -> bool:
+    """Whether `training_loss` computes this batch's loss: a batch of the collator's keys with labels, and
+    the model itself on the CPU (a data-parallel or compiled wrapper must run its own forward)."""
+    from ..model.modeling_vaswani import VaswaniForConditionalGeneration
+
+    return (type(model) is VaswaniForConditionalGeneration and inputs.get("labels") is not None
+            and set(inputs) <= BATCH_KEYS and model.lm_head.weight.device.type == "cpu")
+
+
+def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
+    """The `loss` of `model(**inputs)` (the mean of §5.4's loss over the labelled positions, or its sum
+    over `num_items_in_batch`), without the (B, T, V) logits."""
+    labels = inputs["labels"]
+    decoder_input_ids = inputs.get("decoder_input_ids")
+    if decoder_input_ids is None:
+        # §3.1: "the output embeddings are offset by one position" (teacher forcing).
+        decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
+    states = model.model(input_ids=inputs.get("input_ids"), attention_mask=inputs.get("attention_mask"),
+                         decoder_input_ids=decoder_input_ids,
+                         decoder_attention_mask=inputs.get("decoder_attention_mask"),
+                         use_cache=False, return_dict=True).last_hidden_state  # (B, T, d)
+    total = projected_smoothed_loss(states, model.lm_head.weight, labels, model.config.label_smoothing,
+                                    bias=model.final_logits_bias)
+    count = num_items_in_batch if num_items_in_batch is not None else (labels != IGNORE_INDEX).sum()
+    return total / torch.as_tensor(count, device=total.device).clamp(min=1)
+
+
+def describe_step(model, processes: int = 1) -> str:
+    """The training step's speed-ups, in words, for a run's log and record."""
+    if processes > 1:
+        return "the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); fused Adam"
+    return (f"projection and §5.4 loss in chunks of {chunk_rows(model.config.vocab_size)} positions, no (B, T, V) "
+            "logits (chunked_loss.py); fused Adam")

@@ -1,0 +1,55 @@
+"""Tests for modeling_vaswani.training.precision: --bf16 on the CPU is kept only where a probe of the
+training step measures it faster, and the log says which precision the run uses."""
+
+import logging
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from modeling_vaswani.training import precision
+
+
+def _args(bf16=True, world_size=1):
+    return SimpleNamespace(bf16=bf16, fp16=False, device=torch.device("cpu"), world_size=world_size)
+
+
+@pytest.mark.parametrize("fp32, bf16, kept", [(0.2, 0.1, True), (0.1, 0.2, False)])
+def test_bf16_is_kept_only_where_the_probe_measures_it_faster(monkeypatch, caplog, fp32, bf16, kept):
+    monkeypatch.setattr(precision, "probe_step_seconds", lambda model, batch: {"fp32": fp32, "bf16": bf16})
+    args = _args()
+    with caplog.at_level(logging.INFO):
+        numbers = precision.probe_precision(args, None, lambda: {"labels": torch.ones(2, 3)}, precision.logger)
+    assert args.bf16 is kept
+    assert numbers == {"precision_probe_ms": {"fp32": 1000 * fp32, "bf16": 1000 * bf16}}
+    assert "bf16" in caplog.text and ("float32" in caplog.text) is not kept
+
+
+@pytest.mark.parametrize("args", [_args(bf16=False), _args(world_size=2)])
+def test_nothing_is_probed_without_bf16_or_with_several_processes(monkeypatch, args):
+    monkeypatch.setattr(precision, "probe_step_seconds", lambda *a: pytest.fail("probed"))
+    asked = args.bf16
+    assert precision.probe_precision(args, None, lambda: pytest.fail("batch built")) == {}
+    assert args.bf16 is asked
+
+
+def test_the_probe_leaves_the_models_weights_gradients_and_random_numbers_alone(make_model):
+    model = make_model(vocab_size=300, num_heads=2, num_layers=1, dropout=0.1).train()
+    batch = {"input_ids": torch.randint(3, 300, (2, 5)), "attention_mask": torch.ones(2, 5, dtype=torch.long),
+             "labels": torch.randint(3, 300, (2, 4))}
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    rng = torch.get_rng_state()
+    seconds = precision.probe_step_seconds(model, batch, steps=1)
+    assert set(seconds) == {"fp32", "bf16"} and min(seconds.values()) > 0
+    assert torch.equal(torch.get_rng_state(), rng)
+    for name, p in model.named_parameters():
+        assert p.grad is None and torch.equal(p, before[name])
+
+
+def test_first_batch_fits_the_budget(tokenizer):
+    from transformers import DataCollatorForSeq2Seq
+
+    rows = [{"input_ids": [5] * n, "attention_mask": [1] * n, "labels": [6] * n} for n in (4, 6, 8, 3, 9)]
+    batch = precision.first_batch(rows, DataCollatorForSeq2Seq(tokenizer), max_tokens=24)
+    assert batch["input_ids"].shape == (3, 8)  # a fourth row would make 4 × 8 > 24
+    assert precision.first_batch(rows[4:], DataCollatorForSeq2Seq(tokenizer), max_tokens=2)["input_ids"].shape == (1, 9)
