@@ -130,7 +130,7 @@ def main(argv=None):
                                 "benchmarks/recorded/<date>-translation/results.json.")
     started_from = earlier_training(Path(args.started_from)) if args.started_from else None
     # Only now the package, torch and transformers: --help, a wrong flag and the checks above answer at once.
-    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT

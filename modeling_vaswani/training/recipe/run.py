@@ -22,6 +22,7 @@ from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq
 from ...machine import describe_machine, hardware_line
 from ...model.configuration_vaswani import VaswaniConfig
 from ...model.modeling_vaswani import VaswaniForConditionalGeneration
+from ...threads import use_threads
 from ...tokenizer_loading import load_tokenizer
 from ..checkpoint_averaging import check_resumable_checkpoint
 from ..data import load_translation_dataset, select_first
@@ -30,7 +31,6 @@ from ..pair_rows import in_memory
 from ..precision import report_precision
 from ..run_folder import claim_output_dir, is_main_launch
 from ..run_record import start_segment
-from ..threads import choose_threads, use_threads
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
 from .checks import check_resumed_model, given, paired_files
@@ -172,8 +172,7 @@ def train(options, training_args, started: float, started_wall: float):
         transformers.set_seed(training_args.seed)
     model = build_model(options, tokenizer)
     logger.info("model: %s parameters, config %s", f"{model.num_parameters():,}", model.config.to_diff_dict())
-    threads, why = choose_threads(model.num_parameters(), options.threads)
-    use_threads(threads)
+    threads, why = use_threads(model, options.threads, training=True)
     logger.info("CPU threads: %d per process (%s)", threads, why)
 
     tokenized = tokenize(data, tokenizer, options)
