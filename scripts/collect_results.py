@@ -73,7 +73,7 @@ def training_summary(run_dir: Path, procedure: str, started_from: dict | None = 
     """The card's training block. With `started_from` (earlier_training's record of the model the run
     fine-tuned) the whole history: its segments first, steps and epochs added, its curve then this
     run's, whose steps and epochs go on from where it ended."""
-    from modeling_vaswani.training.run_record import read_run_info, summarize
+    from modeling_vaswani.training.run_folder import read_run_info, summarize
 
     state_path = run_dir / "trainer_state.json"
     if not state_path.is_file():

@@ -3,7 +3,7 @@
 Data (§5.1: the embedded Multi30k, a Hub dataset or local files), one BPE vocabulary shared by
 both languages, the model of a Table 3 preset (or a trained one to fine-tune, or a checkpoint to
 resume), `VaswaniTrainer` with token-budget batches, Adam and Eq. (3), the clocks of the run
-(`timing`), and at the end the model folder, its evaluation and §6.1's averaging
+(`run_clocks`), and at the end the model folder, its evaluation and §6.1's averaging
 (`closing`).
 """
 
@@ -29,14 +29,13 @@ from ..data import load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..pair_rows import in_memory
 from ..precision import report_precision
-from ..run_folder import claim_output_dir, is_main_launch
-from ..run_record import start_segment
+from ..run_folder import claim_output_dir, is_main_launch, start_segment
+from ..run_clocks import report_budget_stop, run_clocks, time_one_evaluation
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
 from .checks import check_resumed_model, given, paired_files
 from .closing import average_last, next_step
 from .flags import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS
-from .timing import report_budget_stop, run_clocks, time_one_evaluation
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 
