@@ -62,7 +62,7 @@ def main(argv=None):
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
         raise FileNotFoundError(f"--model_dir {args.model_dir}: no such folder.")
-    if args.repo_id.count("/") > 1 or not args.repo_id.strip("/"):
+    if not cli.looks_like_hub_id(args.repo_id):
         raise ValueError(f"--repo_id {args.repo_id!r} is not a Hub repository id (namespace/name).")
     if not (model_dir / "results.json").is_file():
         raise FileNotFoundError(missing_results(model_dir))
