@@ -13,8 +13,8 @@ the total time:
 
 A segment's minutes are rewritten by `run_clocks.RunClock` at every checkpoint save and at the end
 of training, so a killed invocation still counts the time up to its last checkpoint. Older records
-without "segments" (one top-level "command" and "hardware") are read as a single segment. Ours:
-no library keeps one (the Trainer's trainer_state.json has no command, machine or wall-clock time).
+without "segments" (one top-level "command" and "hardware") are read as a single segment.
+Ours, as no library keeps one: the Trainer's trainer_state.json has no command, machine or minutes.
 
 A run refused on its flags leaves no trace; a run asked to replace an earlier one deletes exactly
 what a run writes (its checkpoints, averaged/, logs and results), and other files stay.
