@@ -32,7 +32,7 @@ Code: `modeling_vaswani/training/paper_loop.py` (`train`), `optimization.py`, `l
     python examples/10_toy_copy_task.py          # under a minute on one CPU core
 
 The model is small (59,072 parameters), so it trains on one CPU thread (the rule is in
-`modeling_vaswani/training/threads.py`): more threads only wait for each other. On a busy 2-core
+`modeling_vaswani/threads.py`): more threads only wait for each other. On a busy 2-core
 AMD EPYC its 600 steps took 30 to 50 s on one thread; 300 steps on two threads had not finished
 after 15 minutes. OMP_NUM_THREADS=N sets another count. One thread also adds up in the same order every time, so a
 rerun on the same machine ends the same way.
@@ -57,7 +57,7 @@ from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.label_smoothing import target_entropy
 from modeling_vaswani.training import paper_loop
 from modeling_vaswani.training.optimization import noam_lr
-from modeling_vaswani.training.threads import choose_threads, use_threads
+from modeling_vaswani.threads import choose_threads, use_threads
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 DIGITS = "0123456789"
@@ -152,13 +152,13 @@ def train_copy_model(
     # Pads each batch: input_ids with <pad>, labels with -100 (left out of the loss).
     collate = DataCollatorForSeq2Seq(tokenizer, return_tensors="pt")
     before = torch.get_num_threads()
-    use_threads(choose_threads(model.num_parameters())[0])
+    use_threads(model, training=True)
     try:
         log = paper_loop.train(model, copy_dataset(training_strings(seed), tokenizer), collate, max_tokens, steps,
                                warmup_steps=warmup_steps, seed=seed, average_last=AVERAGE_LAST,
                                checkpoint_every=CHECKPOINT_EVERY)
     finally:
-        use_threads(before)
+        torch.set_num_threads(before)
     model.eval()
     return model, tokenizer, log
 
@@ -215,7 +215,8 @@ def plot_training(log, config: VaswaniConfig, warmup_steps: int, path: Path) -> 
 
 
 def main():
-    threads, why = choose_threads(VaswaniForConditionalGeneration(copy_config(digit_tokenizer())).num_parameters())
+    threads, why = choose_threads(VaswaniForConditionalGeneration(copy_config(digit_tokenizer())).num_parameters(),
+                                  training=True)
     began = time.monotonic()
     model, tokenizer, log = train_copy_model()  # on `threads`
     config = model.config

@@ -17,7 +17,7 @@ from typing import Union
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from .model.loading import is_hub_id
+from .cli import looks_like_hub_id
 
 
 def load_tokenizer(path: Union[str, os.PathLike]):
@@ -31,7 +31,7 @@ def load_tokenizer(path: Union[str, os.PathLike]):
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"{directory} is a file, not a tokenizer folder; point to the model's folder.")
-    if not directory.exists() and is_hub_id(str(path)):
+    if not directory.exists() and looks_like_hub_id(str(path)):
         return _loaded(lambda: AutoTokenizer.from_pretrained(str(path), trust_remote_code=False), str(path))
     if not (directory / "tokenizer.json").is_file() and (directory / "tokenizer_config.json").is_file():
         return _loaded(lambda: AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False),

@@ -73,7 +73,7 @@ def training_summary(run_dir: Path, procedure: str, started_from: dict | None = 
     """The card's training block. With `started_from` (earlier_training's record of the model the run
     fine-tuned) the whole history: its segments first, steps and epochs added, its curve then this
     run's, whose steps and epochs go on from where it ended."""
-    from modeling_vaswani.training.run_record import read_run_info, summarize
+    from modeling_vaswani.training.run_folder import read_run_info, summarize
 
     state_path = run_dir / "trainer_state.json"
     if not state_path.is_file():
@@ -130,7 +130,7 @@ def main(argv=None):
                                 "benchmarks/recorded/<date>-translation/results.json.")
     started_from = earlier_training(Path(args.started_from)) if args.started_from else None
     # Only now the package, torch and transformers: --help, a wrong flag and the checks above answer at once.
-    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT

@@ -100,7 +100,7 @@ def main(argv=None):
         cli.require_model("--model", args.model)
     # Only now the package, torch and transformers: --help and the checks above answer at once.
     from modeling_vaswani import shipped_model_path
-    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.fast_path import FastPath
     from modeling_vaswani.evaluation.progress import progress_bar
     from modeling_vaswani.evaluation.scoring import score_model

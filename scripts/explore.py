@@ -33,7 +33,7 @@ def main(argv=None):
     except ModuleNotFoundError:
         raise SystemExit('The explorer needs gradio: pip install -e ".[explorer]"') from None
     from modeling_vaswani import shipped_model_path
-    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.translation import load_translator
     from modeling_vaswani.explorer.app import build_app
 

@@ -68,7 +68,7 @@ def main(argv=None):
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
         raise FileNotFoundError(f"--model_dir {args.model_dir}: no such folder.")
-    if args.repo_id.count("/") > 1 or not args.repo_id.strip("/"):
+    if not cli.looks_like_hub_id(args.repo_id):
         raise ValueError(f"--repo_id {args.repo_id!r} is not a Hub repository id (namespace/name).")
     if args.space is not None and (args.space.count("/") != 1 or not all(args.space.split("/"))):
         raise ValueError(f"--space {args.space!r} is not a Hub repository id (namespace/name).")

@@ -102,7 +102,7 @@ def main(argv=None):
         cli.require_model("--model", args.model)
     # Only now the package, torch and transformers: --help and the checks above answer at once.
     from modeling_vaswani import shipped_model_path
-    from modeling_vaswani.evaluation.cpu_threads import use_threads
+    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.progress import count_lines, progress_bar
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator, resolve_device, translate_batches
     from modeling_vaswani.training.data import iter_lines

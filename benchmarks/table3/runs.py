@@ -232,11 +232,11 @@ class TableRun:
     def prepare(self, row: Row, run_dir: Path) -> Path:
         import transformers
 
-        from modeling_vaswani.training.threads import use_threads
+        from modeling_vaswani.threads import use_threads
         from .models import shared_tokenizer, write_starting_model
 
         transformers.utils.logging.disable_progress_bar()  # one bar per saved or loaded model would be noise
-        use_threads(self.threads)
+        use_threads(requested=self.threads)
         if self._tokenizer is None:
             s = self.settings
             name = f"tokenizer-{s.source_lang}{s.target_lang}-v{s.vocab_size}-n{s.max_train_samples or 'all'}"
@@ -248,10 +248,10 @@ class TableRun:
 
     def score(self, model_dir: Path) -> dict:
         from modeling_vaswani.training.data import multi30k_pairs
-        from modeling_vaswani.training.threads import use_threads
+        from modeling_vaswani.threads import use_threads
         from .scoring import score_trained_row
 
-        use_threads(self.threads)
+        use_threads(requested=self.threads)
         s = self.settings
         sources, references = multi30k_pairs("validation", s.source_lang, s.target_lang, s.max_eval_samples)
         return score_trained_row(model_dir, sources, references, num_beams=s.num_beams)

@@ -63,7 +63,7 @@ from ..model.generation import (
     output_length_offset,
 )
 from ..tokenizer_loading import load_tokenizer
-from .cpu_threads import choose_threads
+from ..threads import choose_threads
 from .translation import translate
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class CTranslate2Engine:
     `device`: "cpu", "cuda", "cuda:1" (None: cuda when CTranslate2 sees a GPU, else cpu);
     `compute_type`: CTranslate2's ("default" keeps the saved weights' type; "int8", "float32", ...
     convert them on loading); `threads`: CPU threads of one translation (None: the package's rule,
-    `cpu_threads.choose_threads`, for the model's parameter count: 1 under 20M, as for our model;
+    `threads.choose_threads`, for the model's parameter count: 1 under 20M, as for our model;
     0: CTranslate2's own default). The count is `self.threads`, why `self.threads_chosen_by`.
     """
 

@@ -4,8 +4,8 @@ for real runs, the loss as other implementations report it (`loss_report`), chec
 (§6.1) and the record of a run.
 
 The recipe that scripts/train.py runs is the subpackage `recipe/` (its __init__ says in which
-order to read it). A run's clocks, folder, lock and record are `run_clocks`, `run_folder` and
-`run_record`. The Table 3 study, which trains with this code, is `benchmarks/table3/`.
+order to read it). A run's clocks are `run_clocks`; its folder, lock and record,
+`run_folder`. The Table 3 study, which trains with this code, is `benchmarks/table3/`.
 
 Never copied into checkpoints: this code imports the model, never the other way round.
 """

@@ -23,7 +23,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 
 # §6.1: "averaging the last 5 checkpoints" (base) and "the last 20 checkpoints" (big).
 BASE_CHECKPOINTS = 5
@@ -39,7 +39,6 @@ BIG_CHECKPOINTS = 20
 WEIGHTS_NAME = "model.safetensors"
 # The Trainer writes this file last into a checkpoint folder; see `is_complete_checkpoint`.
 TRAINER_STATE_NAME = "trainer_state.json"
-_CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 
 logger = logging.getLogger(__name__)
 # Files in a Trainer checkpoint that describe the training run, not the model: never copied.
@@ -139,6 +138,12 @@ def average_state_dicts(state_dicts: Sequence[Mapping[str, torch.Tensor]]) -> di
     return _finish(total, first, len(state_dicts))
 
 
+def _is_checkpoint_name(name: str) -> bool:
+    """`checkpoint-<step>`, the Trainer's name for a checkpoint folder (not checkpoint-final or checkpoint-3.bak)."""
+    prefix, _, step = name.partition("-")
+    return prefix == PREFIX_CHECKPOINT_DIR and step.isdigit()
+
+
 def is_complete_checkpoint(checkpoint_dir: str | Path) -> bool:
     """Whether a Trainer `checkpoint-<step>` folder was written to the end.
 
@@ -166,25 +171,18 @@ def check_resumable_checkpoint(checkpoint_dir: str | Path) -> Path:
 def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]:
     """(complete, incomplete): a run's `checkpoint-<step>` folders, the complete ones oldest first.
 
-    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9);
-    incomplete ones (see `is_complete_checkpoint`) are only named.
+    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9), as the
+    Trainer orders them itself (`sort_checkpoints`); incomplete ones (see `is_complete_checkpoint`)
+    are only named.
 
     Raises:
         FileNotFoundError: if `output_dir` is not a folder.
     """
-    output_dir = Path(output_dir)
-    if not output_dir.is_dir():
+    if not Path(output_dir).is_dir():
         raise FileNotFoundError(f"run folder {str(output_dir)!r} does not exist or is not a folder.")
-    found, incomplete = [], []
-    for child in output_dir.iterdir():
-        match = _CHECKPOINT_RE.match(child.name)
-        if match and child.is_dir():
-            if is_complete_checkpoint(child):
-                found.append((int(match.group(1)), child))
-            else:
-                incomplete.append(child.name)
-    found.sort(key=lambda pair: pair[0])
-    return [path for _, path in found], sorted(incomplete)
+    folders = [path for path in map(Path, sort_checkpoints(str(output_dir))) if _is_checkpoint_name(path.name)]
+    return ([path for path in folders if is_complete_checkpoint(path)],
+            sorted(path.name for path in folders if not is_complete_checkpoint(path)))
 
 
 def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
@@ -292,7 +290,7 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
     output_dir = Path(output_dir)
     for path in checkpoint_dirs:
         _weights_file(path)  # fail on a missing file before reading gigabytes of the others
-        if _CHECKPOINT_RE.match(path.name) and not is_complete_checkpoint(path):
+        if _is_checkpoint_name(path.name) and not is_complete_checkpoint(path):
             raise ValueError(
                 f"checkpoint {str(path)!r} is incomplete (no {TRAINER_STATE_NAME}, which the Trainer writes last): "
                 "the run was probably stopped while saving it, so its weights may be cut short. Leave it out."

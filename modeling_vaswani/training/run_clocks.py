@@ -1,20 +1,26 @@
-"""The clocks of a training run (not from the paper): one wall-clock count of minutes that keeps the
-run's record up to date (`RunClock`), ends training so that the whole run fits in a budget
-(`TimeBudget`), and writes a checkpoint every so many minutes (`SaveEveryMinutes`, §6.1).
+"""The clocks of a training run (not from the paper), as Trainer callbacks counting from the same
+start: `RunClock` keeps the run record's minutes up to date, `TimeBudget` ends training so that the
+whole run fits in --max_train_minutes, `SaveEveryMinutes` writes a checkpoint every
+--save_every_minutes (§6.1); `run_clocks` wires them from scripts/train.py's flags.
 
-All three are Trainer callbacks counting from the same start, measured exactly as the record's
-(`run_record`). Under several data-parallel processes the main process decides when to stop or
-save, for all.
+The clocks count from the moment scripts/train.py started, so loading the data, tokenizing and the
+closing work all count. Under several data-parallel processes the main process decides when to
+stop or save, for all.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import time
+from dataclasses import dataclass, field
 
 from transformers import TrainerCallback
 
-from .run_record import set_segment_minutes
+from .run_folder import set_segment_minutes
+
+logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 
 
 class TrainingClock(TrainerCallback):
@@ -200,3 +206,48 @@ class SaveEveryMinutes(TrainingClock):
 
     def on_save(self, args, state, control, **kwargs):
         self.last_save = time.monotonic()
+
+
+@dataclass
+class RunClocks:
+    """The callbacks a run trains with: `record` (always), `budget` (with --max_train_minutes)."""
+
+    record: RunClock
+    budget: TimeBudget | None = None
+    callbacks: list = field(default_factory=list)
+
+
+def run_clocks(options, output_dir, evaluating: bool, start: float) -> RunClocks:
+    """The clocks asked for by --save_every_minutes and --max_train_minutes, counting from `start`."""
+    clocks = RunClocks(RunClock(output_dir, start=start))
+    clocks.callbacks.append(clocks.record)
+    if options.save_every_minutes:
+        clocks.callbacks.append(SaveEveryMinutes(options.save_every_minutes))
+    if options.max_train_minutes:
+        clocks.budget = TimeBudget(options.max_train_minutes, start=start,
+                                   evaluations_after=evaluating * (1 + bool(options.average_last)),
+                                   saves_after=1 + options.average_last)
+        clocks.callbacks.append(clocks.budget)
+    return clocks
+
+
+def time_one_evaluation(clocks: RunClocks, trainer, options) -> None:
+    """Give the budget its first estimate of an evaluation's duration (nothing without a budget),
+    timed on the validation split's first batch. The model is untrained, so every translation runs
+    to the length limit: an overestimate that the first real evaluation replaces."""
+    if clocks.budget is None:
+        return
+    dataset = trainer.eval_dataset
+    size = min(len(dataset), trainer.args.per_device_eval_batch_size * trainer.args.world_size)
+    began = time.monotonic()
+    trainer.predict(dataset.select(range(size)), metric_key_prefix="timing")
+    clocks.budget.evaluation_seconds = (time.monotonic() - began) * math.ceil(len(dataset) / size)
+    logger.info("--max_train_minutes %g: the whole run, evaluation included (one evaluation ≈ %.0f s, "
+                "estimated from one batch)", options.max_train_minutes, clocks.budget.evaluation_seconds)
+
+
+def report_budget_stop(clocks: RunClocks, options) -> None:
+    """Say where the budget stopped training, if it did."""
+    if clocks.budget is not None and clocks.budget.stopped_at is not None:
+        logger.info("--max_train_minutes %g: stopped at step %d after %.1f minutes, leaving time for the closing work",
+                    options.max_train_minutes, *clocks.budget.stopped_at)

@@ -1,10 +1,25 @@
-"""The run folder of scripts/train.py (not from the paper): what an earlier run left in it, and a
-lock that keeps two runs out of one folder at the same time.
+"""The output folder of scripts/train.py (not from the paper): the run's record, what an earlier run
+left in it, and a lock that keeps two runs out of it at the same time.
+
+The record, `<output_dir>/run_info.json`, says how a model was made, for its card (the paper reports
+its training time, §5.2: 12 hours for the base models on 8 P100 GPUs). A run is often made of
+several invocations: one that was stopped or killed, then `--resume_from_checkpoint`. Each adds a
+*segment* with its command, machine and wall-clock minutes, so the card can give every command and
+the total time:
+
+    {"parameters": "2,875,392", "torch": "...", "transformers": "...",
+     "segments": [{"command": "python scripts/train.py ...", "hardware": "CPU: ..., 2 threads, bf16: amx",
+                   "minutes": 115.2}, ...]}
+
+A segment's minutes are rewritten by `run_clocks.RunClock` at every checkpoint save and at the end
+of training, so a killed invocation still counts the time up to its last checkpoint. Older records
+without "segments" (one top-level "command" and "hardware") are read as a single segment.
+Ours, as no library keeps one: the Trainer's trainer_state.json has no command, machine or minutes.
 
 A run refused on its flags leaves no trace; a run asked to replace an earlier one deletes exactly
 what a run writes (its checkpoints, averaged/, logs and results), and other files stay.
 
-Standard library only, so scripts/train.py claims its folder before torch is imported.
+Standard library only at import, so scripts/train.py loads it before torch.
 """
 
 from __future__ import annotations
@@ -16,7 +31,65 @@ import socket
 import time
 from pathlib import Path
 
-from .run_record import RUN_INFO_NAME
+RUN_INFO_NAME = "run_info.json"
+
+
+def _write(path: Path, info: dict) -> None:
+    # Write then rename: a run killed mid-write keeps the previous, complete record.
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_run_info(run_dir: str | os.PathLike) -> dict:
+    """The record of `run_dir`, always with a "segments" list (older records are converted)."""
+    path = Path(run_dir) / RUN_INFO_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found; is {run_dir} a folder written by scripts/train.py?")
+    info = json.loads(path.read_text(encoding="utf-8"))
+    if "segments" not in info:
+        info["segments"] = [{"command": info.pop("command", ""), "hardware": info.pop("hardware", ""),
+                             "minutes": None}]
+    return info
+
+
+def start_segment(output_dir: str | os.PathLike, segment: dict, about_model: dict, resuming: bool) -> None:
+    """Record a new invocation. A resumed run appends to the record; a fresh one starts it anew."""
+    path = Path(output_dir) / RUN_INFO_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = read_run_info(output_dir) if resuming and path.is_file() else {"segments": []}
+    info.update(about_model)
+    info["segments"].append({**segment, "minutes": 0.0})
+    _write(path, info)
+
+
+def set_segment_minutes(output_dir: str | os.PathLike, minutes: float) -> None:
+    """Set the wall-clock minutes of the latest segment."""
+    info = read_run_info(output_dir)
+    info["segments"][-1]["minutes"] = round(minutes, 3)
+    _write(Path(output_dir) / RUN_INFO_NAME, info)
+
+
+def summarize(info: dict) -> dict:
+    """One command block, one hardware line and the total minutes, for a model card.
+
+    Minutes are summed over the segments that know theirs; None if none does.
+    """
+    segments = info["segments"]
+    known = [s["minutes"] for s in segments if s.get("minutes") is not None]
+    hardware = [s["hardware"] for s in segments]
+    if len(set(hardware)) > 1:
+        hardware = [f"{s['hardware']} for {s['minutes']:.0f} minutes" if s.get("minutes") is not None
+                    else s["hardware"] for s in segments]
+    summary = {key: value for key, value in info.items() if key != "segments"}
+    summary.update(
+        command="\n".join(s["command"] for s in segments),
+        hardware="; then ".join(dict.fromkeys(hardware)),
+        minutes=round(sum(known)) if known else None,
+        segments=segments,
+    )
+    return summary
+
 
 LOCK_NAME = ".train.lock"
 # What a finished or stopped run leaves in its output folder, besides the model files that the
@@ -24,7 +97,6 @@ LOCK_NAME = ".train.lock"
 _RUN_FOLDERS = ("averaged", "runs")
 _RUN_FILES = (RUN_INFO_NAME, "trainer_state.json", "all_results.json", "train_results.json", "eval_results.json",
               "model.safetensors", "training_args.bin")
-_CHECKPOINT_GLOB = "checkpoint-*"
 
 
 def earlier_run(output_dir: str | os.PathLike) -> tuple[list[str], Path | None]:
@@ -32,25 +104,33 @@ def earlier_run(output_dir: str | os.PathLike) -> tuple[list[str], Path | None]:
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return [], None
-    checkpoints = sorted((p for p in output_dir.glob(_CHECKPOINT_GLOB) if p.is_dir() and p.name[11:].isdigit()),
-                         key=lambda p: int(p.name[11:]))
-    found = [f"{len(checkpoints)} checkpoint{'s' * (len(checkpoints) > 1)}"] if checkpoints else []
+    complete, incomplete = _checkpoints(output_dir)
+    count = len(complete) + len(incomplete)
+    found = [f"{count} checkpoint{'s' * (count > 1)}"] if count else []
     found += [f"{name}/" for name in _RUN_FOLDERS if (output_dir / name).is_dir()]
     found += [name for name in _RUN_FILES if (output_dir / name).is_file()]
     if len(found) > 4:
         found = found[:3] + [f"{len(found) - 3} more"]
-    complete = [p for p in checkpoints if (p / "trainer_state.json").is_file()]
     return found, (complete[-1] if complete else None)
 
 
 def clear_earlier_run(output_dir: str | os.PathLike) -> None:
     """Delete what an earlier run left in `output_dir` (see `earlier_run`); other files stay."""
     output_dir = Path(output_dir)
-    for folder in [*output_dir.glob(_CHECKPOINT_GLOB), *(output_dir / name for name in _RUN_FOLDERS)]:
+    complete, incomplete = _checkpoints(output_dir)
+    for folder in [*complete, *(output_dir / name for name in (*incomplete, *_RUN_FOLDERS))]:
         if folder.is_dir():
             shutil.rmtree(folder)
     for name in _RUN_FILES:
         (output_dir / name).unlink(missing_ok=True)
+
+
+def _checkpoints(output_dir: Path) -> tuple[list[Path], list[str]]:
+    # Imported here: the one discovery of checkpoints, with transformers (torch) behind it, is needed
+    # only once a run claims its folder, after the command line has been parsed.
+    from .checkpoint_averaging import complete_checkpoints
+
+    return complete_checkpoints(output_dir)
 
 
 class FolderInUseError(OSError):
@@ -69,6 +149,7 @@ def _process_alive(pid: int) -> bool:
 
 class RunLock:
     """`<output_dir>/.train.lock` for as long as a run uses the folder, so that two runs never share one.
+    Ours, not filelock's: a refusal names the process and host that hold the folder.
 
     The file holds the process id and host. A lock whose process is gone (a run that was killed)
     is taken over. On release, a folder this lock created and nothing else filled is removed

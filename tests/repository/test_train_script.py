@@ -265,7 +265,7 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
 
 # --- a time budget ----------------------------------------------------------------------------
 
-# How the stop is timed is tested on a fake clock (tests/training/test_run_record.py); here, without
+# How the stop is timed is tested on a fake clock (tests/training/test_run_clocks.py); here, without
 # wall-clock assertions (a loaded machine is slow at random), what the stopped run leaves behind.
 BUDGET_MINUTES = 1.0
 

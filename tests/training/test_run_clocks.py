@@ -8,7 +8,7 @@ from transformers import TrainerControl
 
 from modeling_vaswani.training import run_clocks
 from modeling_vaswani.training.run_clocks import RunClock, SaveEveryMinutes, TimeBudget
-from modeling_vaswani.training.run_record import read_run_info, start_segment
+from modeling_vaswani.training.run_folder import read_run_info, start_segment
 
 ABOUT = {"parameters": "1,234", "torch": "2.x", "transformers": "5.x"}
 CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 thread"}
@@ -173,3 +173,15 @@ def test_a_checkpoint_for_another_reason_restarts_the_interval(fake_clock):
 
 
 # --- the output folder ------------------------------------------------------------------------------
+
+
+def test_the_flags_choose_the_clocks(tmp_path):
+    plain = SimpleNamespace(save_every_minutes=None, max_train_minutes=None, average_last=0)
+    clocks = run_clocks.run_clocks(plain, tmp_path, evaluating=True, start=0.0)
+    assert clocks.callbacks == [clocks.record] and clocks.budget is None
+    timed = SimpleNamespace(save_every_minutes=10, max_train_minutes=30, average_last=5)
+    clocks = run_clocks.run_clocks(timed, tmp_path, evaluating=True, start=0.0)
+    assert [type(clock) for clock in clocks.callbacks] == [RunClock, SaveEveryMinutes, TimeBudget]
+    # After the last step: the final and the averaged model's evaluations, the final folder and the average.
+    assert (clocks.budget.evaluations_after, clocks.budget.saves_after) == (2, 6)
+    assert clocks.record.start == clocks.budget.start == 0.0

@@ -6,9 +6,8 @@ Read it in the order a run goes through it:
 1. `flags`: the command line, grouped by the section of the paper each flag follows.
 2. `checks`: the combinations of flags that could not run as asked, refused before any work.
 3. `arguments`: the Trainer's arguments, the paper's settings where the Trainer's defaults differ.
-4. `run`: the work (data, one shared BPE vocabulary, the model, `VaswaniTrainer`).
-5. `timing`: the run's clocks, a checkpoint every few minutes and the time budget.
-6. `closing`: §6.1's averaging of the last checkpoints and the command to run next.
+4. `run`: the work (data, one shared BPE vocabulary, the model, `VaswaniTrainer`, the run's clocks).
+5. `closing`: §6.1's averaging of the last checkpoints and the command to run next.
 
 `flags`, `checks` and `arguments` import only the standard library (and `modeling_vaswani.cli`)
 when loaded, so scripts/train.py loads them by file without the package and answers --help or a

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from ...cli import one_line
+from ...cli import looks_like_hub_id, one_line
 from .flags import REGULARISATION_FLAGS, SIZE_FLAGS, build_parser
 
 
@@ -33,8 +33,7 @@ def check_model_source(options) -> None:
     """A model folder that is not there, and sizes that a trained model or a checkpoint already has."""
     name = options.model_name_or_path
     if name is not None and not Path(name).is_dir():
-        looks_local = Path(name).is_absolute() or name.startswith(".") or name.count("/") != 1
-        if looks_local or os.environ.get("HF_HUB_OFFLINE") == "1":
+        if not looks_like_hub_id(name) or os.environ.get("HF_HUB_OFFLINE") == "1":
             raise FileNotFoundError(f"--model_name_or_path {name}: no such model folder.")
     if name is not None and not options.resume_from_checkpoint:
         for flag in (*SIZE_FLAGS, "preset", "vocab_size"):

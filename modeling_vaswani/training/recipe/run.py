@@ -3,7 +3,7 @@
 Data (§5.1: the embedded Multi30k, a Hub dataset or local files), one BPE vocabulary shared by
 both languages, the model of a Table 3 preset (or a trained one to fine-tune, or a checkpoint to
 resume), `VaswaniTrainer` with token-budget batches, Adam and Eq. (3), the clocks of the run
-(`timing`), and at the end the model folder, its evaluation and §6.1's averaging
+(`run_clocks`), and at the end the model folder, its evaluation and §6.1's averaging
 (`closing`).
 """
 
@@ -22,6 +22,7 @@ from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq
 from ...machine import describe_machine, hardware_line
 from ...model.configuration_vaswani import VaswaniConfig
 from ...model.modeling_vaswani import VaswaniForConditionalGeneration
+from ...threads import use_threads
 from ...tokenizer_loading import load_tokenizer
 from ..checkpoint_averaging import check_resumable_checkpoint
 from ..chunked_loss import describe_step
@@ -29,15 +30,13 @@ from ..data import load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..pair_rows import in_memory
 from ..precision import first_batch, probe_precision, report_precision
-from ..run_folder import claim_output_dir, is_main_launch
-from ..run_record import start_segment
-from ..threads import choose_threads, use_threads
+from ..run_folder import claim_output_dir, is_main_launch, start_segment
+from ..run_clocks import report_budget_stop, run_clocks, time_one_evaluation
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
 from .checks import check_resumed_model, given, paired_files
 from .closing import average_last, next_step
 from .flags import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS
-from .timing import report_budget_stop, run_clocks, time_one_evaluation
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 
@@ -173,8 +172,7 @@ def train(options, training_args, started: float, started_wall: float):
         transformers.set_seed(training_args.seed)
     model = build_model(options, tokenizer)
     logger.info("model: %s parameters, config %s", f"{model.num_parameters():,}", model.config.to_diff_dict())
-    threads, why = choose_threads(model.num_parameters(), options.threads)
-    use_threads(threads)
+    threads, why = use_threads(model, options.threads, training=True)
     logger.info("CPU threads: %d per process (%s)", threads, why)
 
     tokenized = tokenize(data, tokenizer, options)
