@@ -17,14 +17,10 @@ follows. One step, for every sentence of the batch at once:
    scores more than that bound (tensor2tensor compares its worst finished one: same output, later);
 6. the best finished hypothesis is the translation (the best live ones if fewer finished by the limit).
 
-Implementation (not from the paper): `GenerationMixin.generate` runs the encoder, repeats its output for
-the k beams and prepares the key/value cache, then calls this search (chosen in generation.py). Each
-step feeds the decoder the tokens its cache lacks (a whole decoder prompt at first) and reorders the
-self-attention cache after the chosen parents. A given cache with one row per sentence is repeated for
-the k beams; a decoder_attention_mask grows by a 1 per step. Done sentences leave the batch (twice as
-fast on Multi30k) unless a dict is returned or logits processors run (they may keep per-row state); the
-dict's cache holds its sequences but their last token, as greedy search's does, for generate() to go
-on from. `generate(..., beam_trace=[])` appends each step's state to the list (beam_trace.py).
+Implementation (not from the paper): `GenerationMixin.generate` runs the encoder, repeats it for the k
+beams and prepares the key/value cache; each step feeds the decoder the tokens its cache lacks and
+reorders the cache after the chosen parents. Done sentences leave the batch (twice as fast on Multi30k)
+unless a dict is returned or logits processors run. `beam_trace=[]` records each step (beam_trace.py).
 """
 
 import torch
