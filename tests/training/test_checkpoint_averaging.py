@@ -10,7 +10,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from checks import assert_names
 from modeling_vaswani.training.checkpoint_averaging import (
+    CheckpointMismatchError,
     average_checkpoints,
     average_state_dicts,
     complete_checkpoints,
@@ -116,6 +118,18 @@ def test_average_checkpoints_refuses_different_configs(tmp_path):
     b = _make_checkpoint(tmp_path / "b", 1.0, config=CONFIG | {"d_model": 8})
     with pytest.raises(ValueError, match="d_model"):
         average_checkpoints([a, b], tmp_path / "out")
+
+
+@pytest.mark.parametrize("difference,name", [({"d_ff": 48}, "d_ff"),
+                                             ({"positional_encoding": "learned"}, "embed_positions.weight")])
+def test_averaging_saved_models_that_differ(saved_model_dir, make_model, tmp_path, difference, name):
+    """A differing config field is named; so is a tensor only one of them has. Nothing is written."""
+    vocab_size = json.loads((saved_model_dir / "config.json").read_text())["vocab_size"]
+    make_model(vocab_size=vocab_size, **difference).save_pretrained(tmp_path / "other")
+    with pytest.raises(CheckpointMismatchError) as error:
+        average_checkpoints([saved_model_dir, tmp_path / "other"], tmp_path / "averaged")
+    assert_names(error, name)
+    assert not (tmp_path / "averaged" / "model.safetensors").exists()
 
 
 def test_average_checkpoints_missing_or_sharded_weights(tmp_path):

@@ -2,12 +2,14 @@
 data_files (json, jsonl, csv, tsv) and pair_rows (the translation layout)."""
 
 import gzip
+import io
 import json
 
 import pytest
 
 from modeling_vaswani.training.data import (
     DEFAULT_DATA_DIR,
+    iter_lines,
     load_multi30k,
     load_parallel_files,
     load_translation_dataset,
@@ -15,6 +17,7 @@ from modeling_vaswani.training.data import (
     select_first,
     stream_parallel_files,
 )
+from checks import assert_names
 from modeling_vaswani.training.data_files import load_data_files
 from modeling_vaswani.training.pair_rows import DataError, in_memory
 
@@ -83,31 +86,46 @@ def test_plain_and_gz_files(tmp_path):
     assert read_lines(tgt) == ["Hallo Welt.", "Grüße"]
 
 
-def test_crlf_line_endings_are_stripped(tmp_path):
-    path = _write(tmp_path / "w.txt", None, raw=b"one\r\ntwo\r\n")
-    assert read_lines(path) == ["one", "two"]
+# Characters that Python's str.splitlines (and text-mode reading, for "\r") take for a line break;
+# lines end at "\n" (or "\r\n") only, or every later line would be paired with the wrong one.
+LINE_BREAK_LOOKALIKES = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 
 
-def test_mismatched_line_counts_name_both_files(tmp_path):
-    src = _write(tmp_path / "x.en", ["a", "b", "c"])
-    tgt = _write(tmp_path / "x.de", ["a", "b"])
-    with pytest.raises(DataError) as err:
-        load_parallel_files(src, tgt, "en", "de")
-    message = str(err.value)
-    assert str(src) in message and str(tgt) in message and "3" in message and "2" in message
+@pytest.mark.parametrize("char", LINE_BREAK_LOOKALIKES, ids=ascii)
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_lines_split_on_newline_only(tmp_path, char, gz):
+    data = f"one{char}still one\r\ntwo\n{char}three\n".encode("utf-8")
+    path = _write(tmp_path / ("data.en.gz" if gz else "data.en"), None, gz=gz, raw=data)
+    expected = [f"one{char}still one", "two", f"{char}three"]
+    assert read_lines(path) == expected
+    assert list(iter_lines(io.BytesIO(data), "x")) == expected
 
 
-def test_missing_file(tmp_path):
-    src = _write(tmp_path / "x.en", ["a"])
-    with pytest.raises(DataError, match="not found.*nope.de"):
-        load_parallel_files(src, tmp_path / "nope.de", "en", "de")
+BAD_PAIRS = {  # source bytes, target bytes (None: no file), the words the message must hold
+    "missing-target": ("a\n", None, ["not found", "{tgt}"]),
+    "different-lengths": ("a\nb\nc\n", "a\nb\n", ["{src}", "3 lines", "{tgt}", "2"]),
+    "empty": ("", "", ["Empty corpus", "{src}"]),
+    "undecodable-source": (b"good\nfine\n\xff\xfe bad\n", "a\nb\nc\n", ["{src}, line 3", "UTF-8"]),
+    "undecodable-target": ("a\nb\n", b"ok\n\xc3\x28\n", ["{tgt}, line 2", "UTF-8"]),
+    "gz-that-is-not-gzip": ("plain text, not gzip\n", "a\n", ["Could not read", "{src}"]),
+}
 
 
-def test_empty_file(tmp_path):
-    src = _write(tmp_path / "e.en", [])
-    tgt = _write(tmp_path / "e.de", [])
-    with pytest.raises(DataError, match="Empty corpus.*e.en"):
-        load_parallel_files(src, tgt, "en", "de")
+@pytest.mark.parametrize("door", ["load_parallel_files", "load_translation_dataset"])
+@pytest.mark.parametrize("case", list(BAD_PAIRS))
+def test_bad_parallel_files_name_the_file(tmp_path, case, door):
+    source, target, names = BAD_PAIRS[case]
+    src = tmp_path / ("train.en.gz" if case == "gz-that-is-not-gzip" else "train.en")
+    tgt = tmp_path / "train.de"
+    for path, data in ((src, source), (tgt, target)):
+        if data is not None:
+            path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    with pytest.raises(DataError) as error:
+        if door == "load_parallel_files":
+            load_parallel_files(src, tgt, "en", "de")
+        else:
+            load_translation_dataset("en", "de", train_files=(src, tgt))
+    assert_names(error, *[name.format(src=src, tgt=tgt) for name in names])
 
 
 @pytest.mark.parametrize("gz", [False, True])
