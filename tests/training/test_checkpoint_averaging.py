@@ -52,10 +52,12 @@ def test_mismatched_shapes_name_the_tensor_and_checkpoint():
 
 
 def test_mismatched_keys_name_the_tensor():
-    with pytest.raises(ValueError, match=r"checkpoint 1 lacks tensor 'b'"):
+    with pytest.raises(ValueError) as error:
         average_state_dicts([{"a": torch.zeros(1), "b": torch.zeros(1)}, {"a": torch.zeros(1)}])
-    with pytest.raises(ValueError, match=r"checkpoint 1 has tensor 'c'"):
+    assert_names(error, "checkpoint 1", "'b'")
+    with pytest.raises(ValueError) as error:
         average_state_dicts([{"a": torch.zeros(1)}, {"a": torch.zeros(1), "c": torch.zeros(1)}])
+    assert_names(error, "checkpoint 1", "'c'")
 
 
 def test_empty_list_is_rejected():

@@ -169,8 +169,9 @@ def test_hub_dataset_splits_renamed_and_languages_checked(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", lambda name, config: calls.append((name, config)) or fake)
     ds = load_translation_dataset("en", "de", dataset_name="wmt14", dataset_config_name="de-en")
     assert calls == [("wmt14", "de-en")] and set(ds) == {"train", "validation"}
-    with pytest.raises(DataError, match="no 'fr'.*\\['de', 'en'\\]"):
+    with pytest.raises(DataError) as error:
         load_translation_dataset("en", "fr", dataset_name="wmt14", dataset_config_name="de-en")
+    assert_names(error, "'fr'", "['de', 'en']")
 
 
 # Data files (json, jsonl, csv, tsv) and streams ----------------------------------------------------
@@ -236,14 +237,17 @@ def test_a_missing_column_names_the_file_the_columns_found_and_expected(tmp_path
 
 
 def test_other_data_file_mistakes(tmp_path, datasets_cache):
-    with pytest.raises(DataError, match="languages are \\['de', 'en'\\]"):
+    with pytest.raises(DataError) as error:
         load_data_files(_data_file(tmp_path / "t.jsonl", layout="translation"), "en", "fr")
+    assert_names(error, "['de', 'en']")
     holes = tmp_path / "holes.jsonl"
     holes.write_text('{"en": "a", "de": "b"}\n{"en": "c", "de": null}\n', encoding="utf-8")
-    with pytest.raises(DataError, match="holes.jsonl: a row has None for 'de'"):
+    with pytest.raises(DataError) as error:
         load_data_files(holes, "en", "de")
-    with pytest.raises(DataError, match="pairs.txt: not a data file.*\\.json, \\.jsonl, \\.csv, \\.tsv"):
+    assert_names(error, "holes.jsonl", "'de'", "None")
+    with pytest.raises(DataError) as error:
         load_data_files(_write(tmp_path / "pairs.txt", ["a"]), "en", "de")
+    assert_names(error, "pairs.txt", ".json, .jsonl, .csv, .tsv")
     with pytest.raises(DataError, match="not found.*nope.jsonl"):
         load_data_files(tmp_path / "nope.jsonl", "en", "de")
     with pytest.raises(DataError, match="share a format"):
@@ -255,8 +259,9 @@ def test_other_data_file_mistakes(tmp_path, datasets_cache):
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"en": "a", "de": \n', encoding="utf-8")
     for streaming in (False, True):
-        with pytest.raises(DataError, match="Could not read .*broken.jsonl as jsonl"):
+        with pytest.raises(DataError) as error:
             load_data_files(broken, "en", "de", streaming=streaming)
+        assert_names(error, "broken.jsonl", "jsonl")
     empty = tmp_path / "empty.csv"
     empty.write_text("en,de\n", encoding="utf-8")
     with pytest.raises(DataError, match="no sentence pairs"):
@@ -286,8 +291,9 @@ def test_parallel_text_files_stream_in_step(tmp_path):
         {"en": "one", "de": "eins"}, {"en": "two", "de": "zwei"}, {"en": "three", "de": "drei"}]
     assert len(data["validation"]) == 3
     short = _write(tmp_path / "short.de", ["eins"])
-    with pytest.raises(DataError, match="different line counts: .*short.de ends at line 1"):
+    with pytest.raises(DataError) as error:
         list(stream_parallel_files(src, short, "en", "de"))
+    assert_names(error, "short.de", "line 1")
 
 
 def test_a_hub_dataset_streams_its_training_split(monkeypatch):
@@ -300,8 +306,9 @@ def test_a_hub_dataset_streams_its_training_split(monkeypatch):
     data = load_translation_dataset("en", "de", dataset_name="wmt14", dataset_config_name="de-en", streaming=True)
     assert isinstance(data["train"], datasets.IterableDataset) and isinstance(data["validation"], datasets.Dataset)
     assert data["validation"].column_names == ["translation"] and len(data["validation"]) == 3
-    with pytest.raises(DataError, match="no 'fr'.*\\['de', 'en'\\]"):
+    with pytest.raises(DataError) as error:
         load_translation_dataset("en", "fr", dataset_name="wmt14", dataset_config_name="de-en", streaming=True)
+    assert_names(error, "'fr'", "['de', 'en']")
 
 
 def test_in_memory():
