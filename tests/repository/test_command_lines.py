@@ -55,16 +55,24 @@ def test_unknown_flag(monkeypatch, capsys, script):
 
 
 @pytest.mark.parametrize("script,args", [
-    ("train.py", ["--model_name_or_path", "{missing}"]),
+    ("train.py", ["--model_name_or_path", "{missing}", "--output_dir", "{tmp}/out"]),
     ("evaluate_model.py", ["--model", "{missing}"]),
     ("translate.py", ["--model", "{missing}", "Hello"]),
     ("average_checkpoints.py", ["--run_dir", "{missing}", "--output_dir", "{tmp}/out"]),
+    ("average_checkpoints.py", ["--checkpoints", "{missing}", "--output_dir", "{tmp}/out"]),
     ("push_to_hub.py", ["--model_dir", "{missing}", "--repo_id", "user/name", "--dry_run"]),
-], ids=list(REQUIRED_FLAGS))
+])
 def test_missing_model(monkeypatch, capsys, tmp_path, script, args):
     missing = tmp_path / "no_such_model"
     code, err = run_script(monkeypatch, capsys, script, *[a.format(missing=missing, tmp=tmp_path) for a in args])
     assert_error_line(code, err, missing, alone=True)
+    assert not (tmp_path / "out").exists()
+
+
+def test_flags_that_exclude_each_other(monkeypatch, capsys, tmp_path):
+    code, err = run_script(monkeypatch, capsys, "average_checkpoints.py", "--checkpoints", "a", "--run_dir", "b",
+                           "--output_dir", tmp_path)
+    assert_error_line(code, err, "--checkpoints", "--run_dir", alone=True)
 
 
 @pytest.mark.parametrize("script", ["train.py", "evaluate_model.py"])
@@ -74,6 +82,7 @@ def test_wrong_language_code(monkeypatch, capsys, saved_model_dir, tmp_path, scr
         args += ["--model", saved_model_dir]
     code, err = run_script(monkeypatch, capsys, script, *args)
     assert_error_line(code, err, "source_lang='xx'", alone=True)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("script,flag", [("train.py", "--num_train_epochs"), ("translate.py", "--batch_size"),
