@@ -139,8 +139,11 @@ def _with_extra(name, shape=(16,)):
     return _tensors(lambda tensors: {**tensors, name: torch.zeros(shape)})
 
 
-def _without_first(tensors):
-    return {name: t for name, t in tensors.items() if name != sorted(tensors)[0]}
+FF_BIAS = "model.decoder.layers.0.feed_forward.linear_1.bias"
+
+
+def _without_ff_bias(tensors):
+    return {name: t for name, t in tensors.items() if name != FF_BIAS}
 
 
 def _first_as_int8(tensors):
@@ -168,7 +171,8 @@ DAMAGED = {
     "weights-header-only": (_cut("model.safetensors", "header-end"), ValueError, ["{weights}", "corrupted"]),
     "weights-half": (_cut("model.safetensors", 0.5), ValueError, ["{weights}", "corrupted"]),
     "weights-last-byte-missing": (_cut("model.safetensors", -1), ValueError, ["{weights}", "corrupted"]),
-    "weights-random-bytes": (_write("model.safetensors", bytes(range(256)) * 64), ValueError, ["{weights}"]),
+    "weights-random-bytes": (_write("model.safetensors", bytes(range(256)) * 64), ValueError,
+                             ["{weights}", "corrupted"]),
     "weights-zeros": (_write("model.safetensors", b"\x00" * 100), ValueError, ["{weights}", "corrupted"]),
     # weights that would load wrong: another dtype, tensors the config lacks or needs
     "weights-int8": (_retyped(torch.int8), ValueError, ["as I8", "floating point"]),
@@ -184,9 +188,8 @@ DAMAGED = {
     "weights-stray-tensor": (_with_extra("model.something_else.weight"), ValueError, ["does not have"]),
     "weights-logits-bias-the-config-lacks": (_with_extra("final_logits_bias", (1, 250)), ValueError,
                                              ["'final_logits_bias'"]),
-    "weights-lack-a-tensor": (_tensors(_without_first), ValueError, ["lack 1", "first: '"]),
-    "config.json-d_ff-unlike-the-weights": (_config(d_ff=48), ValueError, [
-        "'model.decoder.layers.0.feed_forward.linear_1.bias'", "(32,)", "(48,)"]),
+    "weights-lack-a-tensor": (_tensors(_without_ff_bias), ValueError, ["lack 1", f"first: '{FF_BIAS}'"]),
+    "config.json-d_ff-unlike-the-weights": (_config(d_ff=48), ValueError, [f"'{FF_BIAS}'", "(32,)", "(48,)"]),
 }
 
 
