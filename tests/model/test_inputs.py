@@ -29,9 +29,10 @@ def test_the_full_message_of_a_refused_input(tiny_model):
         tiny_model(input_ids=torch.tensor([[5, 40, 2]]), decoder_input_ids=torch.tensor([[1]]))
 
 
-@pytest.mark.parametrize("where,bad_id", [("source", 40), ("source", 1000), ("source", -1), ("target", 77),
-                                          ("generate", 40), ("generate", -1)])
+@pytest.mark.parametrize("where,bad_id", [("source", 40), ("source", 1000), ("source", -1), ("target", 40),
+                                          ("target", -1), ("generate", 40), ("generate", -1)])
 def test_token_id_outside_the_vocabulary(tiny_model, where, bad_id):
+    """Checked once, at the model's entry, for the source and the target ids."""
     with pytest.raises(ValueError) as error:
         if where == "generate":
             tiny_model.generate(input_ids=torch.tensor([[bad_id, 2]]), max_new_tokens=2)
