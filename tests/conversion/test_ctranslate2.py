@@ -14,6 +14,7 @@ import sys
 import pytest
 import torch
 
+from checks import assert_names
 from modeling_vaswani.conversion.ctranslate2 import (
     CTranslate2ConversionError,
     CTranslate2NotInstalledError,
@@ -145,8 +146,9 @@ def test_int8_conversion_translates(saved_model_dir, tmp_path, trained_tokenizer
 def test_refusals(make_config, saved_model_dir, tmp_path):
     with pytest.raises(CTranslate2ConversionError, match="d_k=8"):
         check_convertible(make_config(d_k=8))
-    with pytest.raises(ValueError, match="not one of CTranslate2's"):
+    with pytest.raises(ValueError) as error:
         convert_ctranslate2(saved_model_dir, tmp_path / "out", quantization="int3")
+    assert_names(error, "int3")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="already holds files"):

@@ -5,7 +5,8 @@ import itertools
 import pytest
 import torch
 
-from modeling_vaswani.evaluation.translation import load_translator, translate, translate_stream
+from checks import assert_names
+from modeling_vaswani.evaluation.translation import as_one_line, load_translator, translate, translate_stream
 
 FAST = dict(num_beams=1, max_new_tokens=6)  # decoding settings that keep an untrained model quick
 SENTENCES = [
@@ -15,6 +16,7 @@ SENTENCES = [
     "A woman in a red dress sits on a bench.",
     "   ",
     "People walk down the street.",
+    "\t",
 ]
 
 
@@ -51,7 +53,7 @@ def test_real_model_batched_equals_one_by_one(translator):
     together = translate(model, tokenizer, SENTENCES, batch_size=2, **FAST)
     one_by_one = [translate(model, tokenizer, [s], **FAST)[0] for s in SENTENCES]
     assert together == one_by_one
-    assert together[2] == "" and together[4] == ""
+    assert together[2] == together[4] == together[6] == ""
     assert all(isinstance(t, str) for t in together)
 
 
@@ -70,17 +72,91 @@ def test_empty_input_gives_empty_output(translator):
     assert translate(model, tokenizer, ["", " "]) == ["", ""]
 
 
-@pytest.mark.parametrize("bad", [None, 3, b"bytes"])
-def test_non_string_is_a_clear_error(translator, bad):
+@pytest.mark.parametrize("sentences,names", [
+    (["fine", None], ["Sentence 1", "NoneType"]),
+    (["fine", 3], ["Sentence 1", "int"]),
+    ([b"bytes"], ["Sentence 0", "bytes"]),
+    ("A single string", ["single string"]),
+])
+def test_non_string_input(translator, sentences, names):
     model, tokenizer = translator
-    with pytest.raises(ValueError, match=r"Sentence 1 is a .*not a string"):
-        translate(model, tokenizer, ["fine", bad], **FAST)
+    with pytest.raises(ValueError) as error:
+        translate(model, tokenizer, sentences, **FAST)
+    assert_names(error, *names)
 
 
 def test_bad_batch_size_is_a_clear_error(translator):
     model, tokenizer = translator
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ValueError) as error:
         translate(model, tokenizer, ["A dog."], batch_size=0)
+    assert_names(error, "batch_size")
+
+
+def test_very_long_line_is_truncated_to_max_source_length(make_model, tokenizer):
+    # Learned positions fail past 64 tokens, so success proves the 5,000-word line was cut.
+    model = make_model(vocab_size=len(tokenizer), positional_encoding="learned", max_position_embeddings=64)
+    line = " ".join(["dog"] * 5000)
+    assert len(tokenizer(line)["input_ids"]) > 5000
+    [output] = translate(model, tokenizer, [line], max_source_length=32, num_beams=1, max_new_tokens=3)
+    assert isinstance(output, str)
+
+
+TRANSLATION_LOGGER = "modeling_vaswani.evaluation.translation"
+
+
+def cut_warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == TRANSLATION_LOGGER and "were cut" in r.getMessage()]
+
+
+@pytest.mark.parametrize("lines,cut", [(["dog " * 200, "A dog."], 1), (["dog " * 200] * 3, 3), (["A dog."] * 3, 0)],
+                         ids=["one-of-two", "all", "none"])
+def test_translate_says_once_how_many_sentences_were_cut(translator, caplog, lines, cut):
+    model, tokenizer = translator
+    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
+        translate(model, tokenizer, lines, max_source_length=16, num_beams=1, max_new_tokens=2, batch_size=1)
+    warnings = cut_warnings(caplog)
+    if cut:
+        assert warnings == [warnings[0]]
+        assert_names(warnings[0], f"{cut} of {len(lines)} sentences", "16 tokens")
+    else:
+        assert warnings == []
+
+
+def test_translate_stream_says_it_once_for_the_whole_stream(translator, caplog):
+    model, tokenizer = translator
+    lines = ["A dog.", "dog " * 100, "Two men.", "cat " * 100, "A cat."] * 2
+    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
+        out = list(translate_stream(model, tokenizer, lines, batch_size=2, max_source_length=16,
+                                    num_beams=1, max_new_tokens=2))
+    assert len(out) == 10
+    warnings = cut_warnings(caplog)
+    assert len(warnings) == 1 and "4 of 10 sentences" in warnings[0]
+
+
+# Characters that Python's str.splitlines (and text-mode reading, for "\r") take for a line break;
+# lines end at "\n" (or "\r\n") only, or every later line would be paired with the wrong one.
+LINE_BREAK_LOOKALIKES = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def test_translate_stream_splits_nothing_but_the_terminator(translator):
+    _, tokenizer = translator
+    echo = EchoModel()
+    lines = [f"a{LINE_BREAK_LOOKALIKES}b\n", "c\r\n", "d"]
+    assert len(list(translate_stream(echo, tokenizer, lines, batch_size=2))) == 3
+    assert sum(echo.batches) == 3
+
+
+def test_a_translation_with_a_line_break_is_written_on_one_line():
+    assert as_one_line("Ein Hund\nläuft\r\nschnell\r.") == "Ein Hund läuft schnell ."
+    assert as_one_line("kein Umbruch\u2028hier") == "kein Umbruch\u2028hier"  # no reader of ours splits there
+
+
+@pytest.mark.parametrize("device,names", [("tpu9", ["is not a device name"]), ("gpu", ["is not a device name"]),
+                                          ("cuda:99", ["is not available here"]), ("meta", ["holds no data"])])
+def test_load_translator_refuses_a_device_that_does_not_exist(saved_model_dir, device, names):
+    with pytest.raises(ValueError) as error:
+        load_translator(str(saved_model_dir), device=device)
+    assert_names(error, repr(device), *names)
 
 
 def test_translate_stream_yields_the_same_as_translate(translator):

@@ -1,8 +1,8 @@
 """Interrupted jobs and large inputs: no half-written folder loads as a model, memory stays flat.
 
 - `save_pretrained` writes code, config.json, generation_config.json and the weights last, each
-  straight into the final folder; a process killed on the way leaves one of the states built
-  below, and each must fail to load instead of giving a valid-looking, wrong model.
+  straight into the final folder; a process killed on the way leaves one of the states that
+  test_model_folders.py builds, and each must fail to load instead of giving a wrong model.
 - The Trainer writes a `checkpoint-<step>` folder in place too, with trainer_state.json last;
   checkpoint averaging and resuming refuse a folder without it.
 - scripts/translate.py reads a file a batch at a time, so its peak memory does not grow with the
@@ -18,7 +18,6 @@ import os
 import runpy
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -28,13 +27,14 @@ import datasets
 import pytest
 import torch
 import transformers.modeling_utils
-from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
+from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
 from transformers.trainer_callback import TrainerState
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from checks import assert_error_line, run_script
+from checks import assert_names
+from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.training.checkpoint_averaging import average_checkpoints, find_checkpoints, is_complete_checkpoint
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
-from modeling_vaswani.training.tokenization import train_bpe_tokenizer
 from modeling_vaswani.training.trainer import VaswaniTrainer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,31 +46,12 @@ def english():
     return read_lines(DEFAULT_DATA_DIR / "train.en.gz")[:1000]
 
 
-@pytest.fixture(scope="module")
-def tokenizer(english):
-    german = read_lines(DEFAULT_DATA_DIR / "train.de.gz")[:300]
-    return train_bpe_tokenizer(english[:300] + german, vocab_size=250)
+# --- the order of the writes -------------------------------------------------------------------
 
 
-def tiny_model(vocab_size):
-    torch.manual_seed(0)
-    config = VaswaniConfig.from_preset("tiny", vocab_size=vocab_size, d_model=16, d_ff=32, num_heads=2, num_layers=1)
-    return VaswaniForConditionalGeneration(config)
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tokenizer):
-    folder = tmp_path_factory.mktemp("saved") / "model"
-    tiny_model(len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-# --- save_pretrained interrupted ---------------------------------------------------------------
-
-
-def test_save_pretrained_writes_the_weights_last(tmp_path, monkeypatch):
-    """The states simulated below rest on this order (transformers 5.24, `save_pretrained`)."""
+def test_save_pretrained_writes_the_weights_last(make_model, tmp_path, monkeypatch):
+    """The interrupted states of test_model_folders.py rest on this order (transformers 5.24,
+    `save_pretrained`)."""
     seen = []
     original = transformers.modeling_utils.safe_save_file
 
@@ -79,107 +60,28 @@ def test_save_pretrained_writes_the_weights_last(tmp_path, monkeypatch):
         return original(tensors, filename, *args, **kwargs)
 
     monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", recording_save)
-    tiny_model(40).save_pretrained(tmp_path / "m")
+    make_model().save_pretrained(tmp_path / "m")
     assert len(seen) == 1
     assert {"config.json", "generation_config.json"} | CODE_FILES <= set(seen[0])
     assert sorted(os.listdir(tmp_path / "m")) == sorted(seen[0] + ["model.safetensors"])
-
-
-def _header_end(data: bytes) -> int:
-    # safetensors layout: 8-byte little-endian header length, the JSON header, then the tensor data.
-    return 8 + struct.unpack("<Q", data[:8])[0]
-
-
-INTERRUPTED_STATES = {
-    # killed while copying the code: nothing else written yet
-    "code-only": dict(drop=["config.json", "generation_config.json", "model.safetensors"]),
-    # killed while writing config.json
-    "config-cut": dict(drop=["generation_config.json", "model.safetensors"], cut=("config.json", 0.5)),
-    # killed before or while writing generation_config.json
-    "config-only": dict(drop=["generation_config.json", "model.safetensors"]),
-    "no-weights-yet": dict(drop=["model.safetensors"]),
-    # killed while writing model.safetensors, at several points of the file
-    "weights-0-bytes": dict(cut=("model.safetensors", 0)),
-    "weights-in-length-field": dict(cut=("model.safetensors", 5)),
-    "weights-in-header": dict(cut=("model.safetensors", "header-middle")),
-    "weights-header-only": dict(cut=("model.safetensors", "header-end")),
-    "weights-half": dict(cut=("model.safetensors", 0.5)),
-    "weights-last-byte-missing": dict(cut=("model.safetensors", -1)),
-}
-
-
-def _interrupt(folder: Path, drop=(), cut=None):
-    for name in drop:
-        (folder / name).unlink()
-    if cut is not None:
-        name, where = cut
-        data = (folder / name).read_bytes()
-        if where == "header-middle":
-            size = _header_end(data) // 2
-        elif where == "header-end":
-            size = _header_end(data)
-        elif isinstance(where, float):
-            size = int(len(data) * where)
-        else:
-            size = where if where >= 0 else len(data) + where
-        (folder / name).write_bytes(data[:size])
-
-
-@pytest.mark.parametrize("state", list(INTERRUPTED_STATES))
-def test_interrupted_save_never_loads(model_dir, tmp_path, state):
-    folder = Path(shutil.copytree(model_dir, tmp_path / "model"))
-    _interrupt(folder, **INTERRUPTED_STATES[state])
-    for load in (VaswaniForConditionalGeneration.from_pretrained,
-                 lambda path: AutoModelForSeq2SeqLM.from_pretrained(path, trust_remote_code=True)):
-        with pytest.raises((OSError, ValueError)) as error:
-            load(folder)
-        message = str(error.value)
-        assert str(folder) in message, message  # every message says which folder or file is damaged
-
-
-def test_an_intact_copy_still_loads_exactly(model_dir, tmp_path):
-    """Control for the test above: the same copy, undamaged, loads with the saved weights."""
-    folder = Path(shutil.copytree(model_dir, tmp_path / "model"))
-    loaded = VaswaniForConditionalGeneration.from_pretrained(folder)
-    reference = tiny_model(loaded.config.vocab_size)
-    for name, tensor in reference.state_dict().items():
-        assert torch.equal(tensor, loaded.state_dict()[name]), name
-
-
-def test_a_save_interrupted_over_an_earlier_model_never_loads_the_old_weights(model_dir, tmp_path, monkeypatch):
-    """Saving over a folder: killed before the new weights are whole, the folder must not load the
-    earlier weights under the new config.json (here the new config differs only in dropout, so the
-    shapes would fit)."""
-    folder = Path(shutil.copytree(model_dir, tmp_path / "model"))
-    newer = tiny_model(VaswaniForConditionalGeneration.from_pretrained(folder).config.vocab_size)
-    newer.config.dropout = 0.3
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", killed)
-    with pytest.raises(KeyboardInterrupt):
-        newer.save_pretrained(folder)
-    assert json.loads((folder / "config.json").read_text())["dropout"] == 0.3  # the new config is there
-    with pytest.raises(FileNotFoundError, match="has no model.safetensors"):
-        VaswaniForConditionalGeneration.from_pretrained(folder)
 
 
 # --- Trainer checkpoints interrupted -----------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, tokenizer, english):
+def run_dir(tmp_path_factory, trained_tokenizer, make_model, english):
     """A 2-step training run that saves checkpoint-1 and checkpoint-2, recording what each save held
     at the moment trainer_state.json was written."""
     run = tmp_path_factory.mktemp("run")
+    tokenizer = trained_tokenizer
     encoded = tokenizer(english[:8], truncation=True, max_length=16)
     data = datasets.Dataset.from_dict({"input_ids": encoded["input_ids"], "labels": encoded["input_ids"]})
     args = Seq2SeqTrainingArguments(
         output_dir=str(run), max_steps=2, save_steps=1, save_strategy="steps", per_device_train_batch_size=4,
         report_to="none", logging_strategy="no", eval_strategy="no", use_cpu=True, disable_tqdm=True,
     )
-    model = tiny_model(len(tokenizer))
+    model = make_model(vocab_size=len(tokenizer))
     trainer = VaswaniTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                              data_collator=DataCollatorForSeq2Seq(tokenizer, model=model))
     before_state = {}
@@ -231,8 +133,9 @@ def test_find_checkpoints_skips_an_interrupted_checkpoint(killed_run):
 
 
 def test_average_checkpoints_refuses_an_interrupted_checkpoint(killed_run, tmp_path):
-    with pytest.raises(ValueError, match=r"checkpoint-2' is incomplete \(no trainer_state.json"):
+    with pytest.raises(ValueError) as error:
         average_checkpoints([killed_run / "checkpoint-1", killed_run / "checkpoint-2"], tmp_path / "averaged")
+    assert_names(error, "checkpoint-2", "trainer_state.json")
     assert not (tmp_path / "averaged").exists()
 
 
@@ -244,21 +147,9 @@ def test_average_last_after_a_kill_uses_complete_checkpoints(killed_run, tmp_pat
 
 
 def test_resuming_from_an_interrupted_checkpoint_is_refused(killed_run, monkeypatch, capsys):
-    script = REPO / "scripts" / "train.py"
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(sys, "argv", [str(script), "--output_dir", str(killed_run),
-                                      "--resume_from_checkpoint", str(killed_run / "checkpoint-2")])
-    with pytest.raises(SystemExit) as stop:
-        runpy.run_path(str(script), run_name="__main__")
-    err = capsys.readouterr().err.strip()
-    assert stop.value.code != 0
-    assert err.count("\n") == 0 and err.startswith("error: "), err
-    assert "checkpoint-2' is incomplete" in err and "Traceback" not in err
-
-
-def test_the_interrupted_checkpoint_itself_does_not_load(killed_run):
-    with pytest.raises(ValueError, match="truncated or corrupted"):
-        VaswaniForConditionalGeneration.from_pretrained(killed_run / "checkpoint-2")
+    code, err = run_script(monkeypatch, capsys, "train.py", "--output_dir", killed_run,
+                           "--resume_from_checkpoint", killed_run / "checkpoint-2")
+    assert_error_line(code, err, "checkpoint-2", "incomplete", alone=True)
 
 
 # --- streaming a large file through translate.py -----------------------------------------------
@@ -282,7 +173,7 @@ MARGIN_MB = 30
 
 
 @pytest.mark.slow
-def test_translating_a_file_streams_it_in_batches(model_dir, english, tmp_path):
+def test_translating_a_file_streams_it_in_batches(saved_model_dir, english, tmp_path):
     files = []
     for lines in (1_000, 10_000):
         path = tmp_path / f"{lines}.en"
@@ -292,7 +183,7 @@ def test_translating_a_file_streams_it_in_batches(model_dir, english, tmp_path):
         files.append(str(path))
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     result = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(REPO / "scripts" / "translate.py"), str(model_dir), *files],
+        [sys.executable, "-c", _MEASURE, str(REPO / "scripts" / "translate.py"), str(saved_model_dir), *files],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert result.returncode == 0, result.stderr
@@ -307,15 +198,6 @@ def test_translating_a_file_streams_it_in_batches(model_dir, english, tmp_path):
 
 
 # --- nothing lost: an output that is the input, a stopped translation, results beside a model -----
-
-def _run_translate(monkeypatch, capsys, *args):
-    script = REPO / "scripts" / "translate.py"
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(sys, "argv", [str(script), *map(str, args)])
-    with pytest.raises(SystemExit) as stop:
-        runpy.run_path(str(script), run_name="__main__")
-    return stop.value.code, capsys.readouterr().err
-
 
 SAME_FILE_SPELLINGS = {
     "same-path": lambda path: path,
@@ -332,28 +214,28 @@ def _link(path, make):
 
 
 @pytest.mark.parametrize("spelling", list(SAME_FILE_SPELLINGS))
-def test_output_that_is_the_input_file_is_refused(model_dir, tmp_path, monkeypatch, capsys, spelling):
+def test_output_that_is_the_input_file_is_refused(saved_model_dir, tmp_path, monkeypatch, capsys, spelling):
     """`--file x --output x` used to empty x (opening it for writing) and exit 0."""
     source = tmp_path / "news.en"
     source.write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
     before = source.read_bytes()
     output = SAME_FILE_SPELLINGS[spelling](source)
-    code, err = _run_translate(monkeypatch, capsys, "--model", model_dir, "--file", source, "--output", output)
-    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
-    assert "is the input file" in err and "Traceback" not in err
+    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--file", source,
+                           "--output", output)
+    assert_error_line(code, err, "is the input file", alone=True)
     assert source.read_bytes() == before
 
 
-def _expected_translations(model_dir, lines, **settings):
+def _expected_translations(saved_model_dir, lines, **settings):
     from modeling_vaswani.evaluation.translation import load_translator, translate
 
-    model, tokenizer = load_translator(str(model_dir), device="cpu")
+    model, tokenizer = load_translator(str(saved_model_dir), device="cpu")
     return translate(model, tokenizer, lines, batch_size=1, **settings)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_stopped_translation_keeps_every_finished_line(model_dir, english, tmp_path, signum):
+def test_a_stopped_translation_keeps_every_finished_line(saved_model_dir, english, tmp_path, signum):
     """Stopped after its first lines, translate.py leaves them in --output as whole lines, in order,
     each the translation of its input line; the message says how many."""
     source = tmp_path / "long.en"
@@ -363,7 +245,7 @@ def test_a_stopped_translation_keeps_every_finished_line(model_dir, english, tmp
     settings = dict(num_beams=1, max_new_tokens=40)
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     process = subprocess.Popen(
-        [sys.executable, str(REPO / "scripts" / "translate.py"), "--model", str(model_dir), "--file", str(source),
+        [sys.executable, str(REPO / "scripts" / "translate.py"), "--model", str(saved_model_dir), "--file", str(source),
          "--output", str(output), "--batch_size", "1", "--device", "cpu", "--num_beams", "1",
          "--max_new_tokens", "40"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -386,16 +268,16 @@ def test_a_stopped_translation_keeps_every_finished_line(model_dir, english, tmp
     done = written.splitlines()
     assert 1 <= len(done) < len(lines)
     assert f"the translations of the first {len(done)} lines are in {output}" in err
-    assert done == _expected_translations(model_dir, lines[:len(done)], **settings)
+    assert done == _expected_translations(saved_model_dir, lines[:len(done)], **settings)
 
 
 def _load_script(name):
     return runpy.run_path(str(REPO / "scripts" / name))["main"]
 
 
-def test_evaluation_writes_its_results_outside_the_model_folder(model_dir, tmp_path, monkeypatch):
+def test_evaluation_writes_its_results_outside_the_model_folder(saved_model_dir, tmp_path, monkeypatch):
     """`evaluate_model.py --model hub_card` used to write test-beam4.* into hub_card/."""
-    model = Path(shutil.copytree(model_dir, tmp_path / "my-model"))
+    model = Path(shutil.copytree(saved_model_dir, tmp_path / "my-model"))
     before = sorted(os.listdir(model))
     text = tmp_path / "test.en"
     text.write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
@@ -409,39 +291,32 @@ def test_evaluation_writes_its_results_outside_the_model_folder(model_dir, tmp_p
 
 
 @pytest.mark.parametrize("where", ["the-model-folder", "inside-the-model-folder", "another-model-folder"])
-def test_evaluation_refuses_to_write_into_a_model_folder(model_dir, tmp_path, monkeypatch, capsys, where):
-    model = Path(shutil.copytree(model_dir, tmp_path / "my-model"))
-    other = Path(shutil.copytree(model_dir, tmp_path / "other-model"))
+def test_evaluation_refuses_to_write_into_a_model_folder(saved_model_dir, tmp_path, monkeypatch, capsys, where):
+    model = Path(shutil.copytree(saved_model_dir, tmp_path / "my-model"))
+    other = Path(shutil.copytree(saved_model_dir, tmp_path / "other-model"))
     before = sorted(os.listdir(model))
     output = {"the-model-folder": model, "inside-the-model-folder": model / "evaluations",
               "another-model-folder": other}[where]
-    script = REPO / "scripts" / "evaluate_model.py"
-    monkeypatch.setattr(sys, "argv", [str(script), "--model", str(model), "--output_dir", str(output)])
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(SystemExit) as stop:
-        runpy.run_path(str(script), run_name="__main__")
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.startswith("error: ") and "is a model folder" in err, err
+    code, err = run_script(monkeypatch, capsys, "evaluate_model.py", "--model", model, "--output_dir", output)
+    assert_error_line(code, err, output, "is a model folder", alone=True)
     assert sorted(os.listdir(model)) == before and not (model / "evaluations").exists()
 
 
 @pytest.mark.parametrize("where", ["run-folder", "inside-run-folder", "shipped-folder"])
-def test_collect_results_writes_translations_outside_model_folders(model_dir, tmp_path, monkeypatch, capsys, where):
-    run = Path(shutil.copytree(model_dir, tmp_path / "run"))
-    shipped = Path(shutil.copytree(model_dir, run / "averaged"))
+def test_collect_results_writes_translations_outside_model_folders(saved_model_dir, tmp_path, monkeypatch, capsys,
+                                                                   where):
+    run = Path(shutil.copytree(saved_model_dir, tmp_path / "run"))
+    shipped = Path(shutil.copytree(saved_model_dir, run / "averaged"))
     output = {"run-folder": run, "inside-run-folder": run / "evaluations", "shipped-folder": shipped}[where]
-    script = REPO / "scripts" / "collect_results.py"
-    monkeypatch.setattr(sys, "argv", [str(script), "--run_dir", str(run), "--output_dir", str(output)])
-    with pytest.raises(SystemExit) as stop:
-        runpy.run_path(str(script), run_name="__main__")
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and "model folder" in err, err
+    code, err = run_script(monkeypatch, capsys, "collect_results.py", "--run_dir", run, "--output_dir", output)
+    assert_error_line(code, err, "model folder")
     assert not (run / "evaluations").exists()
 
 
 # --- resuming training: what is unpickled, and how ----------------------------------------------
 
-def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, tokenizer, english, tmp_path, monkeypatch):
+def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, trained_tokenizer, make_model, english, tmp_path,
+                                                            monkeypatch):
     """The Trainer still reads optimizer.pt, scheduler.pt and rng_state.pth (pickles) when resuming;
     every one goes through torch.load(weights_only=True), which builds tensors and plain containers
     only (transformers 5.24 `Trainer._load_optimizer_and_scheduler`, `_load_rng_state`)."""
@@ -454,7 +329,7 @@ def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, tokenizer, 
         return original(file, *args, **kwargs)
 
     monkeypatch.setattr(torch, "load", recording_load)
-    trainer = _resuming_trainer(run, tokenizer, english, max_steps=3)
+    trainer = _resuming_trainer(run, trained_tokenizer, make_model, english, max_steps=3)
     trainer.train(resume_from_checkpoint=str(run / "checkpoint-2"))
     assert {name for name, _ in calls} >= {"optimizer.pt", "scheduler.pt", "rng_state.pth"}, calls
     assert all(weights_only is True for _, weights_only in calls), calls
@@ -462,18 +337,19 @@ def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, tokenizer, 
 
 
 @pytest.mark.parametrize("victim", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
-def test_a_hostile_pickle_in_a_checkpoint_does_not_run(run_dir, tokenizer, english, tmp_path, victim):
+def test_a_hostile_pickle_in_a_checkpoint_does_not_run(run_dir, trained_tokenizer, make_model, english, tmp_path,
+                                                       victim):
     run = Path(shutil.copytree(run_dir[0], tmp_path / "run"))
     marker = tmp_path / "payload-ran"
     # A pickle (protocol 0, written out by hand) that would create `marker` when unpickled.
     (run / "checkpoint-2" / victim).write_bytes(f"cbuiltins\nopen\n(V{marker}\nVw\ntR.".encode())
-    trainer = _resuming_trainer(run, tokenizer, english, max_steps=3)
+    trainer = _resuming_trainer(run, trained_tokenizer, make_model, english, max_steps=3)
     with pytest.raises(Exception, match="Weights only load failed|Unsupported global|weights_only"):
         trainer.train(resume_from_checkpoint=str(run / "checkpoint-2"))
     assert not marker.exists()
 
 
-def _resuming_trainer(run, tokenizer, english, max_steps):
+def _resuming_trainer(run, tokenizer, make_model, english, max_steps):
     encoded = tokenizer(english[:8], truncation=True, max_length=16)
     data = datasets.Dataset.from_dict({"input_ids": encoded["input_ids"], "labels": encoded["input_ids"]})
     args = Seq2SeqTrainingArguments(
@@ -481,6 +357,6 @@ def _resuming_trainer(run, tokenizer, english, max_steps):
         per_device_train_batch_size=4, report_to="none", logging_strategy="no", eval_strategy="no", use_cpu=True,
         disable_tqdm=True,
     )
-    model = tiny_model(len(tokenizer))
+    model = make_model(vocab_size=len(tokenizer))
     return VaswaniTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                           data_collator=DataCollatorForSeq2Seq(tokenizer, model=model))

@@ -1,10 +1,10 @@
-"""Loading a model never unpickles, never runs foreign code and never touches the network.
+"""Our code never unpickles, ships only its own model code and never touches the network.
 
-- Weights are written and read as safetensors only: our code has no `torch.load` or `pickle`,
-  `save_pretrained` writes no pickle, loading a folder calls no unpickler, and a folder holding
-  only a pickled `pytorch_model.bin` is refused without opening it.
+- Weights are written and read as safetensors only: our code has no `torch.load` or `pickle`, and
+  `save_pretrained` writes no pickle. (What the loaders do with a pickle, foreign code or damage
+  inside a folder: test_model_folders.py.)
 - The code `save_pretrained` copies into a folder (for `trust_remote_code`) is exactly the
-  package's model code, and our loaders never run code shipped inside a folder.
+  package's model code.
 - With HF_HUB_OFFLINE=1, importing the package, loading a folder (with `trust_remote_code` too),
   loading the BLEU metric and generating make no network connection.
 """
@@ -12,44 +12,17 @@
 import ast
 import json
 import os
-import pickle
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 import modeling_vaswani
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.training.checkpoint_averaging import average_checkpoints
-from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
-from modeling_vaswani.tokenizer_loading import load_tokenizer
-from modeling_vaswani.training.tokenization import train_bpe_tokenizer
-from modeling_vaswani.evaluation.translation import load_translator
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path(modeling_vaswani.__file__).resolve().parent
 MODEL_CODE = PACKAGE / "model"  # exactly what save_pretrained copies
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    english = read_lines(DEFAULT_DATA_DIR / "train.en.gz")[:200]
-    german = read_lines(DEFAULT_DATA_DIR / "train.de.gz")[:200]
-    return train_bpe_tokenizer(english + german, vocab_size=200)
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tokenizer):
-    torch.manual_seed(0)
-    config = VaswaniConfig.from_preset("tiny", vocab_size=len(tokenizer), d_model=16, d_ff=32, num_heads=2,
-                                       num_layers=1)
-    folder = tmp_path_factory.mktemp("safety") / "model"
-    VaswaniForConditionalGeneration(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 # --- no pickles --------------------------------------------------------------------------------
@@ -71,10 +44,8 @@ def _python_files(root: Path) -> list[Path]:
 OUR_CODE = _python_files(REPO)
 UNPICKLING_MODULES = {"pickle", "cPickle", "_pickle", "cloudpickle", "dill", "joblib", "marshal", "shelve"}
 RULES = ("torch.load", "pickle import", "unpickler call", "weights_only=False", "allow_pickle=True", "eval/exec")
-# The one permitted use, and why: this file writes a hostile pickle (to prove it is refused
-# unopened) and replaces every unpickler by a failing one; it never unpickles.
+# The one permitted use, and why:
 ALLOWED = {
-    ("tests/repository/test_safety.py", "pickle import"),
     # Records the Trainer's own torch.load calls while it resumes a genuine checkpoint (passing them
     # through) to show that every one is weights_only=True; it loads nothing itself.
     ("tests/repository/test_faults.py", "torch.load"),
@@ -146,63 +117,12 @@ def test_our_code_never_unpickles_or_executes(name):
     assert not offenders, f"{name} in {offenders}"
 
 
-def test_save_pretrained_writes_safetensors_and_no_pickle(model_dir):
-    names = {path.relative_to(model_dir).as_posix() for path in model_dir.rglob("*") if path.is_file()}
+def test_save_pretrained_writes_safetensors_and_no_pickle(saved_model_dir):
+    names = {path.relative_to(saved_model_dir).as_posix() for path in saved_model_dir.rglob("*") if path.is_file()}
     assert "model.safetensors" in names
     # JSON, the tokenizer's JSON and Python source are all there is: nothing that unpickles.
     assert all(name.endswith((".json", ".py", ".safetensors")) for name in names), names
     assert not {name for name in names if name.endswith((".bin", ".pt", ".pth", ".pkl", ".pickle"))}
-
-
-@pytest.fixture
-def no_unpickling(monkeypatch):
-    """Make every unpickler fail loudly for the duration of a test."""
-    calls = []
-
-    def refuse(name):
-        def refused(*args, **kwargs):
-            calls.append(name)
-            raise AssertionError(f"{name} was called while loading")
-        return refused
-
-    monkeypatch.setattr(torch, "load", refuse("torch.load"))
-    for name in ("load", "loads", "Unpickler"):
-        monkeypatch.setattr(pickle, name, refuse(f"pickle.{name}"))
-    return calls
-
-
-def test_loading_a_folder_calls_no_unpickler(model_dir, tmp_path, no_unpickling):
-    model, tokenizer = load_translator(str(model_dir), device="cpu")
-    VaswaniForConditionalGeneration.from_pretrained(model_dir)
-    load_tokenizer(model_dir)
-    average_checkpoints([model_dir, model_dir], tmp_path / "averaged")
-    assert model.generate(**tokenizer(["A dog."], return_tensors="pt"), num_beams=1, max_new_tokens=2).shape[0] == 1
-    assert no_unpickling == []
-
-
-class _Payload:
-    """Unpickling this creates a file: the stand-in for arbitrary code in a hostile pickle."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return open, (str(self.marker), "w")
-
-
-def test_a_folder_with_only_pickled_weights_is_refused_unopened(model_dir, tmp_path):
-    folder = Path(shutil.copytree(model_dir, tmp_path / "pickled"))
-    (folder / "model.safetensors").unlink()
-    marker = tmp_path / "payload-ran"
-    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_Payload(marker)))
-    with pytest.raises(ValueError, match="only pickled weights") as error:
-        VaswaniForConditionalGeneration.from_pretrained(folder)
-    assert str(folder) in str(error.value)
-    with pytest.raises(ValueError, match="only pickled weights"):
-        load_translator(str(folder), device="cpu")
-    with pytest.raises(ValueError, match="use_safetensors=False is not supported"):
-        VaswaniForConditionalGeneration.from_pretrained(folder, use_safetensors=False)
-    assert not marker.exists()
 
 
 # --- no foreign code ---------------------------------------------------------------------------
@@ -214,7 +134,7 @@ def _relative_imports(module: Path) -> set[str]:
             if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
 
 
-def test_copied_code_is_exactly_the_model_modules(model_dir):
+def test_copied_code_is_exactly_the_model_modules(saved_model_dir):
     # What save_pretrained should copy: the config and model modules and all they import from the
     # package, transitively (design note: "Why the package is flat").
     expected, todo = set(), ["modeling_vaswani.py", "configuration_vaswani.py"]
@@ -223,32 +143,19 @@ def test_copied_code_is_exactly_the_model_modules(model_dir):
         if name not in expected:
             expected.add(name)
             todo.extend(_relative_imports(MODEL_CODE / name))
-    copied = {path.name for path in model_dir.glob("*.py")}
+    copied = {path.name for path in saved_model_dir.glob("*.py")}
     assert copied == expected
     for name in copied:
-        assert (model_dir / name).read_bytes() == (MODEL_CODE / name).read_bytes(), name
+        assert (saved_model_dir / name).read_bytes() == (MODEL_CODE / name).read_bytes(), name
     # custom_generate/generate.py, the only code outside the flat modules, is the package's byte for byte.
-    nested = {path.relative_to(model_dir).as_posix() for path in model_dir.rglob("*.py")} - copied
+    nested = {path.relative_to(saved_model_dir).as_posix() for path in saved_model_dir.rglob("*.py")} - copied
     assert nested == {"custom_generate/generate.py"}
-    assert (model_dir / "custom_generate" / "generate.py").read_bytes() == (
+    assert (saved_model_dir / "custom_generate" / "generate.py").read_bytes() == (
         MODEL_CODE / "custom_generate" / "generate.py").read_bytes()
-    config = json.loads((model_dir / "config.json").read_text())
+    config = json.loads((saved_model_dir / "config.json").read_text())
     referenced = {ref.split(".")[0] + ".py" for ref in config["auto_map"].values()}
     referenced |= {spec["impl"].split(".")[0] + ".py" for spec in config["custom_pipelines"].values()}
     assert referenced <= copied
-
-
-def test_our_loader_never_runs_code_shipped_in_a_folder(model_dir, tmp_path):
-    """A folder of another model type whose code would run under trust_remote_code is refused."""
-    folder = Path(shutil.copytree(model_dir, tmp_path / "foreign"))
-    marker = tmp_path / "foreign-code-ran"
-    code = folder / "configuration_vaswani.py"
-    code.write_text(f"open({str(marker)!r}, 'w').close()\n" + code.read_text())
-    config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "model_type": "not_vaswani"}))
-    with pytest.raises(ValueError, match="trust_remote_code"):
-        load_translator(str(folder), device="cpu")
-    assert not marker.exists()
 
 
 # --- no network --------------------------------------------------------------------------------
@@ -293,10 +200,10 @@ print(json.dumps(dict(attempts=attempts, outputs=outputs, bleu=bleu, translated=
 
 
 @pytest.mark.slow
-def test_no_network_access_offline(model_dir, tmp_path):
+def test_no_network_access_offline(saved_model_dir, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"), OMP_NUM_THREADS="1",
                PYTHONPATH=str(REPO))
-    result = subprocess.run([sys.executable, "-c", _OFFLINE_CHILD, str(model_dir)],
+    result = subprocess.run([sys.executable, "-c", _OFFLINE_CHILD, str(saved_model_dir)],
                             capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])

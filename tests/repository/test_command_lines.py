@@ -1,0 +1,241 @@
+"""The scripts' command lines misused: every mistake ends in exit status 2 and one `error: ...` line
+that names the flag, value, file or line at fault; text the readers could mis-split keeps one
+output line per input line. (Damaged model folders given to a script: test_model_folders.py.)"""
+
+import importlib.util
+import io
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks import SCRIPTS, assert_error_line, run_script
+
+REPO = SCRIPTS.parent
+
+# Each script with its required flags, so that only the flag under test is wrong.
+REQUIRED_FLAGS = {
+    "train.py": [],
+    "evaluate_model.py": ["--model", "m"],
+    "translate.py": [],
+    "average_checkpoints.py": ["--checkpoints", "a", "--output_dir", "out"],
+    "push_to_hub.py": ["--model_dir", "m", "--repo_id", "user/name"],
+}
+
+
+def test_no_script_shadows_an_installed_module():
+    """`python scripts/x.py` puts scripts/ first on sys.path: a script named like a library (say
+    evaluate.py) would be imported in place of that library by every script in the folder."""
+    assert sys.path[0] != str(SCRIPTS)
+    tests = REPO / "tests"
+
+    def installed(name):  # not a test folder such as tests/benchmarks/table3 (pytest puts tests/ on sys.path)
+        spec = importlib.util.find_spec(name)
+        return spec is not None and not all(Path(place).is_relative_to(tests)
+                                            for place in spec.submodule_search_locations or [spec.origin or ""])
+
+    shadowing = [p.name for p in SCRIPTS.glob("*.py") if installed(p.stem)]
+    assert not shadowing, f"rename {shadowing}: each hides the installed module of the same name"
+
+
+def test_the_full_message_of_a_flag_out_of_range(monkeypatch, capsys):
+    """The one test that pins wording: what a user reads for a flag value out of range."""
+    code, err = run_script(monkeypatch, capsys, "translate.py", "--num_beams", "0")
+    assert_error_line(code, err, alone=True)
+    assert err.strip().startswith("error: argument --num_beams: expected a positive integer"), err
+
+
+@pytest.mark.parametrize("script", list(REQUIRED_FLAGS))
+def test_unknown_flag(monkeypatch, capsys, script):
+    code, err = run_script(monkeypatch, capsys, script, *REQUIRED_FLAGS[script], "--no_such_flag", "3")
+    assert_error_line(code, err, "--no_such_flag", alone=True)
+
+
+@pytest.mark.parametrize("script,args", [
+    ("train.py", ["--model_name_or_path", "{missing}", "--output_dir", "{tmp}/out"]),
+    ("evaluate_model.py", ["--model", "{missing}"]),
+    ("translate.py", ["--model", "{missing}", "Hello"]),
+    ("average_checkpoints.py", ["--run_dir", "{missing}", "--output_dir", "{tmp}/out"]),
+    ("average_checkpoints.py", ["--checkpoints", "{missing}", "--output_dir", "{tmp}/out"]),
+    ("push_to_hub.py", ["--model_dir", "{missing}", "--repo_id", "user/name", "--dry_run"]),
+])
+def test_missing_model(monkeypatch, capsys, tmp_path, script, args):
+    missing = tmp_path / "no_such_model"
+    code, err = run_script(monkeypatch, capsys, script, *[a.format(missing=missing, tmp=tmp_path) for a in args])
+    assert_error_line(code, err, missing, alone=True)
+    assert not (tmp_path / "out").exists()
+
+
+def test_flags_that_exclude_each_other(monkeypatch, capsys, tmp_path):
+    code, err = run_script(monkeypatch, capsys, "average_checkpoints.py", "--checkpoints", "a", "--run_dir", "b",
+                           "--output_dir", tmp_path)
+    assert_error_line(code, err, "--checkpoints", "--run_dir", alone=True)
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate_model.py"])
+def test_wrong_language_code(monkeypatch, capsys, saved_model_dir, tmp_path, script):
+    args = ["--source_lang", "xx", "--output_dir", tmp_path / "out"]
+    if script == "evaluate_model.py":
+        args += ["--model", saved_model_dir]
+    code, err = run_script(monkeypatch, capsys, script, *args)
+    assert_error_line(code, err, "source_lang='xx'", alone=True)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("script,flag", [("train.py", "--num_train_epochs"), ("translate.py", "--batch_size"),
+                                         ("evaluate_model.py", "--num_beams")])
+def test_flag_value_of_wrong_type(monkeypatch, capsys, script, flag):
+    code, err = run_script(monkeypatch, capsys, script, *REQUIRED_FLAGS[script], flag, "many")
+    assert_error_line(code, err, flag, "many", alone=True)
+
+
+BAD_FLAG_VALUES = [
+    ("translate.py", ["--num_beams", "-2"], "--num_beams"),
+    ("translate.py", ["--max_new_tokens", "0"], "--max_new_tokens"),
+    ("translate.py", ["--batch_size", "0"], "--batch_size"),
+    ("evaluate_model.py", ["--model", "m", "--num_beams", "0"], "--num_beams"),
+    ("evaluate_model.py", ["--model", "m", "--num_beams", "-2"], "--num_beams"),
+    ("evaluate_model.py", ["--model", "m", "--max_samples", "-1"], "--max_samples"),
+    ("evaluate_model.py", ["--model", "m", "--max_new_tokens", "0"], "--max_new_tokens"),
+    ("evaluate_model.py", ["--model", "m", "--batch_size", "-3"], "--batch_size"),
+    ("collect_results.py", ["--run_dir", "r", "--batch_size", "0"], "--batch_size"),
+]
+
+
+@pytest.mark.parametrize("script,args,flag", BAD_FLAG_VALUES, ids=[f"{s}{' '.join(a)}" for s, a, _ in BAD_FLAG_VALUES])
+def test_flag_value_out_of_range(monkeypatch, capsys, script, args, flag):
+    code, err = run_script(monkeypatch, capsys, script, *args)
+    assert_error_line(code, err, flag, args[-1], alone=True)
+
+
+@pytest.mark.parametrize("device,reason", [("tpu9", "is not a device name"), ("gpu", "is not a device name"),
+                                           ("cuda:99", "is not available here"), ("meta", "holds no data")])
+def test_device_that_does_not_exist(monkeypatch, capsys, saved_model_dir, device, reason):
+    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--device", device, "Hi")
+    assert_error_line(code, err, repr(device), reason, alone=True)
+
+
+# --- text that is not UTF-8, or holds what some readers take for a line break ---------------------
+
+NOT_UTF8 = {
+    "continuation-byte-alone": b"\x80 dog",
+    "overlong": b"\xc0\xaf",
+    "cut-multibyte": b"caf\xc3",
+    "surrogate": b"\xed\xa0\x80",
+    "latin-1": "Grüße".encode("latin-1"),
+    "utf-16": "A dog.".encode("utf-16"),
+}
+
+
+def with_bad_line(data):
+    return b"A dog runs.\nTwo men.\n" + data + b"\nA cat.\n"  # the bad line is line 3
+
+
+def stdin_of(monkeypatch, data):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+@pytest.mark.parametrize("source", ["--file", "stdin"])
+@pytest.mark.parametrize("case", list(NOT_UTF8))
+def test_translate_input_that_is_not_utf8_names_file_and_line(monkeypatch, capsys, saved_model_dir, tmp_path, case,
+                                                              source):
+    data = with_bad_line(NOT_UTF8[case])
+    args = ["--model", saved_model_dir, "--num_beams", "1", "--max_new_tokens", "2", "--batch_size", "1"]
+    if source == "--file":
+        name = tmp_path / "in.en"
+        name.write_bytes(data)
+        args += ["--file", name]
+    else:
+        stdin_of(monkeypatch, data)
+        name = "<stdin>"
+    code, err = run_script(monkeypatch, capsys, "translate.py", *args)
+    assert_error_line(code, err, f"{name}, line 3", "UTF-8")
+
+
+@pytest.mark.parametrize("flag", ["--source_file", "--reference_file"])
+def test_evaluate_input_that_is_not_utf8_names_file_and_line(monkeypatch, capsys, saved_model_dir, tmp_path, flag):
+    (tmp_path / "good.txt").write_bytes(with_bad_line(b"fine"))
+    (tmp_path / "bad.txt").write_bytes(with_bad_line(NOT_UTF8["latin-1"]))
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    files = {"--source_file": good, "--reference_file": good, flag: bad}
+    code, err = run_script(monkeypatch, capsys, "evaluate_model.py", "--model", saved_model_dir,
+                           "--output_dir", tmp_path / "out", *[x for pair in files.items() for x in pair])
+    assert_error_line(code, err, f"{tmp_path / 'bad.txt'}, line 3", "UTF-8", alone=True)
+
+
+LINE_BREAK_LOOKALIKES = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("source", ["--file", "stdin"])
+def test_translate_keeps_one_output_line_per_input_line(monkeypatch, saved_model_dir, tmp_path, source):
+    lines = [f"A dog{char}runs." for char in LINE_BREAK_LOOKALIKES] + ["A man.\r", "Two cats."]
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    args = ["--model", saved_model_dir, "--num_beams", "1", "--max_new_tokens", "3", "--batch_size", "4",
+            "--output", tmp_path / "out.de"]
+    if source == "--file":
+        (tmp_path / "in.en").write_bytes(data)
+        args += ["--file", tmp_path / "in.en"]
+    else:
+        stdin_of(monkeypatch, data)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / "translate.py"), *map(str, args)])
+    runpy_main("translate.py")
+    written = (tmp_path / "out.de").read_bytes().decode("utf-8")
+    assert written.endswith("\n") and written.count("\n") == len(lines)
+
+
+def runpy_main(script):
+    runpy.run_path(str(SCRIPTS / script), run_name="__main__")
+
+
+def test_translate_script_warns_about_cut_sentences(monkeypatch, caplog, saved_model_dir, tmp_path):
+    logger = "modeling_vaswani.evaluation.translation"
+    (tmp_path / "in.en").write_text("A dog.\n" + "dog " * 600 + "\n")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / "translate.py"), "--model", str(saved_model_dir),
+                                      "--file", str(tmp_path / "in.en"), "--num_beams", "1", "--max_new_tokens", "2",
+                                      "--batch_size", "1"])
+    with caplog.at_level("WARNING", logger=logger):
+        runpy_main("translate.py")
+    warnings = [r.getMessage() for r in caplog.records if r.name == logger and "were cut" in r.getMessage()]
+    assert len(warnings) == 1 and "1 of 2 sentences" in warnings[0] and "512 tokens" in warnings[0]
+
+
+# --- in a process of its own --------------------------------------------------------------------
+
+def run_process(*args, timeout=300):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONIOENCODING="utf-8", OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, encoding="utf-8",
+                          env=env, timeout=timeout)
+
+
+ODD_TEXT = [
+    "Ein Hund 🐕 läuft über die Wiese.",
+    "一只狗在雪地里奔跑。",
+    "كلب يجري في الثلج",
+    "Ζώο τρέχει — «εδώ» 🏃‍♀️🏽",
+    "e\u0301 combining, zero\u200bwidth, ＦＵＬＬＷＩＤＴＨ",
+    "🙂🙃🙂",
+]
+
+
+@pytest.mark.slow
+def test_mixed_scripts_and_emoji_through_translate_script(saved_model_dir):
+    result = run_process(SCRIPTS / "translate.py", "--model", saved_model_dir, "--num_beams", "1",
+                         "--max_new_tokens", "4", *ODD_TEXT)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stdout.split("\n")) == len(ODD_TEXT) + 1  # one line per input, then the final newline
+
+
+@pytest.mark.slow
+def test_train_script_reports_undecodable_data_in_one_line(tmp_path):
+    (tmp_path / "train.en").write_bytes(b"A dog.\nA cat.\n\x80\x81 broken\n")
+    (tmp_path / "train.de").write_text("Ein Hund.\nEine Katze.\nkaputt\n")
+    result = run_process(SCRIPTS / "train.py", "--train_source", tmp_path / "train.en", "--train_target",
+                         tmp_path / "train.de", "--output_dir", tmp_path / "out", "--report_to", "none")
+    assert_error_line(result.returncode, result.stderr, f"{tmp_path / 'train.en'}, line 3", "UTF-8", alone=True)
