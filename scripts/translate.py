@@ -23,16 +23,15 @@ a larger one on the cores the load average leaves idle; OMP_NUM_THREADS or --thr
 benchmarks/RESULTS.md measures each against its BLEU.
 """
 
-import os
 import signal
 import sys
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
-    from _light_cli import cli
+    from _light_cli import cli, outputs
 except ModuleNotFoundError:  # run in-process by another program
-    from modeling_vaswani import cli
+    from modeling_vaswani import cli, outputs
 
 
 def parse_args(argv=None):
@@ -54,19 +53,17 @@ def parse_args(argv=None):
 
 
 def check_paths(args) -> None:
-    """Refuse a missing input file, and an output that is the input (opening it for writing would empty it)."""
+    """Refuse a missing input file, and an output that would write over what is read (opening it for
+    writing would empty it)."""
     if args.sentences and args.file:
         raise ValueError("Give sentences as arguments or --file, not both.")
     if args.file and not Path(args.file).is_file():
         raise FileNotFoundError(f"--file {args.file}: no such file.")
+    reads = [("--file", args.file), ("--model", args.model), ("--ct2_model", args.ct2_model)]
     if args.output:
-        output = Path(args.output)
-        if output.is_dir():
-            raise IsADirectoryError(f"--output {args.output} is a folder; name the file to write.")
-        if args.file and (output.resolve() == Path(args.file).resolve()
-                          or (output.exists() and os.path.samefile(output, args.file))):
-            raise ValueError(f"--output {args.output} is the input file --file {args.file}: writing would erase it "
-                             "before it is read. Write the translations to another file.")
+        outputs.claim("--output", args.output, reads)
+    else:
+        outputs.claim("standard output", outputs.STDOUT, reads)
 
 
 @contextmanager
