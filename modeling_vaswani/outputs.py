@@ -116,27 +116,32 @@ def claim(flag: str, path, reads=(), folder: bool = False, results: bool = False
     return path
 
 
-def _readable_by_all(path: str, directory: bool = False) -> None:
-    # mkstemp and mkdtemp create owner-only files; the output gets the permissions open() would give it.
+def _put_in_place(temporary, path: Path, directory: bool = False) -> None:
+    # mkstemp and mkdtemp make owner-only files; the output gets the permissions open() would give it.
     mask = os.umask(0)
     os.umask(mask)
-    os.chmod(path, (0o777 if directory else 0o666) & ~mask)
+    os.chmod(temporary, (0o777 if directory else 0o666) & ~mask)
+    os.replace(temporary, path)
 
 
 @contextlib.contextmanager
-def write_file(path, mode: str = "w", **open_kwargs):
-    """Open a temporary file beside `path` for writing; on a clean exit it replaces `path`, else it is deleted."""
+def write_file(path, mode: str = "w", keep_on_interrupt: bool = False, **open_kwargs):
+    """Open a temporary file beside `path` for writing; on a clean exit it replaces `path`, else it is deleted.
+    With `keep_on_interrupt`, Ctrl-C or SIGTERM (as KeyboardInterrupt) also puts what was written in place:
+    for outputs written in whole records (translate.py's lines), where the finished part is worth keeping."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     try:
         with open(descriptor, mode, **open_kwargs) as handle:
             yield handle
-        _readable_by_all(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+    except BaseException as error:
+        if keep_on_interrupt and isinstance(error, KeyboardInterrupt):
+            _put_in_place(temporary, path)
+        else:
+            Path(temporary).unlink(missing_ok=True)
         raise
+    _put_in_place(temporary, path)
 
 
 @contextlib.contextmanager
@@ -148,12 +153,11 @@ def write_folder(path):
     temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial"))
     try:
         yield temporary
-        _readable_by_all(str(temporary), directory=True)
         earlier = None
         if path.exists():  # a folder cannot be renamed over a full one: the earlier one steps aside first
             earlier = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
             os.replace(path, earlier / path.name)
-        os.replace(temporary, path)
+        _put_in_place(temporary, path, directory=True)
         if earlier is not None:
             shutil.rmtree(earlier)
     except BaseException:

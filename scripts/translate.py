@@ -11,8 +11,9 @@ The model defaults to hub_card/, the English→German Multi30k model shipped wit
 (found from any directory).
 Input (UTF-8, one sentence per line; lines end at "\\n" or "\\r\\n") is read and translated a batch
 at a time, so its size does not matter, and line i of the output is the translation of line i of
-the input. Each finished batch is written to --output at once, as whole lines: stopped by Ctrl-C or
-SIGTERM, the file holds the translations of the first lines, and the message says how many.
+the input. Each finished batch is written at once, as whole lines, to a temporary file beside --output
+that replaces it at the end: stopped by Ctrl-C or SIGTERM, --output holds the translations of the
+first lines, and the message says how many; failed, the earlier --output is left as it was.
 Sentences longer than 512 tokens are cut to that length; a warning says how many were.
 
 A file or stdin is translated under a progress bar on stderr, shown only when stderr is a terminal
@@ -138,7 +139,10 @@ def main(argv=None):
     written = 0
     with sigterm_as_interrupt(), source as handle:
         lines = handle if args.sentences else iter_lines(handle, name)
-        with (open(args.output, "w", encoding="utf-8", newline="\n") if args.output else nullcontext(sys.stdout)) as out:
+        # --output is written beside it and renamed into place at the end, or when stopped: a failed run
+        # leaves the earlier file as it was.
+        with (outputs.write_file(args.output, encoding="utf-8", newline="\n", keep_on_interrupt=True) if args.output
+              else nullcontext(sys.stdout)) as out:
             try:
                 for outputs in translate_batches(model, tokenizer, lines, batch_size=args.batch_size,
                                                  progress=bar.update if bar is not None else None, **generate_kwargs):

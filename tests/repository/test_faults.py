@@ -371,8 +371,9 @@ def test_a_stopped_translation_keeps_every_finished_line(model_dir, english, tmp
         # default is restored for it, as a terminal gives it.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        # Wait (without a clock in the assertions) until the first finished line is in the file.
-        while process.poll() is None and not (output.is_file() and b"\n" in output.read_bytes()):
+        # Wait (without a clock in the assertions) until the first finished line is in the file, written
+        # beside --output until the end.
+        while process.poll() is None and not any(b"\n" in part.read_bytes() for part in tmp_path.glob(".long.de.*")):
             time.sleep(0.05)
         assert process.poll() is None, "translate.py ended before it could be stopped"
         process.send_signal(signum)

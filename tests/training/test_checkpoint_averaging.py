@@ -10,7 +10,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from modeling_vaswani.training import checkpoint_averaging
 from modeling_vaswani.training.checkpoint_averaging import (
+    CheckpointMismatchError,
     average_checkpoints,
     average_state_dicts,
     complete_checkpoints,
@@ -116,6 +118,42 @@ def test_average_checkpoints_refuses_different_configs(tmp_path):
     b = _make_checkpoint(tmp_path / "b", 1.0, config=CONFIG | {"d_model": 8})
     with pytest.raises(ValueError, match="d_model"):
         average_checkpoints([a, b], tmp_path / "out")
+
+
+@pytest.mark.parametrize("spelling", ["same", "other-spelling", "symlink"])
+def test_average_checkpoints_refuses_a_checkpoint_given_twice(tmp_path, spelling):
+    a = _make_checkpoint(tmp_path / "a", 1.0)
+    _make_checkpoint(tmp_path / "b", 3.0)
+    twice = {"same": a, "other-spelling": tmp_path / "b" / ".." / "a", "symlink": tmp_path / "link"}[spelling]
+    if spelling == "symlink":
+        twice.symlink_to(a)
+    with pytest.raises(ValueError, match=str(twice)):
+        average_checkpoints([a, tmp_path / "b", twice], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("difference", [{"dropout": 0.3}, {"pre_norm": True}, None], ids=["dropout", "pre_norm", "none"])
+def test_average_checkpoints_refuses_any_config_difference(tmp_path, difference):
+    """Not only the sizes: any field that describes the model, and a config.json only some have."""
+    a = _make_checkpoint(tmp_path / "a", 1.0)
+    b = _make_checkpoint(tmp_path / "b", 1.0, config=CONFIG | (difference or {}))
+    if difference is None:
+        (b / "config.json").unlink()
+    with pytest.raises(CheckpointMismatchError, match=next(iter(difference)) if difference else "no config.json"):
+        average_checkpoints([a, b], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_average_checkpoints_replaces_an_earlier_average_only_once_complete(tmp_path, monkeypatch):
+    a, b = _make_checkpoint(tmp_path / "a", 1.0), _make_checkpoint(tmp_path / "b", 3.0)
+    out = tmp_path / "out"
+    average_checkpoints([a, b], out)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    monkeypatch.setattr(checkpoint_averaging, "save_file", lambda *args, **kwargs: 1 / 0)  # a failure while writing
+    with pytest.raises(ZeroDivisionError):
+        average_checkpoints([b, a], out)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a", "b", "out"]  # no temporary left
 
 
 def test_average_checkpoints_missing_or_sharded_weights(tmp_path):
