@@ -98,7 +98,8 @@ def claim(flag: str, path, reads=(), folder: bool = False, results: bool = False
             continue
         if (relation := _relation(path, source)) is None:
             continue
-        kind = "folder" if not isinstance(source, int) and Path(source).is_dir() else "file"
+        kind = "file" if isinstance(source, int) or not Path(source).is_dir() else (
+            "model folder" if (Path(source) / "config.json").is_file() else "folder")
         what = (f"the shipped model {source}" if source is SHIPPED_MODEL
                 else f"the input {kind} {_name(source_flag, source)}, which the run reads")
         raise OutputClashError(f"{named}: {relation} {what}; writing would destroy it. "

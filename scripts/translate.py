@@ -144,12 +144,12 @@ def main(argv=None):
         with (outputs.write_file(args.output, encoding="utf-8", newline="\n", keep_on_interrupt=True) if args.output
               else nullcontext(sys.stdout)) as out:
             try:
-                for outputs in translate_batches(model, tokenizer, lines, batch_size=args.batch_size,
-                                                 progress=bar.update if bar is not None else None, **generate_kwargs):
+                for batch in translate_batches(model, tokenizer, lines, batch_size=args.batch_size,
+                                               progress=bar.update if bar is not None else None, **generate_kwargs):
                     with signals_deferred():
-                        out.write("".join(as_one_line(text) + "\n" for text in outputs))
+                        out.write("".join(as_one_line(text) + "\n" for text in batch))
                         out.flush()
-                    written += len(outputs)
+                    written += len(batch)
             except KeyboardInterrupt:
                 if bar is not None:
                     bar.close()

@@ -422,7 +422,7 @@ def test_evaluation_refuses_to_write_into_a_model_folder(model_dir, tmp_path, mo
     with pytest.raises(SystemExit) as stop:
         runpy.run_path(str(script), run_name="__main__")
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.startswith("error: ") and "is a model folder" in err, err
+    assert stop.value.code == 2 and err.startswith("error: ") and "model folder" in err and str(output) in err, err
     assert sorted(os.listdir(model)) == before and not (model / "evaluations").exists()
 
 
