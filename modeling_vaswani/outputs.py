@@ -8,7 +8,8 @@ resolved (symlinks, `..`) and, where they exist, by (st_dev, st_ino), so a hard 
 is the same file; a standard stream by `os.fstat`. Errors are one line naming the flag and the path.
 
 `write_file` and `write_folder` then write through a temporary sibling renamed into place (`os.replace`):
-a run stopped or failed halfway leaves the previous complete output, or none, never a mix.
+a run stopped or failed halfway leaves the previous complete output, or none, never a mix (translate.py
+alone keeps the whole lines it finished when stopped, and says how many).
 
 Standard library only at import, so scripts load it before torch (scripts/_light_cli.py).
 """
@@ -22,7 +23,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-# The shipped model: hub_card/ at the root of the repository (modeling_vaswani.SHIPPED_MODEL).
+# The shipped model: hub_card/ at the root of the repository this package is installed from.
 SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "hub_card"
 MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 STDIN, STDOUT = 0, 1

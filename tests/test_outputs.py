@@ -125,7 +125,6 @@ def _cases():
             yield pytest.param(door, spelling, id=f"{door}-{spelling}")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("door, spelling", list(_cases()))
 def test_an_output_never_writes_over_what_the_run_reads(door, spelling, saved_model_dir, tmp_path, monkeypatch,
                                                          capsys):
@@ -143,7 +142,6 @@ def test_an_output_never_writes_over_what_the_run_reads(door, spelling, saved_mo
     assert _snapshot(source) == before
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("door", list(DOORS))
 def test_an_output_never_writes_into_the_shipped_model(door, saved_model_dir, tmp_path, monkeypatch, capsys):
     script, flag, folder, make, command = DOORS[door]
