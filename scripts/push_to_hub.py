@@ -2,7 +2,7 @@
 """Share a trained model on the Hugging Face Hub with a model card rendered from its own results.
 
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/vaswani-multi30k-en-de
-    python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/name --dry_run --output_dir outputs/hub-repo
+    python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/name --dry_run --output_dir /tmp/hub-preview
 
 The model folder must hold results.json (scripts/collect_results.py writes it). The repository is
 first written to --output_dir (a temporary folder if not given) and validated: every file present,

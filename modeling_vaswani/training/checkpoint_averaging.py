@@ -263,7 +263,8 @@ def _is_training_state(name: str) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in _TRAINING_STATE_PATTERNS)
 
 
-def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path, flag: str = "output_dir") -> Path:
+def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path,
+                        flag: str = "output_dir") -> Path:
     """Average the weights of several checkpoint folders into a loadable model folder (§6.1).
 
     Reads `model.safetensors` from each folder, averages them with the rules of

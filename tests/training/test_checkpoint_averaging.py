@@ -132,7 +132,8 @@ def test_average_checkpoints_refuses_a_checkpoint_given_twice(tmp_path, spelling
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("difference", [{"dropout": 0.3}, {"pre_norm": True}, None], ids=["dropout", "pre_norm", "none"])
+@pytest.mark.parametrize("difference", [{"dropout": 0.3}, {"pre_norm": True}, None],
+                         ids=["dropout", "pre_norm", "none"])
 def test_average_checkpoints_refuses_any_config_difference(tmp_path, difference):
     """Not only the sizes: any field that describes the model, and a config.json only some have."""
     a = _make_checkpoint(tmp_path / "a", 1.0)
