@@ -19,7 +19,7 @@ from pathlib import Path
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 from transformers import pipelines
 
-from . import cli  # standard library only; a script loads it before the package (scripts/_light_cli.py)
+from . import cli, outputs  # standard library only; a script loads them before the package (scripts/_light_cli.py)
 
 from .model.configuration_vaswani import VaswaniConfig
 from .model.modeling_vaswani import VaswaniForConditionalGeneration, VaswaniModel, VaswaniPreTrainedModel
@@ -41,7 +41,7 @@ if "translation" not in pipelines.PIPELINE_REGISTRY.supported_tasks:
     )
 
 # The shipped model: hub_card/ at the root of the repository this package is installed from.
-SHIPPED_MODEL = str(Path(__file__).resolve().parent.parent / "hub_card")
+SHIPPED_MODEL = str(outputs.SHIPPED_MODEL)  # outputs.py, standard library only, refuses to write into it
 
 
 def shipped_model_path() -> str:

@@ -43,3 +43,4 @@ def load_light(name: str):
 
 
 cli = load_light("modeling_vaswani.cli")
+outputs = load_light("modeling_vaswani.outputs")  # how every script claims and writes its outputs

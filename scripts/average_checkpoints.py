@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
         checkpoints, output_dir = args.checkpoints, args.output_dir
     from modeling_vaswani.training.checkpoint_averaging import average_checkpoints
 
-    weights = average_checkpoints(checkpoints, output_dir)
+    weights = average_checkpoints(checkpoints, output_dir, flag="--output_dir")
     print(f"averaged {len(checkpoints)} checkpoints:")
     for path in checkpoints:
         print(f"  {path}")

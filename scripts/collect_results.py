@@ -23,9 +23,9 @@ import shlex
 from pathlib import Path
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
-    from _light_cli import cli
+    from _light_cli import cli, outputs
 except ModuleNotFoundError:  # run in-process by another program
-    from modeling_vaswani import cli
+    from modeling_vaswani import cli, outputs
 
 # The Multi30k splits, training/data.py's SPLIT_NAMES, written here so that --help does not import
 # the package (a test keeps them equal).
@@ -119,11 +119,12 @@ def main(argv=None):
     shipped = Path(args.shipped) if args.shipped else run_dir / "averaged"
     if not (shipped / "config.json").is_file():
         raise FileNotFoundError(f"{shipped}: no model there; train with --average_last K or pass --shipped.")
-    out_dir = Path(args.output_dir) if args.output_dir else Path("evaluations") / run_dir.resolve().name
-    model_files = [name for name in ("config.json", "model.safetensors") if (out_dir / name).is_file()]
-    if model_files or any(out_dir.resolve().is_relative_to(folder.resolve()) for folder in (run_dir, shipped)):
-        raise ValueError(f"--output_dir {out_dir} is (or is inside) a model folder; the translations go to a folder "
-                         "of their own, e.g. --output_dir evaluations/<name>.")
+    reads = [("--run_dir", run_dir), ("--shipped", shipped), ("--started_from", args.started_from),
+             ("--speed_from", args.speed_from)]
+    out_dir = outputs.claim("--output_dir", args.output_dir or Path("evaluations") / run_dir.resolve().name, reads,
+                            folder=True, results=True)
+    # results.json is written into the shipped model folder, by design; of what is read, only these could be it.
+    outputs.claim("--shipped", shipped / "results.json", reads[2:])
     speed_path = Path(args.speed_from) if args.speed_from else None
     if speed_path is not None and not speed_path.is_file():
         raise FileNotFoundError(f"--speed_from {speed_path}: no such file; pass a benchmark's results.json, e.g. "
@@ -141,7 +142,6 @@ def main(argv=None):
              if speed_path is not None else None)
 
     training = training_summary(run_dir, args.procedure, started_from)
-    out_dir.mkdir(parents=True, exist_ok=True)
     candidates = [(shipped, True, f"average of the last checkpoints ({shipped.name})"),
                   (run_dir, False, "final weights, no averaging")]
     evaluations, losses = [], []
@@ -156,8 +156,8 @@ def main(argv=None):
                 hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
                                                  **decoding)
                 name = f"{split}-{'averaged' if averaged else 'final'}-beam{num_beams}"
-                (out_dir / f"{name}.hyp.txt").write_text("".join(as_one_line(h) + "\n" for h in hypotheses),
-                                                         encoding="utf-8")
+                with outputs.write_file(out_dir / f"{name}.hyp.txt", encoding="utf-8") as handle:
+                    handle.write("".join(as_one_line(h) + "\n" for h in hypotheses))
                 evaluations.append({"split": split, "split_name": SPLIT_NAMES[split], "sentences": len(sources),
                                     "weights": weights, "averaged": averaged, "num_beams": num_beams,
                                     "scores": scores})
@@ -175,9 +175,8 @@ def main(argv=None):
         **({"speed": speed} if speed else {}),
     }
     # results.json ships with the model (push_to_hub.py renders the card from it): written whole or not at all.
-    partial = shipped / "results.json.partial"
-    partial.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(shipped / "results.json")
+    with outputs.write_file(shipped / "results.json", encoding="utf-8") as handle:
+        handle.write(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {shipped / 'results.json'}; translations in {out_dir}")
     print(f"next: python scripts/push_to_hub.py --model_dir {shlex.quote(str(shipped))} "
           f"--repo_id {shlex.quote('you/' + run_dir.resolve().name)} --dry_run")

@@ -26,7 +26,8 @@ def parse_args(argv=None):
     parser.add_argument("--output_dir", required=True, help="Folder to write the CTranslate2 model to.")
     parser.add_argument("--quantization", help="Weight type: int8, int8_float32, int16, float16, bfloat16, "
                         "float32 (default: float32, the weights as trained).")
-    parser.add_argument("--force", action="store_true", help="Write into --output_dir even if it holds files.")
+    parser.add_argument("--force", action="store_true", help="Replace --output_dir even if it holds files "
+                        "(once the conversion is complete).")
     return parser.parse_args(argv)
 
 
@@ -35,7 +36,8 @@ def main(argv=None):
     cli.require_model("--model", args.model)
     from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
 
-    output = convert_ctranslate2(args.model, args.output_dir, quantization=args.quantization, force=args.force)
+    output = convert_ctranslate2(args.model, args.output_dir, quantization=args.quantization, force=args.force,
+                                 flag="--output_dir")
     print(f"converted {args.model} → {output} (CTranslate2, {args.quantization or 'float32'})")
 
 

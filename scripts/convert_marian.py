@@ -31,7 +31,7 @@ def main(argv=None):
     from modeling_vaswani.conversion.marian import convert_marian  # the package, torch and transformers: only now
 
     kwargs = {"revision": args.revision} if args.revision else {}
-    output = convert_marian(args.model, args.output_dir, **kwargs)
+    output = convert_marian(args.model, args.output_dir, **kwargs, flag="--output_dir")
     print(f"converted {args.model} → {output}")
 
 

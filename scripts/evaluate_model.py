@@ -20,9 +20,9 @@ import json
 from pathlib import Path
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
-    from _light_cli import cli
+    from _light_cli import cli, outputs
 except ModuleNotFoundError:  # run in-process by another program
-    from modeling_vaswani import cli
+    from modeling_vaswani import cli, outputs
 
 
 def parse_args(argv=None):
@@ -71,25 +71,17 @@ def load_pairs(args):
     return multi30k_pairs(args.split, args.source_lang, args.target_lang, args.max_samples)
 
 
-MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-
-
 def output_folder(args) -> Path:
-    """--output_dir, or ./evaluations/<model name>; refused if it is a model folder (results written there
-    would mix with the model's own files, and could overwrite them)."""
+    """--output_dir, or ./evaluations/<model name>; never a model folder (results written there would mix
+    with the model's own files, and could overwrite them), nor a folder holding what is read."""
     if args.output_dir:
-        folder = Path(args.output_dir)
+        folder = args.output_dir
     else:
         local = Path(args.model)
-        name = local.resolve().name if local.is_dir() else args.model.replace("/", "--")
-        folder = Path("evaluations") / name
-    held = [file for file in MODEL_FILES if (folder / file).is_file()]
-    model = Path(args.model).resolve() if Path(args.model).is_dir() else None
-    if held or (model is not None and folder.resolve().is_relative_to(model)):
-        where = f"it holds {', '.join(held)}" if held else f"it is inside the model folder {args.model}"
-        raise ValueError(f"--output_dir {folder} is a model folder ({where}); evaluation results go to a folder "
-                         "of their own, e.g. --output_dir evaluations/<name>.")
-    return folder
+        folder = Path("evaluations") / (local.resolve().name if local.is_dir() else args.model.replace("/", "--"))
+    reads = [("--model", args.model), ("--ct2_model", args.ct2_model), ("--source_file", args.source_file),
+             ("--reference_file", args.reference_file)]
+    return outputs.claim("--output_dir", folder, reads, folder=True, results=True)
 
 
 def main(argv=None):
@@ -150,7 +142,6 @@ def main(argv=None):
                   source_lang=args.source_lang, target_lang=args.target_lang)
     if threads is not None:
         scores.update(threads=threads, threads_chosen_by=threads_chosen_by)
-    out_dir.mkdir(parents=True, exist_ok=True)
     scores.setdefault("num_beams", num_beams)
     if args.beam_search:
         scores.update(beam_search=args.beam_search)
@@ -159,9 +150,10 @@ def main(argv=None):
         if args.engine == "ctranslate2" else "") + (
         "" if args.engine == "ctranslate2" or fast_path.is_default else f"-{fast_path.describe().replace(', ', '-')}") + (
         f"-{args.beam_search}-search" if args.beam_search else "")
-    (out_dir / f"{name}.hyp.txt").write_text("".join(as_one_line(h) + "\n" for h in hypotheses), encoding="utf-8")
-    (out_dir / f"{name}.scores.json").write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n",
-                                                encoding="utf-8")
+    with outputs.write_file(out_dir / f"{name}.hyp.txt", encoding="utf-8") as handle:
+        handle.write("".join(as_one_line(h) + "\n" for h in hypotheses))
+    with outputs.write_file(out_dir / f"{name}.scores.json", encoding="utf-8") as handle:
+        handle.write(json.dumps(scores, indent=2, ensure_ascii=False) + "\n")
     print(f"BLEU {scores['bleu']:.2f} ({scores['signature']}) | lowercased tokenized BLEU "
           f"{scores['bleu_lowercase_tokenized']:.2f} | paper tokenized BLEU {scores['bleu_paper_tokenized']:.2f} "
           f"| chrF {scores['chrf']:.2f} | {len(sources)} sentences in {scores['translate_seconds']:.1f} s ({engine}) "

@@ -29,7 +29,7 @@ def main(argv=None):
     cli.require_model("--model", args.model)
     from modeling_vaswani.conversion.marian import export_marian  # the package, torch and transformers: only now
 
-    output = export_marian(args.model, args.output_dir)
+    output = export_marian(args.model, args.output_dir, flag="--output_dir")
     print(f"exported {args.model} → {output} (MarianMTModel)")
 
 

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
-    from _light_cli import cli
+    from _light_cli import cli, outputs
 except ModuleNotFoundError:  # run in-process by another program
-    from modeling_vaswani import cli
+    from modeling_vaswani import cli, outputs
 
 
 def parse_args(argv=None):
@@ -27,6 +27,7 @@ def main(argv=None):
     state_path = Path(args.run_dir) / "trainer_state.json"
     if not state_path.is_file():
         raise FileNotFoundError(f"{state_path}: not found; is {args.run_dir} a scripts/train.py run?")
+    outputs.claim("--output", args.output, [("--run_dir", state_path)])
     state = json.loads(state_path.read_text())
     history = state["log_history"]
     train = [(e["step"], e["loss"]) for e in history if "loss" in e]
@@ -54,8 +55,8 @@ def main(argv=None):
     figure.legend(loc="center right", bbox_to_anchor=(0.88, 0.55), fontsize=8)
     loss_axis.set_title(f"Training run {Path(args.run_dir).name}")
     figure.tight_layout()
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(args.output, dpi=110)
+    with outputs.write_file(args.output, "wb") as handle:  # a file object: the format is named, not guessed
+        figure.savefig(handle, dpi=110, format=Path(args.output).suffix.lstrip(".") or "png")
     print(f"wrote {args.output}: {len(train)} loss points, {len(bleu)} BLEU points")
 
 

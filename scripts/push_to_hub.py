@@ -2,7 +2,7 @@
 """Share a trained model on the Hugging Face Hub with a model card rendered from its own results.
 
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/vaswani-multi30k-en-de
-    python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/name --dry_run --output_dir hub_card
+    python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/name --dry_run --output_dir /tmp/hub-preview
 
 The model folder must hold results.json (scripts/collect_results.py writes it). The repository is
 first written to --output_dir (a temporary folder if not given) and validated: every file present,
@@ -24,9 +24,9 @@ import tempfile
 from pathlib import Path
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
-    from _light_cli import cli
+    from _light_cli import cli, outputs
 except ModuleNotFoundError:  # run in-process by another program
-    from modeling_vaswani import cli
+    from modeling_vaswani import cli, outputs
 
 
 def parse_args(argv=None):
@@ -74,13 +74,18 @@ def main(argv=None):
         raise ValueError(f"--space {args.space!r} is not a Hub repository id (namespace/name).")
     if not (model_dir / "results.json").is_file():
         raise FileNotFoundError(missing_results(model_dir))
+    reads = [("--model_dir", model_dir)]
+    if args.output_dir:
+        outputs.claim("--output_dir", args.output_dir, reads, folder=True)
+    if args.space_dir:
+        outputs.claim("--space_dir", args.space_dir, [*reads, ("--output_dir", args.output_dir)], folder=True)
     # Only now the package, torch and transformers: --help and the checks above answer at once.
     from modeling_vaswani.evaluation.translation import quiet_loading
     from modeling_vaswani.hub.repository import validate_repository, write_repository
 
     output_dir = Path(args.output_dir) if args.output_dir else Path(tempfile.mkdtemp(prefix="vaswani-hub-"))
-    with quiet_loading():  # no loading and saving bars
-        write_repository(model_dir, output_dir, args.repo_id)
+    with quiet_loading(), outputs.write_folder(output_dir) as folder:  # no loading and saving bars
+        write_repository(model_dir, folder, args.repo_id)
     # An empty translation is refused for an upload; a dry run writes and checks the folder all the same.
     outcome = validate_repository(output_dir, allow_empty=args.dry_run)
     if outcome["pipeline"].strip() and outcome["generate"].strip():
@@ -93,7 +98,8 @@ def main(argv=None):
         from modeling_vaswani.hub.space import validate_space, write_space
 
         space_dir = Path(args.space_dir) if args.space_dir else Path(tempfile.mkdtemp(prefix="vaswani-space-"))
-        write_space(space_dir, args.repo_id)
+        with outputs.write_folder(space_dir) as folder:
+            write_space(folder, args.repo_id)
         validate_space(space_dir, output_dir)
         print(f"{space_dir}: a Space whose app.py, in a clean process, builds the explorer on the model")
     if args.dry_run:

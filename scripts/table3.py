@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 try:  # run as a script (scripts/ on sys.path): the command line alone, so --help answers at once
-    from _light_cli import cli
+    from _light_cli import cli, outputs
 except ModuleNotFoundError:  # run in-process by another program
-    from modeling_vaswani import cli
+    from modeling_vaswani import cli, outputs
 from benchmarks.table3 import rows as table_rows  # these two import only the standard library
 from benchmarks.table3 import runs as table_runs
 
@@ -110,6 +110,9 @@ def main(argv=None):
         max_tokens=args.max_tokens, warmup_steps=args.warmup_steps, max_train_samples=args.max_train_samples,
         max_eval_samples=args.max_eval_samples, num_beams=args.num_beams, source_lang=args.source_lang,
         target_lang=args.target_lang)
+    # Both folders are added to run after run (finished rows are skipped): claimed, not replaced.
+    outputs.claim("--output", args.output, [("--runs_dir", args.runs_dir)], folder=True)
+    outputs.claim("--runs_dir", args.runs_dir, [("--output", args.output)], folder=True)
     command = "python scripts/table3.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     table = table_runs.TableRun(settings, Path(args.output), Path(args.runs_dir), threads=args.threads,
                                    jobs=args.jobs, command=command, log=lambda line: print(line, flush=True))

@@ -38,6 +38,7 @@ cli = load_light("modeling_vaswani.cli")
 load_light("modeling_vaswani.training.recipe.flags")
 recipe_checks = load_light("modeling_vaswani.training.recipe.checks")
 recipe_arguments = load_light("modeling_vaswani.training.recipe.arguments")
+load_light("modeling_vaswani.outputs")
 run_folder = load_light("modeling_vaswani.training.run_folder")
 
 USAGE = "python scripts/train.py [flags]"

@@ -11,8 +11,9 @@ The model defaults to hub_card/, the English→German Multi30k model shipped wit
 (found from any directory).
 Input (UTF-8, one sentence per line; lines end at "\\n" or "\\r\\n") is read and translated a batch
 at a time, so its size does not matter, and line i of the output is the translation of line i of
-the input. Each finished batch is written to --output at once, as whole lines: stopped by Ctrl-C or
-SIGTERM, the file holds the translations of the first lines, and the message says how many.
+the input. Each finished batch is written at once, as whole lines, to a temporary file beside --output
+that replaces it at the end: stopped by Ctrl-C or SIGTERM, --output holds the translations of the
+first lines, and the message says how many; failed, the earlier --output is left as it was.
 Sentences longer than 512 tokens are cut to that length; a warning says how many were.
 
 A file or stdin is translated under a progress bar on stderr, shown only when stderr is a terminal
@@ -23,16 +24,15 @@ a larger one on the cores the load average leaves idle; OMP_NUM_THREADS or --thr
 benchmarks/RESULTS.md measures each against its BLEU.
 """
 
-import os
 import signal
 import sys
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
-    from _light_cli import cli
+    from _light_cli import cli, outputs
 except ModuleNotFoundError:  # run in-process by another program
-    from modeling_vaswani import cli
+    from modeling_vaswani import cli, outputs
 
 
 def parse_args(argv=None):
@@ -54,19 +54,17 @@ def parse_args(argv=None):
 
 
 def check_paths(args) -> None:
-    """Refuse a missing input file, and an output that is the input (opening it for writing would empty it)."""
+    """Refuse a missing input file, and an output that would write over what is read (opening it for
+    writing would empty it)."""
     if args.sentences and args.file:
         raise ValueError("Give sentences as arguments or --file, not both.")
     if args.file and not Path(args.file).is_file():
         raise FileNotFoundError(f"--file {args.file}: no such file.")
+    reads = [("--file", args.file), ("--model", args.model), ("--ct2_model", args.ct2_model)]
     if args.output:
-        output = Path(args.output)
-        if output.is_dir():
-            raise IsADirectoryError(f"--output {args.output} is a folder; name the file to write.")
-        if args.file and (output.resolve() == Path(args.file).resolve()
-                          or (output.exists() and os.path.samefile(output, args.file))):
-            raise ValueError(f"--output {args.output} is the input file --file {args.file}: writing would erase it "
-                             "before it is read. Write the translations to another file.")
+        outputs.claim("--output", args.output, reads)
+    else:
+        outputs.claim("standard output", outputs.STDOUT, reads)
 
 
 @contextmanager
@@ -141,14 +139,17 @@ def main(argv=None):
     written = 0
     with sigterm_as_interrupt(), source as handle:
         lines = handle if args.sentences else iter_lines(handle, name)
-        with (open(args.output, "w", encoding="utf-8", newline="\n") if args.output else nullcontext(sys.stdout)) as out:
+        # --output is written beside it and renamed into place at the end, or when stopped: a failed run
+        # leaves the earlier file as it was.
+        with (outputs.write_file(args.output, encoding="utf-8", newline="\n", keep_on_interrupt=True) if args.output
+              else nullcontext(sys.stdout)) as out:
             try:
-                for outputs in translate_batches(model, tokenizer, lines, batch_size=args.batch_size,
-                                                 progress=bar.update if bar is not None else None, **generate_kwargs):
+                for batch in translate_batches(model, tokenizer, lines, batch_size=args.batch_size,
+                                               progress=bar.update if bar is not None else None, **generate_kwargs):
                     with signals_deferred():
-                        out.write("".join(as_one_line(text) + "\n" for text in outputs))
+                        out.write("".join(as_one_line(text) + "\n" for text in batch))
                         out.flush()
-                    written += len(outputs)
+                    written += len(batch)
             except KeyboardInterrupt:
                 if bar is not None:
                     bar.close()

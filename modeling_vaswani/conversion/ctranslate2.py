@@ -55,6 +55,7 @@ import torch
 
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.positional_encoding import LearnedPositionalEmbedding, sinusoidal_table
+from ..outputs import claim, write_folder
 
 PathLike = Union[str, os.PathLike]
 
@@ -214,22 +215,19 @@ def to_ctranslate2_spec(model, tokenizer):
 
 
 def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: str | None = None,
-                        force: bool = False, **from_pretrained_kwargs) -> Path:
+                        force: bool = False, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
     """Our model folder or Hub id → a CTranslate2 model folder at `output_dir`, with the tokenizer and
     the generation config.
 
     `quantization`: None (float32 weights) or one of CTranslate2's weight types ("int8", "int8_float32",
-    "int16", "float16", "bfloat16", ...). An `output_dir` that already holds files is refused unless
-    `force` (then the files of the conversion are written over those of the same names).
+    "int16", "float16", "bfloat16", ...). An `output_dir` (named `flag` in errors) that already holds files
+    is refused unless `force` (then the conversion replaces it, once complete); one that is, holds or lies
+    inside `source` always (`outputs.claim`).
     """
+    output_dir = claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True,
+                       replace_flag="--force" if flag.startswith("--") else "force=True", replace=force)
     ctranslate2 = import_ctranslate2()  # CTranslate2NotInstalledError before anything is loaded
     check_quantization(quantization)
-    output_dir = Path(output_dir)
-    if output_dir.exists() and not output_dir.is_dir():
-        raise NotADirectoryError(f"{output_dir} is a file; name a folder to write the CTranslate2 model to.")
-    if output_dir.is_dir() and any(output_dir.iterdir()) and not force:
-        raise FileExistsError(f"{output_dir} already holds files; name an empty or new folder, or write over them "
-                              "with force=True (--force).")
     from ..model.modeling_vaswani import VaswaniForConditionalGeneration
     from ..tokenizer_loading import load_tokenizer
 
@@ -242,13 +240,13 @@ def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: st
     spec = to_ctranslate2_spec(model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    spec.save(str(output_dir))
-    tokenizer.save_pretrained(output_dir)
-    model.generation_config.save_pretrained(output_dir)
     record = dict(source=str(source), num_parameters=model.num_parameters(), quantization=quantization or "float32",
                   ctranslate2_version=ctranslate2.__version__)
-    (output_dir / CONVERSION_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    with write_folder(output_dir) as folder:  # whole or not at all
+        spec.save(str(folder))
+        tokenizer.save_pretrained(folder)
+        model.generation_config.save_pretrained(folder)
+        (folder / CONVERSION_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return output_dir
 
 

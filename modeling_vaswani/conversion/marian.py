@@ -30,6 +30,7 @@ from transformers import AutoTokenizer, MarianMTModel, PretrainedConfig
 
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
+from ..outputs import claim, write_folder
 from .marian_config import MARIAN_LAYER_NORM_EPS, MarianConversionError, config_from_marian, config_to_marian
 from .marian_weights import is_attention_bias, marian_order, permute, weight_names
 
@@ -93,30 +94,34 @@ def _check_covered(state: dict, known: set, side: str, other: str) -> None:
 # --- folders -------------------------------------------------------------------------------------
 
 
-def convert_marian(source: PathLike, output_dir: PathLike, **from_pretrained_kwargs) -> Path:
+def convert_marian(source: PathLike, output_dir: PathLike, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
     """A MarianMTModel folder or Hub id → our model folder at `output_dir`, with its tokenizer.
 
     The folder loads with `VaswaniForConditionalGeneration.from_pretrained` (or, where this package
     is not installed, `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`); the
-    tokenizer is Marian's own (sentencepiece: `pip install sentencepiece`).
+    tokenizer is Marian's own (sentencepiece: `pip install sentencepiece`). `output_dir` (named `flag` in
+    errors) is written whole or not at all, and never over `source` (`outputs.claim`).
     """
+    claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True)
     model_type = _model_type(source, **from_pretrained_kwargs)
     if model_type != "marian":
         raise MarianConversionError(f"{str(source)!r} holds a {model_type!r} model, not a Marian one (MarianMTModel).")
     marian = MarianMTModel.from_pretrained(source, **from_pretrained_kwargs)
     tokenizer = AutoTokenizer.from_pretrained(source, **from_pretrained_kwargs)
     model = from_marian(marian)
-    output_dir = Path(output_dir)
-    model.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
-    return output_dir
+    with write_folder(output_dir) as folder:  # whole or not at all
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    return Path(output_dir)
 
 
-def export_marian(source: PathLike, output_dir: PathLike, **from_pretrained_kwargs) -> Path:
+def export_marian(source: PathLike, output_dir: PathLike, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
     """Our model folder or Hub id → a MarianMTModel folder at `output_dir`, with the tokenizer.
 
-    Warns when the model's layer_norm_eps is not Marian's 1e-5 (see the module docstring).
+    Warns when the model's layer_norm_eps is not Marian's 1e-5 (see the module docstring). `output_dir`
+    (named `flag` in errors) is written whole or not at all, and never over `source` (`outputs.claim`).
     """
+    claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True)
     model_type = _model_type(source, **from_pretrained_kwargs)
     if model_type != VaswaniConfig.model_type:
         raise MarianConversionError(f"{str(source)!r} holds a {model_type!r} model, not one of ours ('vaswani').")
@@ -129,10 +134,10 @@ def export_marian(source: PathLike, output_dir: PathLike, **from_pretrained_kwar
             stacklevel=2,
         )
     marian = to_marian(model)
-    output_dir = Path(output_dir)
-    marian.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
-    return output_dir
+    with write_folder(output_dir) as folder:  # whole or not at all
+        marian.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    return Path(output_dir)
 
 
 def _model_type(source: PathLike, **kwargs) -> str | None:

@@ -25,6 +25,7 @@ from huggingface_hub import ModelCard
 
 from .model_card import load_results, render_model_card
 from ..model.loading import CUSTOM_GENERATE_FILE, MODEL_CODE
+from ..outputs import claim
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..tokenizer_loading import load_tokenizer
 
@@ -59,8 +60,7 @@ print(json.dumps({"class": type(model).__module__, "generate": generated, "pipel
 def write_repository(model_dir, output_dir, repo_id: str) -> Path:
     """Write the Hub repository of the model in `model_dir` (which holds results.json) to `output_dir`."""
     model_dir, output_dir = Path(model_dir), Path(output_dir)
-    if output_dir.resolve() == model_dir.resolve():
-        raise ValueError(f"Write the repository to a new folder, not into the model folder {model_dir}.")
+    claim("output_dir", output_dir, [("model_dir", model_dir)], folder=True)
     results = load_results(model_dir / "results.json")
     model = VaswaniForConditionalGeneration.from_pretrained(model_dir)
     tokenizer = load_tokenizer(model_dir)

@@ -32,6 +32,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 
+from ..outputs import claim, write_folder
+
 # §6.1: "averaging the last 5 checkpoints" (base) and "the last 20 checkpoints" (big).
 BASE_CHECKPOINTS = 5
 BIG_CHECKPOINTS = 20
@@ -54,16 +56,9 @@ _TRAINING_STATE_PATTERNS = (
     "model.safetensors.index.json",
     "pytorch_model*.bin",
 )
-# config.json fields that must agree for weights to be averaged meaningfully.
-_CONFIG_KEYS_TO_MATCH = (
-    "model_type",
-    "vocab_size",
-    "d_model",
-    "d_ff",
-    "num_heads",
-    "num_layers",
-    "num_decoder_layers",
-)
+# config.json fields that say where and how a checkpoint was saved, not what model it is: every other
+# field must agree for weights to be averaged meaningfully.
+_CONFIG_KEYS_NOT_COMPARED = ("_name_or_path", "transformers_version", "dtype", "torch_dtype")
 
 
 class CheckpointMismatchError(ValueError):
@@ -247,14 +242,17 @@ def _read_config(checkpoint_dir: Path) -> dict | None:
 
 
 def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:
+    """Refuse checkpoints whose config.json differ in any field that describes the model, or of which only some
+    have one."""
     configs = [(path, _read_config(path)) for path in checkpoint_dirs]
-    configs = [(path, config) for path, config in configs if config is not None]
-    if not configs:
-        return
     first_path, first = configs[0]
     for path, config in configs[1:]:
-        for key in _CONFIG_KEYS_TO_MATCH:
-            if config.get(key) != first.get(key):
+        if (config is None) != (first is None):
+            without = path if config is None else first_path
+            raise CheckpointMismatchError(f"{str(without)!r} has no config.json but the other checkpoints have; "
+                                          "only checkpoints of the same model can be averaged.")
+        for key in sorted(set(config or {}) | set(first or {})):
+            if key not in _CONFIG_KEYS_NOT_COMPARED and config.get(key) != first.get(key):
                 raise CheckpointMismatchError(
                     f"config.json of {str(path)!r} has {key}={config.get(key)!r} but {str(first_path)!r} "
                     f"has {key}={first.get(key)!r}; only checkpoints of the same model can be averaged."
@@ -265,7 +263,8 @@ def _is_training_state(name: str) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in _TRAINING_STATE_PATTERNS)
 
 
-def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path) -> Path:
+def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path,
+                        flag: str = "output_dir") -> Path:
     """Average the weights of several checkpoint folders into a loadable model folder (§6.1).
 
     Reads `model.safetensors` from each folder, averages them with the rules of
@@ -279,9 +278,10 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
 
     Raises:
         FileNotFoundError: if a folder or its `model.safetensors` is missing.
-        ValueError: if no folders are given, `output_dir` is one of them, a `checkpoint-<step>`
+        ValueError: if no folders are given, one is given twice, `output_dir` (named `flag` in errors)
+            is, holds or lies inside one of them (`outputs.OutputClashError`), a `checkpoint-<step>`
             folder is incomplete, a weights file cannot be read or is sharded, or (as
-            `CheckpointMismatchError`) the checkpoints differ in model type, sizes, tensor names or
+            `CheckpointMismatchError`) the checkpoints differ in a config.json field, tensor names or
             shapes.
     """
     checkpoint_dirs = [Path(path) for path in checkpoint_dirs]
@@ -295,8 +295,12 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
                 f"checkpoint {str(path)!r} is incomplete (no {TRAINER_STATE_NAME}, which the Trainer writes last): "
                 "the run was probably stopped while saving it, so its weights may be cut short. Leave it out."
             )
-        if output_dir.exists() and output_dir.resolve() == path.resolve():
-            raise ValueError(f"output_dir {str(output_dir)!r} is one of the checkpoints; choose a new folder.")
+    seen = {}
+    for path in checkpoint_dirs:
+        if (twice := seen.setdefault(path.resolve(), path)) is not path:
+            raise ValueError(f"checkpoint {str(path)!r} is given twice (also as {str(twice)!r}); averaging it twice "
+                             "would weigh it double. Give each checkpoint once.")
+    claim(flag, output_dir, [("checkpoint", path) for path in checkpoint_dirs], folder=True)
     _check_configs(checkpoint_dirs)
 
     # One checkpoint in memory at a time (plus the running sum), so 20 big checkpoints fit.
@@ -312,12 +316,10 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
         del state_dict
     averaged = _finish(total, first, len(checkpoint_dirs))
 
-    output_dir.mkdir(parents=True, exist_ok=True)
-    last = checkpoint_dirs[-1]
-    for item in sorted(last.iterdir()):
-        if item.is_file() and not _is_training_state(item.name):
-            shutil.copy2(item, output_dir / item.name)
-    weights = output_dir / WEIGHTS_NAME
-    # The "format" metadata is what transformers checks when loading a safetensors file.
-    save_file(averaged, str(weights), metadata={"format": "pt"})
-    return weights
+    with write_folder(output_dir) as folder:  # whole or not at all; an earlier one is replaced only at the end
+        for item in sorted(checkpoint_dirs[-1].iterdir()):
+            if item.is_file() and not _is_training_state(item.name):
+                shutil.copy2(item, folder / item.name)
+        # The "format" metadata is what transformers checks when loading a safetensors file.
+        save_file(averaged, str(folder / WEIGHTS_NAME), metadata={"format": "pt"})
+    return output_dir / WEIGHTS_NAME

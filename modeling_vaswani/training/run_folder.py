@@ -31,6 +31,8 @@ import socket
 import time
 from pathlib import Path
 
+from ..outputs import claim
+
 RUN_INFO_NAME = "run_info.json"
 
 
@@ -219,7 +221,14 @@ def is_main_launch() -> bool:
 
 
 def claim_output_dir(options):
-    """Lock --output_dir for this run and make sure no earlier run is in it (unless said so)."""
+    """Lock --output_dir for this run and make sure no earlier run is in it (unless said so). It must not
+    be, hold or lie inside what the run reads, which --overwrite_output_dir would delete before it is read."""
+    reads = []
+    for name in ("model_name_or_path", "train_source", "train_target", "validation_source", "validation_target",
+                 "train_file", "validation_file"):
+        value = getattr(options, name, None)
+        reads += [(f"--{name}", path) for path in (value if isinstance(value, list) else [value])]
+    claim("--output_dir", options.output_dir, reads, folder=True)
     lock = RunLock(options.output_dir, flag="--output_dir")
     lock.acquire()
     try:

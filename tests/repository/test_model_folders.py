@@ -12,6 +12,7 @@ the doors that read that part of the folder.
 
 import io
 import json
+import shutil
 import struct
 import sys
 import tempfile
@@ -65,7 +66,7 @@ def test_a_good_folder_loads_through_every_door_without_unpickling(saved_model_d
     for load in MODEL_DOORS.values():
         load(saved_model_dir)
     load_tokenizer(saved_model_dir)
-    average_checkpoints([saved_model_dir, saved_model_dir], tmp_path / "averaged")
+    average_checkpoints([saved_model_dir, shutil.copytree(saved_model_dir, tmp_path / "copy")], tmp_path / "averaged")
     model, tokenizer = load_translator(str(saved_model_dir), device="cpu")
     assert model.generate(**tokenizer(["A dog."], return_tensors="pt"), num_beams=1, max_new_tokens=2).shape[0] == 1
     check_shipped_code(saved_model_dir)

@@ -11,6 +11,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from checks import assert_names
+from modeling_vaswani.training import checkpoint_averaging
 from modeling_vaswani.training.checkpoint_averaging import (
     CheckpointMismatchError,
     average_checkpoints,
@@ -123,15 +124,52 @@ def test_average_checkpoints_refuses_different_configs(tmp_path):
 
 
 @pytest.mark.parametrize("difference,name", [({"d_ff": 48}, "d_ff"),
-                                             ({"positional_encoding": "learned"}, "embed_positions.weight")])
+                                             ({"positional_encoding": "learned"}, "positional_encoding")])
 def test_averaging_saved_models_that_differ(saved_model_dir, make_model, tmp_path, difference, name):
-    """A differing config field is named; so is a tensor only one of them has. Nothing is written."""
+    """The differing config field is named. Nothing is written."""
     vocab_size = json.loads((saved_model_dir / "config.json").read_text())["vocab_size"]
     make_model(vocab_size=vocab_size, **difference).save_pretrained(tmp_path / "other")
     with pytest.raises(CheckpointMismatchError) as error:
         average_checkpoints([saved_model_dir, tmp_path / "other"], tmp_path / "averaged")
     assert_names(error, name)
     assert not (tmp_path / "averaged" / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("spelling", ["same", "other-spelling", "symlink"])
+def test_average_checkpoints_refuses_a_checkpoint_given_twice(tmp_path, spelling):
+    a = _make_checkpoint(tmp_path / "a", 1.0)
+    _make_checkpoint(tmp_path / "b", 3.0)
+    twice = {"same": a, "other-spelling": tmp_path / "b" / ".." / "a", "symlink": tmp_path / "link"}[spelling]
+    if spelling == "symlink":
+        twice.symlink_to(a)
+    with pytest.raises(ValueError, match=str(twice)):
+        average_checkpoints([a, tmp_path / "b", twice], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("difference", [{"dropout": 0.3}, {"pre_norm": True}, None],
+                         ids=["dropout", "pre_norm", "none"])
+def test_average_checkpoints_refuses_any_config_difference(tmp_path, difference):
+    """Not only the sizes: any field that describes the model, and a config.json only some have."""
+    a = _make_checkpoint(tmp_path / "a", 1.0)
+    b = _make_checkpoint(tmp_path / "b", 1.0, config=CONFIG | (difference or {}))
+    if difference is None:
+        (b / "config.json").unlink()
+    with pytest.raises(CheckpointMismatchError, match=next(iter(difference)) if difference else "no config.json"):
+        average_checkpoints([a, b], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_average_checkpoints_replaces_an_earlier_average_only_once_complete(tmp_path, monkeypatch):
+    a, b = _make_checkpoint(tmp_path / "a", 1.0), _make_checkpoint(tmp_path / "b", 3.0)
+    out = tmp_path / "out"
+    average_checkpoints([a, b], out)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    monkeypatch.setattr(checkpoint_averaging, "save_file", lambda *args, **kwargs: 1 / 0)  # a failure while writing
+    with pytest.raises(ZeroDivisionError):
+        average_checkpoints([b, a], out)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a", "b", "out"]  # no temporary left
 
 
 def test_average_checkpoints_missing_or_sharded_weights(tmp_path):

@@ -1,0 +1,226 @@
+"""modeling_vaswani/outputs.py: no script writes over what it reads, and no output is left half-written.
+
+`DOORS` lists every output flag of every script, with what it reads: a new script or flag is covered by
+adding one line. Each is run in-process with its output pointed at its input in every spelling (the same
+path, another spelling, a symlink, a hard link, inside it, around it) and at the shipped model: each must
+end with one `error:` line naming the flag and the path, the input unchanged.
+"""
+
+import json
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from modeling_vaswani import outputs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _model(tmp_path, model):
+    return Path(shutil.copytree(model, tmp_path / "model"))
+
+
+def _text(tmp_path, model):
+    (tmp_path / "text.en").write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
+    return tmp_path / "text.en"
+
+
+def _model_with_results(tmp_path, model):
+    folder = _model(tmp_path, model)
+    (folder / "results.json").write_text("{}", encoding="utf-8")
+    return folder
+
+
+def _run_with_average(tmp_path, model):
+    run = _model(tmp_path, model)
+    shutil.copytree(model, run / "averaged")
+    return run
+
+
+def _trainer_state(tmp_path, model):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "trainer_state.json").write_text(json.dumps({"log_history": []}), encoding="utf-8")
+    return tmp_path / "run" / "trainer_state.json"
+
+
+def _runs_folder(tmp_path, model):
+    (tmp_path / "runs" / "base").mkdir(parents=True)
+    return tmp_path / "runs"
+
+
+# (script, flag, output is a folder, makes the input it reads, its command line for that input and an output)
+DOORS = {
+    "translate --output": ("translate.py", "--output", False, _text,
+                           lambda i, o, m: ["--model", m, "--file", i, "--output", o]),
+    "evaluate_model --output_dir": ("evaluate_model.py", "--output_dir", True, _model,
+                                    lambda i, o, m: ["--model", i, "--output_dir", o]),
+    "collect_results --output_dir": ("collect_results.py", "--output_dir", True, _run_with_average,
+                                     lambda i, o, m: ["--run_dir", i, "--output_dir", o]),
+    "average_checkpoints --output_dir": ("average_checkpoints.py", "--output_dir", True, _model,
+                                         lambda i, o, m: ["--checkpoints", i, m, "--output_dir", o]),
+    "push_to_hub --output_dir": ("push_to_hub.py", "--output_dir", True, _model_with_results,
+                                 lambda i, o, m: ["--model_dir", i, "--repo_id", "you/name", "--dry_run",
+                                                  "--output_dir", o]),
+    "push_to_hub --space_dir": ("push_to_hub.py", "--space_dir", True, _model_with_results,
+                                lambda i, o, m: ["--model_dir", i, "--repo_id", "you/name", "--dry_run",
+                                                 "--space", "you/space", "--space_dir", o]),
+    "convert_ctranslate2 --output_dir": ("convert_ctranslate2.py", "--output_dir", True, _model,
+                                         lambda i, o, m: ["--model", i, "--output_dir", o, "--force"]),
+    "convert_marian --output_dir": ("convert_marian.py", "--output_dir", True, _model,
+                                    lambda i, o, m: ["--model", i, "--output_dir", o]),
+    "export_marian --output_dir": ("export_marian.py", "--output_dir", True, _model,
+                                   lambda i, o, m: ["--model", i, "--output_dir", o]),
+    "plot_training_curve --output": ("plot_training_curve.py", "--output", False, _trainer_state,
+                                     lambda i, o, m: ["--run_dir", i.parent, "--output", o]),
+    "table3 --output": ("table3.py", "--output", True, _runs_folder,
+                        lambda i, o, m: ["--steps", "1", "--rows", "A", "--output", o, "--runs_dir", i]),
+    "train --output_dir": ("train.py", "--output_dir", True, _model,
+                           lambda i, o, m: ["--model_name_or_path", i, "--output_dir", o, "--overwrite_output_dir",
+                                            "--report_to", "none"]),
+}
+
+
+def _link(path, make):
+    link = path.with_name("link-" + path.name)
+    make(path, link)
+    return link
+
+
+# Where an output is pointed, from the input it must not touch.
+SPELLINGS = {
+    "same": lambda path: path,
+    "other-spelling": lambda path: path.parent / "." / ".." / path.parent.name / path.name,
+    "symlink": lambda path: _link(path, os.symlink),
+    "hardlink": lambda path: _link(path, os.link),  # files only
+    "inside": lambda path: path / "out",  # folders only
+    "around": lambda path: path.parent,  # folder outputs only
+}
+
+
+def _snapshot(path: Path) -> dict:
+    if path.is_file():
+        return {path.name: path.read_bytes()}
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def _run(script, argv, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", [str(REPO / "scripts" / script), *map(str, argv)])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_path(str(REPO / "scripts" / script), run_name="__main__")
+    return stop.value.code, capsys.readouterr().err
+
+
+def _cases():
+    for door, (_, _, folder, make, _) in DOORS.items():
+        reads_folder = make not in (_text, _trainer_state)
+        for spelling in SPELLINGS:
+            if (spelling == "hardlink" and reads_folder) or (spelling == "inside" and not reads_folder) or (
+                    spelling == "around" and not folder):
+                continue
+            yield pytest.param(door, spelling, id=f"{door}-{spelling}")
+
+
+@pytest.mark.parametrize("door, spelling", list(_cases()))
+def test_an_output_never_writes_over_what_the_run_reads(door, spelling, saved_model_dir, tmp_path, monkeypatch,
+                                                         capsys):
+    script, flag, _, make, command = DOORS[door]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    source = make(tmp_path, saved_model_dir)
+    other_model = Path(shutil.copytree(saved_model_dir, tmp_path / "other" / "model"))
+    before = _snapshot(source)
+    output = SPELLINGS[spelling](source)
+    code, err = _run(script, command(source, output, other_model), monkeypatch, capsys)
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith("error: ") and "Traceback" not in err, err
+    assert f"{flag} {output}" in last, last
+    assert _snapshot(source) == before
+
+
+@pytest.mark.parametrize("door", list(DOORS))
+def test_an_output_never_writes_into_the_shipped_model(door, saved_model_dir, tmp_path, monkeypatch, capsys):
+    script, flag, folder, make, command = DOORS[door]
+    shipped = Path(shutil.copytree(saved_model_dir, tmp_path / "hub_card"))
+    monkeypatch.setattr(outputs, "SHIPPED_MODEL", shipped)  # the real one is never pointed at
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    source = make(tmp_path / "elsewhere", saved_model_dir)
+    before = _snapshot(shipped)
+    output = shipped if folder else shipped / "out.txt"
+    code, err = _run(script, command(source, output, saved_model_dir), monkeypatch, capsys)
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and f"{flag} {output}" in last and "shipped model" in last, err
+    assert _snapshot(shipped) == before
+
+
+@pytest.mark.parametrize("redirect", ["stdin", "stdout"])
+def test_standard_streams_count_as_what_is_read_and_written(tmp_path, redirect):
+    """`translate.py --output x < x` used to empty x and exit 0; `--file x > x` translated an emptied file."""
+    text = tmp_path / "x"
+    text.write_text("A dog runs.\n", encoding="utf-8")
+    args = ["--output", str(text)] if redirect == "stdin" else ["--file", str(text)]
+    with open(text, "r+b") as stream:
+        if redirect == "stdout":
+            stream.seek(0, os.SEEK_END)  # appended to, so the file the shell would have emptied stays readable
+        result = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), *args],
+                                stdin=stream if redirect == "stdin" else subprocess.DEVNULL,
+                                stdout=stream if redirect == "stdout" else subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert result.returncode == 2 and result.stderr.startswith("error: "), result.stderr
+    assert ("--output" if redirect == "stdin" else "standard output") in result.stderr
+    assert text.read_text(encoding="utf-8") == "A dog runs.\n"
+
+
+# --- whole or not at all ---------------------------------------------------------------------------------
+
+
+def test_a_failed_write_leaves_the_earlier_file_and_no_temporary(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("earlier, complete\n")
+    with pytest.raises(ZeroDivisionError):
+        with outputs.write_file(target) as handle:
+            handle.write("half")
+            1 / 0
+    assert target.read_text() == "earlier, complete\n" and os.listdir(tmp_path) == ["out.txt"]
+    with outputs.write_file(target) as handle:
+        handle.write("new\n")
+    assert target.read_text() == "new\n" and os.listdir(tmp_path) == ["out.txt"]
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_stopped_write_keeps_its_finished_part_only_when_asked(tmp_path, keep):
+    target = tmp_path / "out.txt"
+    target.write_text("earlier\n")
+    with pytest.raises(KeyboardInterrupt):
+        with outputs.write_file(target, keep_on_interrupt=keep) as handle:
+            handle.write("first line\n")
+            raise KeyboardInterrupt
+    assert target.read_text() == ("first line\n" if keep else "earlier\n") and os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_a_folder_is_replaced_whole_or_not_at_all(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "old.txt").write_text("earlier")
+    with pytest.raises(ZeroDivisionError):
+        with outputs.write_folder(target) as folder:
+            (folder / "new.txt").write_text("half")
+            1 / 0
+    assert os.listdir(target) == ["old.txt"] and os.listdir(tmp_path) == ["model"]
+    with outputs.write_folder(target) as folder:
+        (folder / "new.txt").write_text("complete")
+    assert os.listdir(target) == ["new.txt"] and os.listdir(tmp_path) == ["model"]
+
+
+def test_an_output_already_there_is_replaced_only_when_asked(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="--force"):
+        outputs.claim("--output_dir", tmp_path / "full", folder=True, replace_flag="--force", replace=False)
+    assert outputs.claim("--output_dir", tmp_path / "full", folder=True, replace_flag="--force", replace=True)
