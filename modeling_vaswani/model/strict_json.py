@@ -31,12 +31,12 @@ def read_json(path: str | os.PathLike, expected: type = dict):
     try:
         value = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise JSONFileError(f"{path}: not valid JSON ({' '.join(str(error).split())}).") from None
+        raise JSONFileError(f"{path} is not valid JSON ({' '.join(str(error).split())}).") from None
     except RecursionError:
         raise JSONFileError(f"{path}: nested more than {MAX_DEPTH} levels deep.") from None
     check_json_value(value, str(path))
     if not isinstance(value, expected):
-        raise JSONFileError(f"{path}: the top level must be a JSON {_NAMES.get(expected, expected.__name__)}, "
+        raise JSONFileError(f"{path} must hold a JSON {_NAMES.get(expected, expected.__name__)}, "
                             f"not {_NAMES.get(type(value), type(value).__name__)}.")
     return value
 

@@ -21,7 +21,6 @@ Trainer's own strategies save every `save_steps` updates or every epoch instead.
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
@@ -31,6 +30,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
+
+from ..model.strict_json import read_json
 
 # §6.1: "averaging the last 5 checkpoints" (base) and "the last 20 checkpoints" (big).
 BASE_CHECKPOINTS = 5
@@ -240,10 +241,7 @@ def _read_config(checkpoint_dir: Path) -> dict | None:
     path = checkpoint_dir / "config.json"
     if not path.is_file():
         return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"could not parse {str(path)!r}: {error}") from error
+    return read_json(path)
 
 
 def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:

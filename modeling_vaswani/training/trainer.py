@@ -35,6 +35,8 @@ the Trainer's own.
 import copy
 import logging
 import math
+import pickle
+from contextlib import contextmanager
 
 import numpy as np
 from accelerate.data_loader import prepare_data_loader
@@ -306,10 +308,40 @@ class VaswaniTrainer(Seq2SeqTrainer):
         super()._load_best_model()
         self._evaluated.clear()  # other weights at the same step
 
+    # Resuming reads the optimizer, scheduler, scaler and RNG state with torch.load(weights_only=True),
+    # which refuses other pickled objects and then advises weights_only=False, i.e. running them.
+    def _load_from_checkpoint(self, checkpoint, model=None):
+        with refused_pickles(checkpoint):
+            super()._load_from_checkpoint(checkpoint, model)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        with refused_pickles(checkpoint):
+            super()._load_optimizer_and_scheduler(checkpoint)
+
+    def _load_scaler(self, checkpoint):
+        with refused_pickles(checkpoint):
+            super()._load_scaler(checkpoint)
+
+    def _load_rng_state(self, checkpoint):
+        with refused_pickles(checkpoint):
+            super()._load_rng_state(checkpoint)
+
     def train(self, *args, **kwargs):
         self._evaluated.clear()
         self._checkpointed_step = None
         return super().train(*args, **kwargs)
+
+
+@contextmanager
+def refused_pickles(checkpoint):
+    """A state file holding pickled objects other than tensors and numbers ends resuming with one line
+    that names the checkpoint, and never suggests loading it unrestricted."""
+    try:
+        yield
+    except pickle.UnpicklingError:
+        raise ValueError(f"{checkpoint}: a saved training state (.pt/.pth) holds pickled objects other than tensors "
+                         "and numbers, which are never loaded (unpickling can run arbitrary code); resume from a "
+                         "checkpoint of a run you trust, or start the run again.") from None
 
 
 def bleu_metrics_fn(tokenizer):

@@ -741,7 +741,7 @@ BAD_GENERATION_CONFIGS = {
     "num_beams-string": ({"num_beams": "4"}, "num_beams must be a positive integer"),
     "num_beams-zero": ({"num_beams": 0}, "num_beams must be a positive integer"),
     "num_beams-float": ({"num_beams": 2.5}, "num_beams must be a positive integer"),
-    "length_penalty-string": ({"length_penalty": "x"}, "length_penalty must be a number"),
+    "length_penalty-string": ({"length_penalty": "x"}, "length_penalty must be a finite number"),
     "max_new_tokens-string": ({"max_new_tokens": "5"}, "max_new_tokens must be a positive integer"),
     "early_stopping-string": ({"early_stopping": "yes"}, "early_stopping must be"),
     "eos-string": ({"eos_token_id": "2"}, "eos_token_id must be a token id"),
