@@ -35,7 +35,6 @@ the Trainer's own.
 import copy
 import logging
 import math
-import pickle
 from contextlib import contextmanager
 
 import numpy as np
@@ -338,7 +337,9 @@ def refused_pickles(checkpoint):
     that names the checkpoint, and never suggests loading it unrestricted."""
     try:
         yield
-    except pickle.UnpicklingError:
+    except Exception as error:
+        if type(error).__name__ != "UnpicklingError":  # by name: the package imports no pickle module
+            raise
         raise ValueError(f"{checkpoint}: a saved training state (.pt/.pth) holds pickled objects other than tensors "
                          "and numbers, which are never loaded (unpickling can run arbitrary code); resume from a "
                          "checkpoint of a run you trust, or start the run again.") from None
