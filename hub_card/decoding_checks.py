@@ -48,8 +48,9 @@ DECODING_FIELDS = {
     "pad_token_id": (_token_id, "a token id (a non-negative integer) or null"),
     "bos_token_id": (_token_id, "a token id (a non-negative integer) or null"),
     "decoder_start_token_id": (_token_id, "a token id (a non-negative integer) or null"),
-    "eos_token_id": (lambda v: _token_id(v) or (isinstance(v, list) and bool(v) and all(_integer(i, 0) for i in v)),
-                     "a token id, a list of token ids, or null"),
+    # -1: no end token (generate() then stops at the length limit only).
+    "eos_token_id": (lambda v: _optional(lambda i: _integer(i, -1))(v) or (
+        isinstance(v, list) and bool(v) and all(_integer(i, 0) for i in v)), "a token id, a list of token ids, -1 or null"),
 }
 
 
