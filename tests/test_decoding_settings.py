@@ -53,6 +53,34 @@ def _script(name, *flags):
     return run
 
 
+def _ctranslate2(folder):
+    pytest.importorskip("ctranslate2")
+    from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
+
+    return convert_ctranslate2(folder, folder.parent / "ct2")
+
+
+def _ctranslate2_engine(folder):
+    from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_translator
+
+    return load_ctranslate2_translator(folder, device="cpu", threads=1)[0]
+
+
+def _ctranslate2_argument(folder, setting, value):
+    from modeling_vaswani.evaluation.ctranslate2_engine import GENERATE_SETTINGS
+
+    if setting not in GENERATE_SETTINGS:
+        pytest.skip(f"the ctranslate2 engine takes no {setting}")
+    _ctranslate2_engine(_ctranslate2(folder)).generate(SOURCE, **{setting: value})
+
+
+def _ctranslate2_file(folder, setting, value):
+    converted = _ctranslate2(folder)
+    path = converted / "generation_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    _ctranslate2_engine(converted)
+
+
 DOORS = {
     "generate() argument": _argument,
     "generation config given to generate()": _given_config,
@@ -61,6 +89,8 @@ DOORS = {
     "evaluate_model.py flag": _script("evaluate_model.py", "--num_beams", "--length_penalty", "--max_new_tokens",
                                       "--split=validation"),
     "translate.py flag": _script("translate.py", "--num_beams", "--max_new_tokens", "Hello"),
+    "ctranslate2 generate() argument": _ctranslate2_argument,
+    "ctranslate2 generation_config.json": _ctranslate2_file,
 }
 
 # case: (setting, value); the error names the setting

@@ -102,6 +102,10 @@ class CTranslate2Engine:
         kind, index = _device(device, ctranslate2)
         self.folder = folder
         self.conversion = read_conversion_record(folder)
+        # Our reader first: CTranslate2 reads config.json too, and ends in a C++ exception on a bad one.
+        self.tokens = read_json(folder / "shared_vocabulary.json", list)
+        self.ids = {token: index for index, token in enumerate(self.tokens)}
+        ct2_config = read_json(folder / "config.json")
         if threads is None:
             threads, self.threads_chosen_by = choose_threads(self.conversion.get("num_parameters", 0))
         else:
@@ -109,9 +113,6 @@ class CTranslate2Engine:
         self.threads = threads
         self.translator = ctranslate2.Translator(str(folder), device=kind, device_index=index,
                                                  compute_type=compute_type, intra_threads=threads)
-        self.tokens = read_json(folder / "shared_vocabulary.json", list)
-        self.ids = {token: index for index, token in enumerate(self.tokens)}
-        ct2_config = read_json(folder / "config.json")
         self.decoder_start_token_id = self.ids[ct2_config["decoder_start_token"]]
         self.eos_token_id = self.ids[ct2_config["eos_token"]]
         self.pad_token_id = self.ids.get("<pad>", self.eos_token_id)

@@ -39,6 +39,12 @@ def _without_weights(folder):
     return VaswaniForConditionalGeneration.from_pretrained(folder)
 
 
+def _ctranslate2_engine(folder):
+    from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_translator
+
+    return load_ctranslate2_translator(folder / "ct2", device="cpu", threads=1)
+
+
 # door: (the file it reads, relative to the folder; how the package reads it from the folder)
 DOORS = {
     "config.json": ("config.json", VaswaniConfig.from_pretrained),
@@ -54,6 +60,7 @@ DOORS = {
     "conversion record": (CONVERSION_RECORD, read_conversion_record),
     "trainer state": ("trainer_state.json", training_facts),
     "table3 row": ("rows/row.json", read_results),
+    "CTranslate2 config.json": ("ct2/config.json", _ctranslate2_engine),
 }
 
 # case: (file content, what the one-line error names besides the file)
@@ -70,8 +77,15 @@ BAD_FILES = {
 
 
 @pytest.fixture
-def model_folder(saved_model_dir, tmp_path):
-    return Path(shutil.copytree(saved_model_dir, tmp_path / "model"))
+def model_folder(saved_model_dir, tmp_path, request):
+    folder = Path(shutil.copytree(saved_model_dir, tmp_path / "model"))
+    door = getattr(getattr(request.node, "callspec", None), "params", {}).get("door")
+    if door and DOORS[door][0].startswith("ct2/"):
+        pytest.importorskip("ctranslate2")
+        from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
+
+        convert_ctranslate2(folder, folder / "ct2")
+    return folder
 
 
 @pytest.mark.parametrize("case", list(BAD_FILES))
