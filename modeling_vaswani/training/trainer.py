@@ -35,7 +35,9 @@ the Trainer's own.
 import copy
 import logging
 import math
+import os
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from accelerate.data_loader import prepare_data_loader
@@ -43,6 +45,7 @@ from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, TrainerCallback
 
 from ..model.label_smoothing import comparable_losses
+from ..model.strict_json import read_json
 from .batching import TokenBudgetBatchSampler, padded_tokens
 from .chunked_loss import fast_path_applies, training_loss
 from .loss_report import LossSums
@@ -326,6 +329,9 @@ class VaswaniTrainer(Seq2SeqTrainer):
             super()._load_rng_state(checkpoint)
 
     def train(self, *args, **kwargs):
+        checkpoint = kwargs.get("resume_from_checkpoint", args[0] if args else None)
+        if isinstance(checkpoint, (str, os.PathLike)) and (Path(checkpoint) / "trainer_state.json").is_file():
+            read_json(Path(checkpoint) / "trainer_state.json")  # the package's strict reader before transformers'
         self._evaluated.clear()
         self._checkpointed_step = None
         return super().train(*args, **kwargs)

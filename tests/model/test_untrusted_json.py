@@ -45,6 +45,15 @@ def _ctranslate2_engine(folder):
     return load_ctranslate2_translator(folder / "ct2", device="cpu", threads=1)
 
 
+def _resume(folder):
+    from transformers import Seq2SeqTrainingArguments
+
+    from modeling_vaswani.training.trainer import VaswaniTrainer
+
+    args = Seq2SeqTrainingArguments(output_dir=str(folder / "run"), report_to="none", use_cpu=True)
+    VaswaniTrainer(model=VaswaniForConditionalGeneration.from_pretrained(folder), args=args).train(str(folder))
+
+
 # door: (the file it reads, relative to the folder; how the package reads it from the folder)
 DOORS = {
     "config.json": ("config.json", VaswaniConfig.from_pretrained),
@@ -59,6 +68,7 @@ DOORS = {
     "results (--started_from)": ("results.json", _earlier_training),
     "conversion record": (CONVERSION_RECORD, read_conversion_record),
     "trainer state": ("trainer_state.json", training_facts),
+    "trainer state (resuming)": ("trainer_state.json", _resume),
     "table3 row": ("rows/row.json", read_results),
     "CTranslate2 config.json": ("ct2/config.json", _ctranslate2_engine),
 }
