@@ -1,17 +1,19 @@
 """The one check of the decoding settings, whichever way they come in (Hugging Face glue, not from the paper).
 
-A script flag, config.json, generation_config.json and an argument to generate() all end in the same
-few numbers; `check_decoding` refuses, naming the setting, one of the wrong type, out of range or not
-finite (a NaN length penalty ranks every hypothesis alike), and a search whose hypotheses would not
-fit (num_beams × batch × length token positions) before generate allocates them.
+A script flag, generation_config.json (a model's or a CTranslate2 folder's), config.json (transformers
+takes decoding settings from it when generation_config.json is missing) and an argument to generate()
+all end in the same few numbers; `check_decoding` refuses, naming the setting, one of the wrong type,
+out of range or not finite (a NaN length penalty ranks every hypothesis alike), and a search whose
+hypotheses would not fit (num_beams × batch × length token positions) before generate allocates them.
 """
 
 import math
 
+from .generation import MAX_OUTPUT_LENGTH_OFFSET
+
 # Token positions a search may hold at once: §6.1's beam 4 × a batch of 64 × (512 + 50) is 0.14M;
 # at this bound the key/value cache alone is some tens of GB.
 MAX_DECODING_POSITIONS = 2**24
-DEFAULT_LENGTH_OFFSET = 50  # §6.1's "input length + 50", when nothing else sets a length
 
 
 def _integer(value, low):
@@ -76,7 +78,7 @@ def check_decoding(values: dict, where: str, batch_size: int = 1, input_length: 
         length = values["max_length"]
     else:
         offset = values.get("max_output_length_offset")
-        length = input_length + (DEFAULT_LENGTH_OFFSET if offset is None else offset)
+        length = input_length + (MAX_OUTPUT_LENGTH_OFFSET if offset is None else offset)
     if beams * batch_size * length > MAX_DECODING_POSITIONS:
         raise ValueError(f"{where}: num_beams {beams} × batch {batch_size} × length {length} token positions is more "
                          f"than the {MAX_DECODING_POSITIONS} a search may hold; lower num_beams, the batch size or "

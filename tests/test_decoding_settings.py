@@ -41,6 +41,13 @@ def _file(folder, setting, value):
     VaswaniForConditionalGeneration.from_pretrained(folder)
 
 
+def _config_file(folder, setting, value):
+    (folder / "generation_config.json").unlink()  # transformers then takes decoding settings from config.json
+    path = folder / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    VaswaniForConditionalGeneration.from_pretrained(folder)
+
+
 def _script(name, *flags):
     def run(folder, setting, value):
         if f"--{setting}" not in flags:
@@ -86,6 +93,7 @@ DOORS = {
     "generation config given to generate()": _given_config,
     "the model's generation config": _model_config,
     "generation_config.json": _file,
+    "config.json without generation_config.json": _config_file,
     "evaluate_model.py flag": _script("evaluate_model.py", "--num_beams", "--length_penalty", "--max_new_tokens",
                                       "--split=validation"),
     "translate.py flag": _script("translate.py", "--num_beams", "--max_new_tokens", "Hello"),

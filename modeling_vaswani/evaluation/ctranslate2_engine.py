@@ -62,7 +62,7 @@ from ..model.generation import (
     length_limit_chosen,
     output_length_offset,
 )
-from ..model.loading import check_generation_config_file
+from ..model.loading import check_decoding_file
 from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 from ..threads import choose_threads
@@ -117,7 +117,7 @@ class CTranslate2Engine:
         self.eos_token_id = self.ids[ct2_config["eos_token"]]
         self.pad_token_id = self.ids.get("<pad>", self.eos_token_id)
         if (folder / "generation_config.json").is_file():
-            check_generation_config_file(folder / "generation_config.json")
+            check_decoding_file(folder / "generation_config.json")
             self.generation_config = GenerationConfig.from_pretrained(folder)
         else:
             self.generation_config = GenerationConfig(**DEFAULT_DECODING)

@@ -227,17 +227,17 @@ def check_model_location(name) -> Path | None:
 
 def check_model_files(config_folder: Path, generation_config_given: bool, local: bool = True) -> None:
     """Check a resolved model folder (local, or the Hub cache's copy) before its weights are trusted:
-    generation_config.json (when present) must be JSON with fields of the right types, and every
-    tensor in the weights must be stored as floating point."""
-    generation_file = config_folder / "generation_config.json"
-    if not generation_config_given and generation_file.is_file():
-        check_generation_config_file(generation_file)
+    the decoding settings of generation_config.json and config.json (transformers takes them from
+    config.json when generation_config.json is missing), and the dtype of every tensor in the weights."""
+    for name in ("generation_config.json", "config.json"):
+        if not generation_config_given and (config_folder / name).is_file():
+            check_decoding_file(config_folder / name)
     for weights in _weights_files(config_folder, local):
         check_stored_dtypes(weights)
 
 
-def check_generation_config_file(path: Path) -> None:
-    """Refuse a generation_config.json that is not strict JSON or whose decoding fields are wrong
+def check_decoding_file(path: Path) -> None:
+    """Refuse a generation_config.json (or config.json) that is not strict JSON or whose decoding fields are wrong
     (transformers would replace the first by defaults without a word and keep the second as read)."""
     check_decoding(read_json(path), str(path))
 
