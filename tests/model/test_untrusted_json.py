@@ -1,12 +1,13 @@
 """Every JSON file the package reads goes through model/strict_json.py's `read_json`: one test per
 kind of bad file, run through every door (a new door is one more line of DOORS)."""
 
+import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from benchmarks.table3.runs import read_results, training_facts
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.ctranslate2 import CONVERSION_RECORD, read_conversion_record
@@ -18,15 +19,13 @@ from modeling_vaswani.training.checkpoint_averaging import _read_config
 from modeling_vaswani.training.recipe.checks import check_resumed_model
 from modeling_vaswani.training.run_folder import RUN_INFO_NAME, read_run_info
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-from benchmarks.table3.runs import read_results, training_facts  # noqa: E402
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
 def _earlier_training(folder):
-    sys.path.insert(0, str(REPO / "scripts"))
-    import collect_results
-
+    spec = importlib.util.spec_from_file_location("collect_results_under_test", SCRIPTS / "collect_results.py")
+    collect_results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(collect_results)
     return collect_results.earlier_training(folder)
 
 
