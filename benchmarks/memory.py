@@ -25,6 +25,7 @@ from transformers import GenerationConfig
 
 from modeling_vaswani import VaswaniConfig
 from modeling_vaswani.model.generation import NUM_BEAMS
+from modeling_vaswani.model.strict_json import read_json
 
 from .harness import (MARIAN, OURS, TrainingStep, build_model, corpus_config, forced_generation_config,
                       forced_length, source_batches, synchronize)
@@ -83,7 +84,7 @@ class MeasurementServer:
             self.log.flush()
             raise RuntimeError(f"The memory measurement ({system}, {task}) failed with exit code {exitcode}: "
                                f"{self.log_path.read_text().strip()[-2000:]}")
-        return json.loads(report.read_text())
+        return read_json(report)
 
     def __exit__(self, *exc):
         self.process.stdin.close()
@@ -105,7 +106,7 @@ def write_inputs(folder: Path, settings: dict, **batch_lists: list) -> None:
 
 def read_inputs(folder: Path) -> tuple[dict, dict]:
     """The inverse of `write_inputs`: (settings, {list name: [tensor dict, ...]})."""
-    settings = json.loads((folder / "inputs.json").read_text())
+    settings = read_json(folder / "inputs.json")
     tensors = load_file(str(folder / "inputs.safetensors"))
     batches = {which: [{} for _ in range(count)] for which, count in settings.pop("batches").items()}
     for key, tensor in tensors.items():

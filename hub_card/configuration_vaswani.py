@@ -22,6 +22,7 @@ from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDa
 from transformers import PreTrainedConfig
 
 from .pipeline_vaswani import CUSTOM_PIPELINES
+from .strict_json import read_json
 
 # Table 3: "base" and "big" rows; "small" and "tiny" are ours, for CPUs and tests.
 PRESETS = {
@@ -240,6 +241,12 @@ class VaswaniConfig(PreTrainedConfig):
                 "a Vaswani model."
             )
         return config_dict, kwargs
+
+    @classmethod
+    def _dict_from_json_file(cls, json_file):
+        """config.json through the package's one strict reader (strict_json.py): NaN and Infinity are
+        refused, not decoded from transformers' {"__float__": ...} tags."""
+        return read_json(json_file)
 
     @classmethod
     def from_dict(cls, config_dict, **kwargs):

@@ -13,8 +13,9 @@ that was interrupted would then load as a valid-looking but untrained model. `St
   which transformers would drop → ValueError naming the first;
 - weights stored as integers or 8-bit floats (quantized), which would be cast value by value into
   garbage → ValueError naming the tensor and its dtype;
-- a generation_config.json that is not JSON (transformers would fall back to defaults without a
-  word) or whose decoding fields have the wrong type → ValueError naming the file and field;
+- a generation_config.json that is not strict JSON (transformers would fall back to defaults without
+  a word) or whose decoding fields are wrong (decoding_checks.py) → ValueError naming the file and field;
+- a weights index naming a shard that is not a .safetensors file inside the folder → ValueError;
 - a path to a file instead of a folder → NotADirectoryError, before anything reads it.
 Weights are read from safetensors only: pickled `pytorch_model.bin` files are never unpickled,
 because unpickling can run arbitrary code.
@@ -25,7 +26,6 @@ the config, so `save_pretrained` refuses a model whose config was changed after 
 the projection then starts as a copy of the matrix it was.
 """
 
-import json
 import os
 import re
 from collections import defaultdict
@@ -35,7 +35,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from transformers.utils import cached_file
 
+from .decoding_checks import check_decoding
 from .generation import drop_generate_fallbacks
+from .strict_json import read_json
 
 # The file transformers loads as a model's own `generate` (GenerationMixin.load_custom_generate), copied
 # from the same path under the model code: a few lines that hand over to the model's `generate`, not a
@@ -58,6 +60,8 @@ class StrictCheckpoints:
         local_folder = check_model_location(pretrained_model_name_or_path)  # a file is refused here
         if local_folder is not None:
             check_model_files(local_folder / kwargs.get("subfolder", ""), kwargs.get("generation_config") is not None)
+        elif isinstance(pretrained_model_name_or_path, str):
+            check_hub_index(pretrained_model_name_or_path, kwargs)
         reinit_mismatched = kwargs.pop("ignore_mismatched_sizes", False)
         return_info = kwargs.pop("output_loading_info", False)
         try:
@@ -90,7 +94,7 @@ class StrictCheckpoints:
         if local_folder is None and isinstance(pretrained_model_name_or_path, str):
             fetched = cached_folder(pretrained_model_name_or_path, kwargs)  # a Hub id: its files, now in the cache
             if fetched is not None:
-                check_model_files(fetched, kwargs.get("generation_config") is not None)
+                check_model_files(fetched, kwargs.get("generation_config") is not None, local=False)
         if info["mismatched_keys"] and not reinit_mismatched:
             name, stored, expected = sorted(info["mismatched_keys"], key=lambda item: item[0])[0]
             raise ValueError(
@@ -221,73 +225,21 @@ def check_model_location(name) -> Path | None:
     return None
 
 
-def check_model_files(config_folder: Path, generation_config_given: bool) -> None:
+def check_model_files(config_folder: Path, generation_config_given: bool, local: bool = True) -> None:
     """Check a resolved model folder (local, or the Hub cache's copy) before its weights are trusted:
-    generation_config.json (when present) must be JSON with fields of the right types, and every
-    tensor in the weights must be stored as floating point."""
-    generation_file = config_folder / "generation_config.json"
-    if not generation_config_given and generation_file.is_file():
-        check_generation_config_file(generation_file)
-    for weights in _weights_files(config_folder):
+    the decoding settings of generation_config.json and config.json (transformers takes them from
+    config.json when generation_config.json is missing), and the dtype of every tensor in the weights."""
+    for name in ("generation_config.json", "config.json"):
+        if not generation_config_given and (config_folder / name).is_file():
+            check_decoding_file(config_folder / name)
+    for weights in _weights_files(config_folder, local):
         check_stored_dtypes(weights)
 
 
-def check_generation_config_file(path: Path) -> None:
-    """Refuse a generation_config.json that is not JSON or whose decoding fields have the wrong type
+def check_decoding_file(path: Path) -> None:
+    """Refuse a generation_config.json (or config.json) that is not strict JSON or whose decoding fields are wrong
     (transformers would replace the first by defaults without a word and keep the second as read)."""
-    try:
-        values = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(
-            f"{str(path)!r} is not valid JSON ({error}); decoding would silently fall back to defaults. Fix the "
-            "file, or delete it to use the §6.1 defaults on purpose."
-        ) from None
-    if not isinstance(values, dict):
-        raise ValueError(f"{str(path)!r} must hold a JSON object of decoding settings, not {type(values).__name__}.")
-    for field, (accepts, wanted) in GENERATION_FIELDS.items():
-        if field in values and not accepts(values[field]):
-            raise ValueError(
-                f"{str(path)!r}: {field} must be {wanted}, got {values[field]!r}. Fix the value or remove the entry."
-            )
-
-
-def _integer(value, low):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # not NaN
-
-
-def _optional(check):
-    return lambda value: value is None or check(value)
-
-
-_token_id = _optional(lambda value: _integer(value, 0))
-GENERATION_FIELDS = {
-    "num_beams": (lambda v: _integer(v, 1), "a positive integer"),
-    "num_beam_groups": (lambda v: _integer(v, 1), "a positive integer"),
-    "num_return_sequences": (_optional(lambda v: _integer(v, 1)), "a positive integer"),
-    "max_new_tokens": (_optional(lambda v: _integer(v, 1)), "a positive integer or null"),
-    "max_length": (_optional(lambda v: _integer(v, 1)), "a positive integer or null"),
-    "min_new_tokens": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "min_length": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "max_output_length_offset": (_optional(lambda v: _integer(v, 0)), "a non-negative integer (§6.1: 50) or null"),
-    "length_penalty": (_optional(_number), "a number (§6.1: 0.6)"),
-    "early_stopping": (lambda v: isinstance(v, bool) or v == "never", 'true, false or "never"'),
-    "do_sample": (lambda v: isinstance(v, bool), "true or false"),
-    "use_cache": (lambda v: isinstance(v, bool), "true or false"),
-    "temperature": (_optional(lambda v: _number(v) and v > 0), "a positive number or null"),
-    "top_k": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "top_p": (_optional(lambda v: _number(v) and 0 < v <= 1), "a number in (0, 1] or null"),
-    "repetition_penalty": (_optional(lambda v: _number(v) and v > 0), "a positive number or null"),
-    "no_repeat_ngram_size": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "pad_token_id": (_token_id, "a token id (a non-negative integer) or null"),
-    "bos_token_id": (_token_id, "a token id (a non-negative integer) or null"),
-    "decoder_start_token_id": (_token_id, "a token id (a non-negative integer) or null"),
-    "eos_token_id": (lambda v: _token_id(v) or (isinstance(v, list) and bool(v) and all(_integer(i, 0) for i in v)),
-                     "a token id, a list of token ids, or null"),
-}
+    check_decoding(read_json(path), str(path))
 
 
 def check_stored_dtypes(weights: Path) -> None:
@@ -308,22 +260,52 @@ def check_stored_dtypes(weights: Path) -> None:
                 )
 
 
-def _weights_files(folder: Path) -> list[Path]:
+def _weights_files(folder: Path, local: bool = True) -> list[Path]:
     if (folder / "model.safetensors").is_file():
         return [folder / "model.safetensors"]
     index = folder / WEIGHTS_INDEX
     if index.is_file():
-        try:
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
-            raise ValueError(f"{str(index)!r} is not a valid weights index ({error}).") from None
-        return [folder / shard for shard in shards if (folder / shard).is_file()]
+        return [shard for shard in check_weights_index(index, local) if shard.is_file()]
     return []
+
+
+def check_weights_index(index: Path, local: bool = True) -> list[Path]:
+    """The shards `index` names, each a .safetensors file inside its folder: a shard named by a path
+    out of the folder, or pickled (.bin, .pt) weights, which transformers would unpickle, are refused.
+    In a `local` folder a shard must not be a symlink out of it either (the Hub cache's always are)."""
+    weight_map = read_json(index).get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
+        raise ValueError(f"{index}: weight_map must map each tensor name to a shard's file name.")
+    folder = index.parent.resolve()
+    shards = []
+    for name in sorted(set(weight_map.values())):
+        shard = index.parent / name
+        inside = not Path(name).is_absolute() and ".." not in Path(name).parts and "\\" not in name and (
+            not local or folder in shard.resolve().parents)
+        if not (inside and name.endswith(".safetensors")):
+            raise ValueError(f"{index}: weight_map names the shard {name!r}; shards must be .safetensors files "
+                             "inside the model folder (pickled weights are never loaded).")
+        shards.append(shard)
+    return shards
+
+
+def _hub_options(kwargs: dict) -> dict:
+    return {key: kwargs[key] for key in ("cache_dir", "revision", "subfolder") if kwargs.get(key) is not None}
+
+
+def check_hub_index(name: str, kwargs: dict) -> None:
+    """A Hub model's weights index, fetched and checked before transformers fetches the shards it names."""
+    try:
+        index = cached_file(name, WEIGHTS_INDEX, _raise_exceptions_for_missing_entries=False, **_hub_options(kwargs))
+    except (OSError, ValueError):
+        return  # no such repository, or offline: from_pretrained says so
+    if index:
+        check_weights_index(Path(index), local=False)
 
 
 def cached_folder(name: str, kwargs: dict) -> Path | None:
     """Where the Hub cache holds the files of the Hub model `name` (after from_pretrained fetched them)."""
-    options = {key: kwargs[key] for key in ("cache_dir", "revision", "subfolder") if kwargs.get(key) is not None}
+    options = _hub_options(kwargs)
     try:
         config = cached_file(name, "config.json", local_files_only=True, _raise_exceptions_for_missing_entries=False,
                              **options)

@@ -26,6 +26,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2
 from transformers.utils import can_return_tuple
 
 from .configuration_vaswani import VaswaniConfig
+from .decoding_checks import check_decoding, decoding_settings
 from .embeddings import ScaledEmbedding
 from .fast_loss import fast_label_smoothed_cross_entropy
 from .generation import choose_decoding, length_limit_chosen, max_new_tokens_for, paper_generation_config
@@ -146,6 +147,8 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
         if source is not None and not length_given and not length_limit_chosen(config):
             kwargs["max_new_tokens"] = max_new_tokens_for(config, source.shape[1])
+        shape = tuple(source.shape[:2]) if source is not None else (1, 1)
+        check_decoding(decoding_settings(config, kwargs), "generate()", *shape)  # before anything is allocated
         decoding = choose_decoding(self, generation_config, kwargs)  # takes the two settings out of kwargs
         if decoding is not None and kwargs.get("custom_generate") is None:
             kwargs["custom_generate"] = decoding

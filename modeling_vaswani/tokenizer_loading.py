@@ -10,7 +10,6 @@ panic into a one-line ValueError.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Union
@@ -18,6 +17,7 @@ from typing import Union
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .cli import looks_like_hub_id
+from .model.strict_json import read_json
 
 
 def load_tokenizer(path: Union[str, os.PathLike]):
@@ -76,11 +76,7 @@ def _loaded(load, name: str):
     folder = Path(name).parent if Path(name).is_file() else None
     for side in _TOKENIZER_SIDE_FILES if folder is not None else ():
         if (folder / side).is_file():
-            try:
-                json.loads((folder / side).read_text(encoding="utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                raise ValueError(f"{folder / side} is not valid JSON ({error}); save the tokenizer again with "
-                                 "save_pretrained, or copy the model's tokenizer files from where it came from.") from None
+            read_json(folder / side)
     try:
         tokenizer = load()
         for key in _LOADER_STATE:

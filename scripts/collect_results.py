@@ -57,11 +57,13 @@ def parse_args(argv=None):
 
 def earlier_training(model_dir: Path) -> dict:
     """The training record in a model folder's results.json (written by this script for that model)."""
+    from modeling_vaswani.model.strict_json import read_json
+
     path = model_dir / "results.json"
     if not path.is_file():
         raise FileNotFoundError(f"--started_from {model_dir}: no results.json there; pass the model folder whose "
                                 "card this script wrote, or leave the flag out.")
-    training = json.loads(path.read_text(encoding="utf-8")).get("training")
+    training = read_json(path).get("training")
     needed = {"segments": list, "log_history": list, "steps": int, "epochs": (int, float)}
     if not isinstance(training, dict) or not all(isinstance(training.get(k), kind) for k, kind in needed.items()):
         raise ValueError(f"--started_from {path}: no training segments, steps, epochs and curve in it; was it "
@@ -73,13 +75,14 @@ def training_summary(run_dir: Path, procedure: str, started_from: dict | None = 
     """The card's training block. With `started_from` (earlier_training's record of the model the run
     fine-tuned) the whole history: its segments first, steps and epochs added, its curve then this
     run's, whose steps and epochs go on from where it ended."""
+    from modeling_vaswani.model.strict_json import read_json
     from modeling_vaswani.training.run_folder import read_run_info, summarize
 
     state_path = run_dir / "trainer_state.json"
     if not state_path.is_file():
         raise FileNotFoundError(f"{state_path}: not found; is {run_dir} a finished scripts/train.py run?")
     info = read_run_info(run_dir)
-    state = json.loads(state_path.read_text())
+    state = read_json(state_path)
     if info["segments"][-1].get("minutes") is None:  # a record from before segments kept their minutes
         runtime = next((e["train_runtime"] for e in reversed(state["log_history"]) if "train_runtime" in e), None)
         info["segments"][-1]["minutes"] = runtime / 60 if runtime is not None else None
@@ -136,9 +139,10 @@ def main(argv=None):
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
     from modeling_vaswani.hub.speed import speed_from_benchmark
+    from modeling_vaswani.model.strict_json import read_json
     from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
 
-    speed = (speed_from_benchmark(json.loads(speed_path.read_text(encoding="utf-8")), str(speed_path))
+    speed = (speed_from_benchmark(read_json(speed_path), str(speed_path))
              if speed_path is not None else None)
 
     training = training_summary(run_dir, args.procedure, started_from)

@@ -97,10 +97,12 @@ def main(argv=None):
     from modeling_vaswani.evaluation.progress import progress_bar
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
+    from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
 
     args.model = args.model or shipped_model_path()
     out_dir = output_folder(args)
     cli.check_engine_arguments(args)
+    check_decoding(decoding_settings(vars(args)), "command line", args.batch_size)  # before the model loads
     if args.beam_search is not None and args.engine == "ctranslate2":
         raise ValueError("--beam_search chooses between the torch engine's searches; CTranslate2 has its own. "
                          "Leave out --beam_search or --engine ctranslate2.")

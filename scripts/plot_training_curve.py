@@ -6,7 +6,6 @@
 Reads the Trainer's trainer_state.json (its log_history) from the run folder.
 """
 
-import json
 from pathlib import Path
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
@@ -28,7 +27,9 @@ def main(argv=None):
     if not state_path.is_file():
         raise FileNotFoundError(f"{state_path}: not found; is {args.run_dir} a scripts/train.py run?")
     outputs.claim("--output", args.output, [("--run_dir", state_path)])
-    state = json.loads(state_path.read_text())
+    from modeling_vaswani.model.strict_json import read_json
+
+    state = read_json(state_path)
     history = state["log_history"]
     train = [(e["step"], e["loss"]) for e in history if "loss" in e]
     bleu = [(e["step"], e["eval_bleu"]) for e in history if "eval_bleu" in e]

@@ -104,9 +104,11 @@ def main(argv=None):
     from modeling_vaswani.evaluation.progress import count_lines, progress_bar
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator, resolve_device, translate_batches
     from modeling_vaswani.training.data import iter_lines
+    from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
 
     model_name = args.model or shipped_model_path()
     cli.check_engine_arguments(args)
+    check_decoding(decoding_settings(vars(args)), "command line", args.batch_size)  # before the model loads
     if args.engine == "ctranslate2":
         from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
 

@@ -75,17 +75,21 @@ def failure_file(output: Path, row: Row) -> Path:
 
 def read_results(output: Path) -> dict[str, dict]:
     """{row id: its result} of every finished row in `output`."""
+    from modeling_vaswani.model.strict_json import read_json
+
     folder = Path(output) / "rows"
     results = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         if not path.name.endswith(".failed.json"):
-            results[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+            results[path.stem] = read_json(path)
     return results
 
 
 def read_failures(output: Path) -> dict[str, dict]:
+    from modeling_vaswani.model.strict_json import read_json
+
     folder = Path(output) / "rows"
-    return {path.name.removesuffix(".failed.json"): json.loads(path.read_text(encoding="utf-8"))
+    return {path.name.removesuffix(".failed.json"): read_json(path)
             for path in (sorted(folder.glob("*.failed.json")) if folder.is_dir() else ())}
 
 
@@ -129,7 +133,9 @@ def shown_command(command: list[str]) -> str:
 
 def training_facts(model_dir: Path) -> dict:
     """Steps, epochs and the last logged training loss, from the Trainer's trainer_state.json."""
-    state = json.loads((model_dir / "trainer_state.json").read_text(encoding="utf-8"))
+    from modeling_vaswani.model.strict_json import read_json
+
+    state = read_json(model_dir / "trainer_state.json")
     losses = [entry["loss"] for entry in state.get("log_history", []) if "loss" in entry]
     return {"steps": state.get("global_step"), "epochs": round(state.get("epoch") or 0.0, 3),
             "last_training_loss": losses[-1] if losses else None}

@@ -54,6 +54,7 @@ from typing import Union
 import torch
 
 from ..model.configuration_vaswani import VaswaniConfig
+from ..model.strict_json import read_json
 from ..model.positional_encoding import LearnedPositionalEmbedding, sinusoidal_table
 from ..outputs import claim, write_folder
 
@@ -256,11 +257,7 @@ def read_conversion_record(folder: PathLike) -> dict:
     path = Path(folder) / CONVERSION_RECORD
     if not path.is_file():
         return {}
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path} is not valid JSON ({error}); convert the model again.") from None
-    return record if isinstance(record, dict) else {}
+    return read_json(path)
 
 
 def is_ctranslate2_model(folder: PathLike) -> bool:

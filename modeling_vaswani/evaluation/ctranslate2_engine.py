@@ -37,7 +37,6 @@ beam translations may differ. Greedy decoding (`num_beams=1`) is the same either
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -55,6 +54,7 @@ from ..conversion.ctranslate2 import (
     is_ctranslate2_model,
     read_conversion_record,
 )
+from ..model.decoding_checks import check_decoding, decoding_settings
 from ..model.generation import (
     LENGTH_PENALTY,
     MAX_OUTPUT_LENGTH_OFFSET,
@@ -62,6 +62,8 @@ from ..model.generation import (
     length_limit_chosen,
     output_length_offset,
 )
+from ..model.loading import check_decoding_file
+from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 from ..threads import choose_threads
 from .translation import translate
@@ -100,6 +102,10 @@ class CTranslate2Engine:
         kind, index = _device(device, ctranslate2)
         self.folder = folder
         self.conversion = read_conversion_record(folder)
+        # Our reader first: CTranslate2 reads config.json too, and ends in a C++ exception on a bad one.
+        self.tokens = read_json(folder / "shared_vocabulary.json", list)
+        self.ids = {token: index for index, token in enumerate(self.tokens)}
+        ct2_config = read_json(folder / "config.json")
         if threads is None:
             threads, self.threads_chosen_by = choose_threads(self.conversion.get("num_parameters", 0))
         else:
@@ -107,13 +113,11 @@ class CTranslate2Engine:
         self.threads = threads
         self.translator = ctranslate2.Translator(str(folder), device=kind, device_index=index,
                                                  compute_type=compute_type, intra_threads=threads)
-        self.tokens = json.loads((folder / "shared_vocabulary.json").read_text(encoding="utf-8"))
-        self.ids = {token: index for index, token in enumerate(self.tokens)}
-        ct2_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         self.decoder_start_token_id = self.ids[ct2_config["decoder_start_token"]]
         self.eos_token_id = self.ids[ct2_config["eos_token"]]
         self.pad_token_id = self.ids.get("<pad>", self.eos_token_id)
         if (folder / "generation_config.json").is_file():
+            check_decoding_file(folder / "generation_config.json")
             self.generation_config = GenerationConfig.from_pretrained(folder)
         else:
             self.generation_config = GenerationConfig(**DEFAULT_DECODING)
@@ -140,7 +144,9 @@ class CTranslate2Engine:
         if unknown:
             raise ValueError(f"The ctranslate2 engine does not support {', '.join(unknown)}; it takes "
                              f"{', '.join(GENERATE_SETTINGS)}.")
-        options = self.settings(input_ids.shape[1], **{k: v for k, v in kwargs.items() if v is not None})
+        settings = {k: v for k, v in kwargs.items() if v is not None}
+        check_decoding(decoding_settings(self.generation_config, settings), "generate()", *input_ids.shape)
+        options = self.settings(input_ids.shape[1], **settings)
         if options["beam_size"] > 1:
             self._warn_if_other_search()
         rows = input_ids.tolist()

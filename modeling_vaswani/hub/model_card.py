@@ -20,13 +20,13 @@ results.json holds:
 The shipped configuration is the evaluation with `"averaged": true` and `"num_beams": 4`.
 """
 
-import json
 from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.generation import LENGTH_PENALTY, PAPER_DECODING_TEXT
+from ..model.strict_json import read_json
 from ..model.label_smoothing import comparable_losses, target_entropy
 from .speed import speed_section
 
@@ -40,7 +40,7 @@ def load_results(path) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no results file; scripts/collect_results.py writes it (python "
                                 "scripts/collect_results.py --run_dir <training output folder>).")
-    results = json.loads(path.read_text(encoding="utf-8"))
+    results = read_json(path)
     check_results(results, path)
     return results
 

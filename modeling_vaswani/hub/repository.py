@@ -27,6 +27,7 @@ from .model_card import load_results, render_model_card
 from ..model.loading import CUSTOM_GENERATE_FILE, MODEL_CODE
 from ..outputs import claim
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
+from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 
 REQUIRED_FILES = (
@@ -79,7 +80,7 @@ def validate_repository(folder, sentence: str = "Two dogs are playing in the sno
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
         raise ValueError(f"{folder} is not a complete model repository: missing {missing}.")
-    config = json.loads((folder / "config.json").read_text())
+    config = read_json(folder / "config.json")
     for key in ("auto_map", "custom_pipelines"):
         if key not in config:
             raise ValueError(f"{folder}/config.json lacks {key!r}; save with the modeling_vaswani package imported.")
@@ -127,10 +128,10 @@ def check_shipped_code(folder) -> None:
     references = []
     for file, keys in (("config.json", ("auto_map",)), ("tokenizer_config.json", ("auto_map",))):
         if (folder / file).is_file():
-            values = json.loads((folder / file).read_text(encoding="utf-8"))
+            values = read_json(folder / file)
             for key in keys:
                 references += [(f"{file} {key}[{entry!r}]", ref) for entry, ref in _entries(values.get(key))]
-    pipelines = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("custom_pipelines") or {}
+    pipelines = read_json(folder / "config.json").get("custom_pipelines") or {}
     if not isinstance(pipelines, dict):
         raise ValueError(f"{folder}/config.json: custom_pipelines must map a task to its pipeline, got {pipelines!r}.")
     for task, spec in pipelines.items():

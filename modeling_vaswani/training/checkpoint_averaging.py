@@ -21,7 +21,6 @@ Trainer's own strategies save every `save_steps` updates or every epoch instead.
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 
+from ..model.strict_json import read_json
 from ..outputs import claim, write_folder
 
 # §6.1: "averaging the last 5 checkpoints" (base) and "the last 20 checkpoints" (big).
@@ -235,10 +235,7 @@ def _read_config(checkpoint_dir: Path) -> dict | None:
     path = checkpoint_dir / "config.json"
     if not path.is_file():
         return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"could not parse {str(path)!r}: {error}") from error
+    return read_json(path)
 
 
 def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:

@@ -31,6 +31,7 @@ import socket
 import time
 from pathlib import Path
 
+from ..model.strict_json import read_json
 from ..outputs import claim
 
 RUN_INFO_NAME = "run_info.json"
@@ -48,7 +49,7 @@ def read_run_info(run_dir: str | os.PathLike) -> dict:
     path = Path(run_dir) / RUN_INFO_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found; is {run_dir} a folder written by scripts/train.py?")
-    info = json.loads(path.read_text(encoding="utf-8"))
+    info = read_json(path)
     if "segments" not in info:
         info["segments"] = [{"command": info.pop("command", ""), "hardware": info.pop("hardware", ""),
                              "minutes": None}]
@@ -167,7 +168,7 @@ class RunLock:
 
     def _holder(self) -> dict | None:
         try:
-            return json.loads(self.path.read_text(encoding="utf-8"))
+            return read_json(self.path)
         except (OSError, ValueError):
             return None
 

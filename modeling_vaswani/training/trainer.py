@@ -35,6 +35,9 @@ the Trainer's own.
 import copy
 import logging
 import math
+import os
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from accelerate.data_loader import prepare_data_loader
@@ -42,6 +45,7 @@ from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, TrainerCallback
 
 from ..model.label_smoothing import comparable_losses
+from ..model.strict_json import read_json
 from .batching import TokenBudgetBatchSampler, padded_tokens
 from .chunked_loss import fast_path_applies, training_loss
 from .loss_report import LossSums
@@ -306,10 +310,45 @@ class VaswaniTrainer(Seq2SeqTrainer):
         super()._load_best_model()
         self._evaluated.clear()  # other weights at the same step
 
+    # Resuming reads the optimizer, scheduler, scaler and RNG state with torch.load(weights_only=True),
+    # which refuses other pickled objects and then advises weights_only=False, i.e. running them.
+    def _load_from_checkpoint(self, checkpoint, model=None):
+        with refused_pickles(checkpoint):
+            super()._load_from_checkpoint(checkpoint, model)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        with refused_pickles(checkpoint):
+            super()._load_optimizer_and_scheduler(checkpoint)
+
+    def _load_scaler(self, checkpoint):
+        with refused_pickles(checkpoint):
+            super()._load_scaler(checkpoint)
+
+    def _load_rng_state(self, checkpoint):
+        with refused_pickles(checkpoint):
+            super()._load_rng_state(checkpoint)
+
     def train(self, *args, **kwargs):
+        checkpoint = kwargs.get("resume_from_checkpoint", args[0] if args else None)
+        if isinstance(checkpoint, (str, os.PathLike)) and (Path(checkpoint) / "trainer_state.json").is_file():
+            read_json(Path(checkpoint) / "trainer_state.json")  # the package's strict reader before transformers'
         self._evaluated.clear()
         self._checkpointed_step = None
         return super().train(*args, **kwargs)
+
+
+@contextmanager
+def refused_pickles(checkpoint):
+    """A state file holding pickled objects other than tensors and numbers ends resuming with one line
+    that names the checkpoint, and never suggests loading it unrestricted."""
+    try:
+        yield
+    except Exception as error:
+        if type(error).__name__ != "UnpicklingError":  # by name: the package imports no pickle module
+            raise
+        raise ValueError(f"{checkpoint}: a saved training state (.pt/.pth) holds pickled objects other than tensors "
+                         "and numbers, which are never loaded (unpickling can run arbitrary code); resume from a "
+                         "checkpoint of a run you trust, or start the run again.") from None
 
 
 def bleu_metrics_fn(tokenizer):

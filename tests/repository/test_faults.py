@@ -345,7 +345,7 @@ def test_a_hostile_pickle_in_a_checkpoint_does_not_run(run_dir, trained_tokenize
     # A pickle (protocol 0, written out by hand) that would create `marker` when unpickled.
     (run / "checkpoint-2" / victim).write_bytes(f"cbuiltins\nopen\n(V{marker}\nVw\ntR.".encode())
     trainer = _resuming_trainer(run, trained_tokenizer, make_model, english, max_steps=3)
-    with pytest.raises(Exception, match="Weights only load failed|Unsupported global|weights_only"):
+    with pytest.raises(ValueError, match="pickled objects"):
         trainer.train(resume_from_checkpoint=str(run / "checkpoint-2"))
     assert not marker.exists()
 

@@ -157,7 +157,7 @@ def _first_as_int8(tensors):
 DAMAGED = {
     # config.json: missing (save_pretrained killed while copying the code), cut, of another type
     "no-config.json": (_drop("config.json"), FileNotFoundError, ["config.json", "{folder}"]),
-    "config.json-cut": (_cut("config.json", 0.5), OSError, ["{config}", "JSON"]),
+    "config.json-cut": (_cut("config.json", 0.5), ValueError, ["{config}", "JSON"]),
     "config.json-of-bert": (_bert, ValueError, ["model_type 'bert'", "'vaswani'", "{folder}"], ["from_pretrained"]),
     # the classes themselves know the model type; only a loader that must find it refuses
     "config.json-without-model_type": (_config(model_type=DELETE), ValueError, ["has no model_type", "{folder}"],

@@ -8,7 +8,6 @@ before torch and transformers are imported.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -96,8 +95,9 @@ def parse_options(argv=None, description: str | None = None, usage: str | None =
 def check_resumed_model(options, checkpoint) -> None:
     """Model flags given with --resume_from_checkpoint must agree with the checkpoint's model."""
     from modeling_vaswani.model.configuration_vaswani import PRESETS as PRESET_SIZES
+    from modeling_vaswani.model.strict_json import read_json
 
-    config = json.loads((Path(checkpoint) / "config.json").read_text(encoding="utf-8"))
+    config = read_json(Path(checkpoint) / "config.json")
     wanted = {}  # name -> (value, the flag that asks for it)
     if options.preset:
         preset = PRESET_SIZES[options.preset]

@@ -1,0 +1,143 @@
+"""One check of the decoding settings (model/decoding_checks.py), whichever door they come through:
+an argument to generate(), the generation config given to it or set on the model, generation_config.json,
+and the scripts' flags. A new door is one more line of DOORS."""
+
+import json
+import runpy
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import GenerationConfig
+
+from modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani.model.decoding_checks import MAX_DECODING_POSITIONS, check_decoding
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SOURCE = torch.tensor([[5, 6, 7, 2]])
+
+
+def _argument(folder, setting, value):
+    VaswaniForConditionalGeneration.from_pretrained(folder).generate(SOURCE, **{setting: value})
+
+
+def _given_config(folder, setting, value):
+    model = VaswaniForConditionalGeneration.from_pretrained(folder)
+    config = GenerationConfig(**{**model.generation_config.to_dict(), setting: value})
+    model.generate(SOURCE, generation_config=config)
+
+
+def _model_config(folder, setting, value):
+    model = VaswaniForConditionalGeneration.from_pretrained(folder)
+    setattr(model.generation_config, setting, value)
+    model.generate(SOURCE)
+
+
+def _file(folder, setting, value):
+    path = folder / "generation_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    VaswaniForConditionalGeneration.from_pretrained(folder)
+
+
+def _config_file(folder, setting, value):
+    (folder / "generation_config.json").unlink()  # transformers then takes decoding settings from config.json
+    path = folder / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    VaswaniForConditionalGeneration.from_pretrained(folder)
+
+
+def _script(name, *flags):
+    def run(folder, setting, value):
+        if f"--{setting}" not in flags:
+            pytest.skip(f"{name} has no --{setting}")
+        sys.argv = [str(SCRIPTS / name), "--model", str(folder), f"--{setting}", str(value), *flags[-1:]]
+        with pytest.raises(SystemExit) as stop:
+            runpy.run_path(str(SCRIPTS / name), run_name="__main__")
+        assert stop.value.code == 2
+        raise ValueError  # the error line is checked by the test
+    return run
+
+
+def _ctranslate2(folder):
+    pytest.importorskip("ctranslate2")
+    from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
+
+    return convert_ctranslate2(folder, folder.parent / "ct2")
+
+
+def _ctranslate2_engine(folder):
+    from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_translator
+
+    return load_ctranslate2_translator(folder, device="cpu", threads=1)[0]
+
+
+def _ctranslate2_argument(folder, setting, value):
+    from modeling_vaswani.evaluation.ctranslate2_engine import GENERATE_SETTINGS
+
+    if setting not in GENERATE_SETTINGS:
+        pytest.skip(f"the ctranslate2 engine takes no {setting}")
+    _ctranslate2_engine(_ctranslate2(folder)).generate(SOURCE, **{setting: value})
+
+
+def _ctranslate2_file(folder, setting, value):
+    converted = _ctranslate2(folder)
+    path = converted / "generation_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    _ctranslate2_engine(converted)
+
+
+DOORS = {
+    "generate() argument": _argument,
+    "generation config given to generate()": _given_config,
+    "the model's generation config": _model_config,
+    "generation_config.json": _file,
+    "config.json without generation_config.json": _config_file,
+    "evaluate_model.py flag": _script("evaluate_model.py", "--num_beams", "--length_penalty", "--max_new_tokens",
+                                      "--split=validation"),
+    "translate.py flag": _script("translate.py", "--num_beams", "--max_new_tokens", "Hello"),
+    "ctranslate2 generate() argument": _ctranslate2_argument,
+    "ctranslate2 generation_config.json": _ctranslate2_file,
+}
+
+# case: (setting, value); the error names the setting
+BAD_SETTINGS = {
+    "NaN length penalty": ("length_penalty", float("nan")),
+    "infinite length penalty": ("length_penalty", float("inf")),
+    "a billion beams": ("num_beams", 10**9),
+    "no beams": ("num_beams", 0),
+    "a billion new tokens": ("max_new_tokens", 10**9),
+    "NaN temperature": ("temperature", float("nan")),
+    "top_p above 1": ("top_p", 1.5),
+}
+
+
+@pytest.fixture
+def model_folder(saved_model_dir, tmp_path):
+    return Path(shutil.copytree(saved_model_dir, tmp_path / "model"))
+
+
+@pytest.mark.parametrize("case", list(BAD_SETTINGS))
+@pytest.mark.parametrize("door", list(DOORS))
+def test_every_door_refuses_a_bad_decoding_setting_naming_it(model_folder, door, case, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", sys.argv)
+    setting, value = BAD_SETTINGS[case]
+    with pytest.raises(ValueError) as error:
+        DOORS[door](model_folder, setting, value)
+    message = str(error.value) or capsys.readouterr().err
+    assert setting in message or (setting == "max_new_tokens" and "length" in message), message
+
+
+def test_the_bound_counts_beams_batch_and_length():
+    settings = {"num_beams": 4, "max_new_tokens": 50}
+    batch = MAX_DECODING_POSITIONS // (4 * (50 + 10))
+    check_decoding(settings, "here", batch_size=batch, input_length=10)
+    with pytest.raises(ValueError, match=f"num_beams 4 × batch {batch + 1} × length 60"):
+        check_decoding(settings, "here", batch_size=batch + 1, input_length=10)
+
+
+def test_the_papers_settings_pass(model_folder):
+    model = VaswaniForConditionalGeneration.from_pretrained(model_folder)
+    assert model.generate(SOURCE, num_beams=4, length_penalty=0.6).shape[0] == 1
