@@ -39,6 +39,7 @@ load_light("modeling_vaswani.training.recipe.flags")
 recipe_checks = load_light("modeling_vaswani.training.recipe.checks")
 recipe_arguments = load_light("modeling_vaswani.training.recipe.arguments")
 load_light("modeling_vaswani.outputs")
+load_light("modeling_vaswani.model.strict_json")
 run_folder = load_light("modeling_vaswani.training.run_folder")
 
 USAGE = "python scripts/train.py [flags]"
