@@ -10,8 +10,8 @@ Deviation: by default the data is Multi30k (about 29,000 short image-caption pai
 German and French) shipped inside the repository, not WMT 2014. It is small enough to train on a
 laptop and needs no network. WMT 2014 (or any Hub dataset in the same layout) can be loaded with
 ``load_translation_dataset(dataset_name="wmt14", dataset_config_name="de-en")``, any pair of
-aligned text files with ``train_files=(source_path, target_path)``, and data files in the formats
-``datasets`` reads (json, jsonl, csv, tsv; optionally compressed) with ``train_file=path``, their
+aligned text files with ``train_files=(source_path, target_path)``, and data files (JSON lines, csv,
+tsv; optionally compressed) with ``train_file=path``, their
 rows either a ``translation`` column as above or one column per language (``en``, ``de``).
 
 ``streaming=True`` reads the training split as training goes (a ``datasets.IterableDataset``, for

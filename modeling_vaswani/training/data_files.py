@@ -65,7 +65,8 @@ def load_data_files(
                 raise DataError(f"{path} has the columns {header}, {paths[0]} has {columns}; the files of one "
                                 "split must have the same columns.")
             columns = header
-    features = datasets.Features({"translation": {lang: datasets.Value("string") for lang in (source_lang, target_lang)}})
+    text = datasets.Value("string")
+    features = datasets.Features({"translation": {source_lang: text, target_lang: text}})
     kwargs = dict(paths=[str(p) for p in paths], suffix=suffix, source_lang=source_lang, target_lang=target_lang)
     if streaming:
         loaded = datasets.IterableDataset.from_generator(_pairs, features=features, gen_kwargs=kwargs)

@@ -122,8 +122,9 @@ def test_translate_says_once_how_many_sentences_were_cut(translator, caplog, lin
         assert warnings == []
 
 
-DOORS = {"translate": lambda model, tokenizer, lines, **kw: translate(model, tokenizer, lines, **kw),
-         "translate_stream": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines, **kw))}
+DOORS = {"translate": translate,
+         "translate_stream": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines,
+                                                                                          **kw))}
 
 
 @pytest.mark.parametrize("door", list(DOORS))
