@@ -14,7 +14,7 @@ import pytest
 from modeling_vaswani.training.data import iter_lines, load_parallel_files, load_translation_dataset, read_lines
 from modeling_vaswani.training.data_files import load_data_files
 from modeling_vaswani.training.data_lines import MAX_LINE_BYTES
-from modeling_vaswani.training.pair_rows import DataError
+from modeling_vaswani.training.pair_rows import DataError, as_translation_rows
 
 COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
 
@@ -124,3 +124,13 @@ def test_a_file_changed_in_place_is_read_again(tmp_path):
     assert load_data_files(path, "en", "de")[0]["translation"] == {"en": "a", "de": "b"}
     write(path, ['{"en": "c", "de": "d"}', '{"en": "e", "de": "f"}'])
     assert [row["translation"]["en"] for row in load_data_files(path, "en", "de")] == ["c", "e"]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["dataset", "stream"])
+def test_a_hub_row_without_a_language_names_the_dataset_and_row(streaming):
+    import datasets
+
+    rows = datasets.Dataset.from_dict({"en": ["a", "b", "c"], "de": ["x", "y", None]})
+    with pytest.raises(DataError) as error:
+        list(as_translation_rows(rows.to_iterable_dataset() if streaming else rows, "wmt14", "en", "de"))
+    assert "wmt14, row 3" in str(error.value) and "'de'" in str(error.value)
