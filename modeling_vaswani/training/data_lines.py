@@ -32,10 +32,11 @@ def data_lines(path: Union[str, os.PathLike]) -> Iterator[tuple[int, str]]:
     name = os.fspath(path)
     opener = COMPRESSION.get(os.path.splitext(name)[1].lower(), open)
     try:
-        with opener(name, "rb") as handle:
-            yield from numbered_lines(handle, name)
-    except FileNotFoundError:
-        raise DataError(f"Data file not found: {name}. Check the path.") from None
+        handle = opener(name, "rb")
+    except OSError as err:  # not there, a folder, not readable
+        raise DataError(f"Could not open the data file {name}: {err.strerror or err}. Check the path.") from None
+    with handle:
+        yield from numbered_lines(handle, name)
 
 
 def numbered_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:

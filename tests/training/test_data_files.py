@@ -13,7 +13,7 @@ import pytest
 
 from modeling_vaswani.training.data import iter_lines, load_parallel_files, load_translation_dataset, read_lines
 from modeling_vaswani.training.data_files import load_data_files
-from modeling_vaswani.training.data_lines import MAX_LINE_BYTES
+from modeling_vaswani.training.data_lines import MAX_LINE_BYTES, data_lines
 from modeling_vaswani.training.pair_rows import DataError, as_translation_rows
 
 COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
@@ -134,3 +134,11 @@ def test_a_hub_row_without_a_language_names_the_dataset_and_row(streaming):
     with pytest.raises(DataError) as error:
         list(as_translation_rows(rows.to_iterable_dataset() if streaming else rows, "wmt14", "en", "de"))
     assert "wmt14, row 3" in str(error.value) and "'de'" in str(error.value)
+
+
+@pytest.mark.parametrize("where", ["missing.en.gz", "."], ids=["missing", "folder"])
+def test_a_path_that_cannot_be_opened_is_named(tmp_path, where):
+    path = tmp_path / where
+    with pytest.raises(DataError) as error:
+        list(data_lines(path))
+    assert str(path) in str(error.value)
