@@ -94,7 +94,7 @@ def test_decoder_attention_mask_of_the_wrong_shape(tiny_model, mask, cached, nam
 
 
 def test_ready_made_decoder_mask_passes(tiny_model):
-    """Control: a 4-D additive mask (B, 1, T, T) is taken as it is, whatever its batch size."""
+    """Control: a 4-D additive mask (B, 1, T, T) is ready-made and taken as it is."""
     ready = torch.zeros(1, 1, 3, 3).masked_fill(torch.ones(3, 3).triu(1).bool(), float("-inf"))
     got = tiny_model(input_ids=IDS[:1], decoder_input_ids=torch.tensor([[1, 5, 6]]), decoder_attention_mask=ready)
     expected = tiny_model(input_ids=IDS[:1], decoder_input_ids=torch.tensor([[1, 5, 6]]))
