@@ -38,18 +38,15 @@ def check_encoder_inputs(input_ids, inputs_embeds, attention_mask, vocab_size: i
         check_token_ids(input_ids, vocab_size)
     else:
         check_batch(inputs_embeds, "inputs_embeds", is_ids=False)
-    batch_shape = tuple((input_ids if input_ids is not None else inputs_embeds).shape[:2])
-    if attention_mask is not None and attention_mask.dim() == 2 and tuple(attention_mask.shape) != batch_shape:
-        raise ValueError(
-            f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids has {batch_shape}; "
-            "pass one 0/1 entry per input token."
-        )
+    inputs = ("input_ids", input_ids) if input_ids is not None else ("inputs_embeds", inputs_embeds)
+    check_mask_shape(attention_mask, "attention_mask", *inputs)
     check_attention_mask(attention_mask, "attention_mask")
 
 
-def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask, vocab_size: int) -> None:
+def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask, vocab_size: int,
+                         past=0) -> None:
     """The decoder's inputs: at most one of decoder_input_ids and decoder_inputs_embeds, ids in the
-    vocabulary, a 0/1 mask."""
+    vocabulary, a 0/1 mask over the `past` cached tokens and the new ones."""
     if decoder_input_ids is not None and decoder_inputs_embeds is not None:
         raise ValueError(
             "Pass decoder_input_ids or decoder_inputs_embeds, not both: the decoder would read one and silently "
@@ -58,7 +55,26 @@ def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, decoder_atten
     if decoder_input_ids is not None:
         check_batch(decoder_input_ids, "decoder_input_ids")
         check_token_ids(decoder_input_ids, vocab_size)
+    inputs = ("decoder_input_ids", decoder_input_ids) if decoder_input_ids is not None else \
+        ("decoder_inputs_embeds", decoder_inputs_embeds)
+    check_mask_shape(decoder_attention_mask, "decoder_attention_mask", *inputs, past=past)
     check_attention_mask(decoder_attention_mask, "decoder_attention_mask")
+
+
+def check_mask_shape(mask, name: str, inputs_name: str, inputs, past=0) -> None:
+    """A 2-D padding mask holds one entry per token: (batch, past + length) for inputs (batch, length, ...)
+    after `past` cached tokens. A 4-D mask is ready-made (masking.py) and passes as it is."""
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or not isinstance(inputs, torch.Tensor):
+        return
+    if isinstance(past, torch.Tensor):  # a static cache counts in a 0-d tensor, which compiled code cannot read
+        if torch.compiler.is_compiling():
+            return
+        past = int(past)
+    expected = (inputs.shape[0], past + inputs.shape[1])
+    if tuple(mask.shape) != expected:
+        cached = f" after {past} cached tokens, so the mask needs {expected}" if past else ""
+        raise ValueError(f"{name} has shape {tuple(mask.shape)} but {inputs_name} has {tuple(inputs.shape[:2])}"
+                         f"{cached}; pass one 0/1 entry per token.")
 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int) -> None:

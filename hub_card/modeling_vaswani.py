@@ -199,7 +199,8 @@ class VaswaniModel(VaswaniPreTrainedModel):
 
     def decode(self, input_ids, inputs_embeds, decoder_attention_mask, encoder_outputs, attention_mask, cache, flags):
         """The decoder's output for the target (its inputs checked here, the model's entry) over the encoder's."""
-        check_decoder_inputs(input_ids, inputs_embeds, decoder_attention_mask, self.config.vocab_size)
+        check_decoder_inputs(input_ids, inputs_embeds, decoder_attention_mask, self.config.vocab_size,
+                             cache.get_seq_length() if cache is not None else 0)
         if cache is not None:
             source_length_varies(encoder_outputs.last_hidden_state, attention_mask)
         return self.decoder(input_ids, encoder_outputs.last_hidden_state, attention_mask, decoder_attention_mask,

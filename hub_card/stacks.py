@@ -107,11 +107,6 @@ def self_attention_mask(length, past, cache, decoder_attention_mask, device, dty
                                  dtype)
     if decoder_attention_mask is None and (past == 0 or length == 1):
         return None
-    if decoder_attention_mask is not None and decoder_attention_mask.shape[-1] != past + length:
-        raise ValueError(
-            f"decoder_attention_mask covers {decoder_attention_mask.shape[-1]} positions but the decoder "
-            f"attends over {past + length} (cached + new); pass a mask for the whole target prefix."
-        )
     return decoder_self_attention_mask(length, past + length, decoder_attention_mask, device, dtype)
 
 

@@ -31,7 +31,7 @@ from transformers import AutoModelForSeq2SeqLM, PretrainedConfig
 
 from ..cli import missing_model_folder
 from ..model.loading import check_model_location
-from ..text_lines import strip_line_end
+from ..text_lines import source_line, strip_line_end
 from ..tokenizer_loading import is_tokenizer_panic, load_tokenizer, tokenizer_failure
 from .fast_path import FastPath
 
@@ -146,7 +146,8 @@ def load_translator(model_name_or_path: str, device: str | None = None, quiet: b
 
 def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_source_length: int = MAX_SOURCE_LENGTH,
               progress: Callable[[int], object] | None = None, **generate_kwargs) -> list[str]:
-    """Translate `sentences` (a list of str); blank lines give blank translations without decoding.
+    """Translate `sentences` (a list of str); blank lines, and lines of invisible characters alone
+    (`source_line`), give blank translations without decoding.
     `progress`, if given, is called with the number of sentences each finished batch adds."""
     outputs, cut = _translate(model, tokenizer, sentences, batch_size, max_source_length, generate_kwargs, progress)
     warn_truncated(cut, len(sentences), max_source_length)
@@ -209,14 +210,15 @@ def _translate(model, tokenizer, sentences, batch_size, max_source_length, gener
         raise ValueError(f"max_source_length must be a positive integer, got {max_source_length!r}.")
     outputs = [""] * len(sentences)
     cut = 0
-    todo = sorted((i for i, s in enumerate(sentences) if s.strip()), key=lambda i: len(sentences[i]))
+    todo = sorted((i for i, s in enumerate(sentences) if source_line(s)), key=lambda i: len(sentences[i]))
     if progress is not None and len(todo) < len(sentences):
         progress(len(sentences) - len(todo))  # blank lines: done without decoding
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
         texts = [sentences[i] for i in chunk]
         what = f"{len(texts)} sentence{'s' * (len(texts) != 1)} (the shortest {texts[0][:40]!r})"
-        lengths = [len(ids) for ids in _tokenizer_call(lambda: tokenizer(texts)["input_ids"], what)]
+        # Counted on the whole ids (verbose=False: transformers' own line about longer inputs does not apply here).
+        lengths = [len(ids) for ids in _tokenizer_call(lambda: tokenizer(texts, verbose=False)["input_ids"], what)]
         cut += sum(length > max_source_length for length in lengths)
         encoded = _tokenizer_call(lambda: tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
                                                     max_length=max_source_length), what).to(model.device)

@@ -10,8 +10,8 @@ Deviation: by default the data is Multi30k (about 29,000 short image-caption pai
 German and French) shipped inside the repository, not WMT 2014. It is small enough to train on a
 laptop and needs no network. WMT 2014 (or any Hub dataset in the same layout) can be loaded with
 ``load_translation_dataset(dataset_name="wmt14", dataset_config_name="de-en")``, any pair of
-aligned text files with ``train_files=(source_path, target_path)``, and data files in the formats
-``datasets`` reads (json, jsonl, csv, tsv; optionally compressed) with ``train_file=path``, their
+aligned text files with ``train_files=(source_path, target_path)``, and data files (JSON lines, csv,
+tsv; optionally compressed) with ``train_file=path``, their
 rows either a ``translation`` column as above or one column per language (``en``, ``de``).
 
 ``streaming=True`` reads the training split as training goes (a ``datasets.IterableDataset``, for
@@ -20,7 +20,6 @@ corpora larger than memory); the other splits, small, are still read whole.
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import os
 from pathlib import Path
@@ -28,8 +27,8 @@ from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union
 
 import datasets
 
-from ..text_lines import strip_line_end
 from .data_files import load_data_files
+from .data_lines import data_lines, numbered_lines
 from .pair_rows import (  # noqa: F401  (DataError and in_memory: imported from here too)
     AnyDataset,
     DataError,
@@ -53,37 +52,20 @@ _VALIDATION_ALIASES = ("val", "valid", "dev")
 
 
 def iter_lines(handle: BinaryIO, name: str) -> Iterator[str]:
-    """The lines of a binary file object (a file opened with "rb", ``sys.stdin.buffer``), decoded
-    as UTF-8 one at a time, each without its terminator (`strip_line_end`).
-
-    Raises DataError naming ``name`` and the line number at the first line that is not UTF-8.
-    """
-    for line_number, raw in enumerate(handle, start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise DataError(
-                f"{name}, line {line_number}: not valid UTF-8 ({err.reason} at byte "
-                f"{err.start}). Re-encode the file as UTF-8."
-            ) from None
-        yield strip_line_end(text)
+    """The lines of a binary file object (a file opened with "rb", ``sys.stdin.buffer``), each without
+    its terminator; a line that cannot be read is a DataError naming ``name`` and the line (data_lines.py)."""
+    return (line for _, line in numbered_lines(handle, name))
 
 
 def read_lines(path: PathLike) -> list[str]:
-    """Read a UTF-8 text file, plain or gzipped (by the ``.gz`` suffix), one item per line.
+    """Read a UTF-8 text file, plain or compressed (by its .gz, .bz2 or .xz suffix), one item per line.
 
     Only the line terminator ("\\n" or "\\r\\n") is removed; leading/trailing spaces inside a
     line are kept, and so is any other character, a lone "\\r" included (`strip_line_end`).
     """
-    path = Path(path)
-    if not path.is_file():
+    if not Path(path).is_file():
         raise DataError(f"Data file not found: {path}. Check the path (or set VASWANI_DATA_DIR).")
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as handle:
-            return list(iter_lines(handle, str(path)))
-    except (OSError, EOFError) as err:  # e.g. a truncated or non-gzip ".gz" file
-        raise DataError(f"Could not read {path}: {err}") from None
+    return [line for _, line in data_lines(path)]
 
 
 def load_parallel_files(
@@ -121,18 +103,14 @@ def stream_parallel_files(
 
 
 def _parallel_lines(source_file: str, target_file: str, source_lang: str, target_lang: str):
-    opener = {True: gzip.open, False: open}
-    with opener[source_file.endswith(".gz")](source_file, "rb") as sources, \
-            opener[target_file.endswith(".gz")](target_file, "rb") as targets:
-        missing = object()
-        pairs = itertools.zip_longest(iter_lines(sources, source_file), iter_lines(targets, target_file),
-                                      fillvalue=missing)
-        for line_number, (source, target) in enumerate(pairs, start=1):
-            if source is missing or target is missing:
-                shorter = source_file if source is missing else target_file
-                raise DataError(f"Parallel files have different line counts: {shorter} ends at line "
-                                f"{line_number - 1}, the other goes on. Line i of one must translate line i of the other.")
-            yield {"translation": {source_lang: source, target_lang: target}}
+    missing = (None, None)
+    pairs = itertools.zip_longest(data_lines(source_file), data_lines(target_file), fillvalue=missing)
+    for line_number, ((_, source), (_, target)) in enumerate(pairs, start=1):
+        if source is None or target is None:
+            shorter = source_file if source is None else target_file
+            raise DataError(f"Parallel files have different line counts: {shorter} ends at line "
+                            f"{line_number - 1}, the other goes on. Line i of one must translate line i of the other.")
+        yield {"translation": {source_lang: source, target_lang: target}}
 
 
 def load_multi30k(

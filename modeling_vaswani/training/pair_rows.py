@@ -38,16 +38,17 @@ def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target
                             f"languages are {sorted(first['translation'] or {})}. Pick the languages from those.")
         return dataset.select_columns(["translation"])
 
-    def pair_up(batch):
+    def pair_up(batch, indices):
         rows = []
-        for source, target in zip(batch[source_lang], batch[target_lang]):
+        for index, source, target in zip(indices, batch[source_lang], batch[target_lang]):
             for lang, text in ((source_lang, source), (target_lang, target)):
                 if not isinstance(text, str):
-                    raise DataError(f"{name}: a row has {text!r} for {lang!r}; every row needs both sentences.")
+                    raise DataError(f"{name}, row {index + 1}: {text!r} for {lang!r}; every row needs both "
+                                    "sentences.")
             rows.append({source_lang: source, target_lang: target})
         return {"translation": rows}
 
-    paired = dataset.map(pair_up, batched=True, remove_columns=columns)
+    paired = dataset.map(pair_up, batched=True, with_indices=True, remove_columns=columns)
     if first_row(paired) is None:
         raise DataError(f"{name} holds no sentence pairs.")
     return paired

@@ -122,6 +122,35 @@ def test_translate_says_once_how_many_sentences_were_cut(translator, caplog, lin
         assert warnings == []
 
 
+DOORS = {"translate": translate,
+         "translate_stream": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines,
+                                                                                          **kw))}
+
+
+@pytest.mark.parametrize("door", list(DOORS))
+@pytest.mark.parametrize("words", [17, 100, 25_000], ids=["just-over", "long", "100KB"])
+def test_every_cut_is_counted_whatever_its_length(translator, caplog, door, words):
+    model, tokenizer = translator
+    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
+        DOORS[door](model, tokenizer, ["dog " * words, "A dog."], max_source_length=16, num_beams=1, max_new_tokens=2)
+    [warning] = cut_warnings(caplog)
+    assert_names(warning, "1 of 2 sentences", "16 tokens")
+
+
+# Lines that show nothing: zero-width space, byte order mark, soft hyphen, word joiner, no-break and
+# ideographic spaces, a control character.
+INVISIBLE_LINES = ["\u200b", "\ufeff", "\u00ad", "\u200b\u2060 \u200b", "\u00a0\u3000", "\x00", "\u202f\t\u180e"]
+
+
+@pytest.mark.parametrize("door", list(DOORS))
+@pytest.mark.parametrize("line", INVISIBLE_LINES)
+def test_a_line_of_invisible_characters_is_an_empty_line(translator, door, line):
+    _, tokenizer = translator
+    echo = EchoModel()
+    assert DOORS[door](echo, tokenizer, [line, "A dog."]) == ["", "A dog."]
+    assert echo.batches == [1]  # never decoded
+
+
 def test_translate_stream_says_it_once_for_the_whole_stream(translator, caplog):
     model, tokenizer = translator
     lines = ["A dog.", "dog " * 100, "Two men.", "cat " * 100, "A cat."] * 2

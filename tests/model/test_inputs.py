@@ -76,6 +76,31 @@ def test_attention_mask_of_the_wrong_shape(tiny_model, entry):
     assert_names(error, "attention_mask", "(1, 3)", "(1, 4)")
 
 
+@pytest.mark.parametrize("mask,cached,names", [
+    (torch.ones(2, 3, dtype=torch.long), 0, ["(2, 3)", "(1, 3)"]),  # another batch size
+    (torch.ones(1, 2, dtype=torch.long), 0, ["(1, 2)", "(1, 3)"]),  # another length
+    (torch.ones(3, 3).bool(), 0, ["(3, 3)", "(1, 3)"]),
+    (torch.ones(1, 3, dtype=torch.long), 2, ["(1, 3)", "(1, 5)"]),  # after 2 cached tokens it covers 5
+], ids=["batch", "length", "bool-batch", "cached"])
+def test_decoder_attention_mask_of_the_wrong_shape(tiny_model, mask, cached, names):
+    cache = None
+    if cached:
+        cache = tiny_model(input_ids=IDS[:1], decoder_input_ids=torch.ones(1, cached, dtype=torch.long),
+                           use_cache=True).past_key_values
+    with pytest.raises(ValueError) as error:
+        tiny_model(input_ids=IDS[:1], decoder_input_ids=torch.tensor([[1, 5, 6]]), decoder_attention_mask=mask,
+                   cache=cache, use_cache=cache is not None)
+    assert_names(error, "decoder_attention_mask", *names)
+
+
+def test_ready_made_decoder_mask_passes(tiny_model):
+    """Control: a 4-D additive mask (B, 1, T, T) is ready-made and taken as it is."""
+    ready = torch.zeros(1, 1, 3, 3).masked_fill(torch.ones(3, 3).triu(1).bool(), float("-inf"))
+    got = tiny_model(input_ids=IDS[:1], decoder_input_ids=torch.tensor([[1, 5, 6]]), decoder_attention_mask=ready)
+    expected = tiny_model(input_ids=IDS[:1], decoder_input_ids=torch.tensor([[1, 5, 6]]))
+    assert torch.allclose(got.logits, expected.logits, atol=1e-6)
+
+
 ADDITIVE_MASKS = {
     "minus-inf": torch.zeros(2, 4).masked_fill(PADDED == 0, float("-inf")),
     "finfo-min": torch.zeros(2, 4).masked_fill(PADDED == 0, torch.finfo(torch.float32).min),

@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from checks import assert_names
 from modeling_vaswani.model.masking import causal_mask, decoder_self_attention_mask, padding_mask
 
 
@@ -53,14 +52,6 @@ def test_decoder_mask_with_cache_and_padding():
     assert (mask[0, 0] == 0).tolist() == [[True, False, True, True, False], [True, False, True, True, True]]
 
 
-def test_decoder_mask_of_wrong_length_is_an_error(make_model):
-    # Checked where the model builds the mask (stacks.py), once per call.
-    with pytest.raises(ValueError) as error:
-        make_model()(input_ids=torch.tensor([[5, 6, 2]]), decoder_input_ids=torch.tensor([[1, 5, 6]]),
-                     decoder_attention_mask=torch.ones(1, 2, dtype=torch.long))
-    assert_names(error, "decoder_attention_mask", "2 positions")
-
-
 @pytest.fixture
 def model(make_model):
     return make_model(vocab_size=30, dropout=0.1)  # with dropout: the training step uses it
@@ -83,9 +74,3 @@ def test_fully_padded_row_gives_no_nan(model, dtype, impl):
     out.loss.backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
-
-
-def test_model_rejects_decoder_mask_of_wrong_length(model):
-    with pytest.raises(ValueError, match="decoder_attention_mask"):
-        model(input_ids=torch.tensor([[5, 6, 2]]), decoder_input_ids=torch.tensor([[1, 7, 8]]),
-              decoder_attention_mask=torch.ones(1, 2, dtype=torch.long))

@@ -107,7 +107,7 @@ BAD_PAIRS = {  # source bytes, target bytes (None: no file), the words the messa
     "empty": ("", "", ["Empty corpus", "{src}"]),
     "undecodable-source": (b"good\nfine\n\xff\xfe bad\n", "a\nb\nc\n", ["{src}, line 3", "UTF-8"]),
     "undecodable-target": ("a\nb\n", b"ok\n\xc3\x28\n", ["{tgt}, line 2", "UTF-8"]),
-    "gz-that-is-not-gzip": ("plain text, not gzip\n", "a\n", ["Could not read", "{src}"]),
+    "gz-that-is-not-gzip": ("plain text, not gzip\n", "a\n", ["{src}, line 1"]),
 }
 
 

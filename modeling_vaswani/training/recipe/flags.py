@@ -180,8 +180,8 @@ def build_parser(description: str | None = None, usage: str | None = None) -> ar
     add("--validation_source", metavar="FILE", help="Local validation text: source side.")
     add("--validation_target", metavar="FILE", help="... and target side.")
     add("--train_file", metavar="FILE", nargs="+",
-        help="Training pairs in json, jsonl, csv or tsv files (or .gz, .bz2, .xz of them): a 'translation' "
-             "column of {LANG: sentence} rows, or one column per language named by its code (en, de).")
+        help="Training pairs in JSON lines (.json, .jsonl), csv or tsv files (or .gz, .bz2, .xz of them): a "
+             "'translation' column of {LANG: sentence} rows, or one column per language named by its code (en, de).")
     add("--validation_file", metavar="FILE", nargs="+", help="Validation pairs in such files.")
     add("--streaming", action="store_true",
         help="Read the training data as training goes (a Hub dataset or local files larger than memory); "
