@@ -27,7 +27,6 @@ the projection then starts as a copy of the matrix it was.
 """
 
 import os
-import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -196,16 +195,9 @@ def check_weights_file(folder: Path) -> None:
 
 # --- untrusted folders: what from_pretrained checks beyond transformers ----------------------------
 
-# A Hub repository id, "namespace/name" (what is not an existing path and not this is refused).
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 # Tensors of this model are floating point; integer or 8-bit float weights are quantized ones.
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 WEIGHTS_INDEX = "model.safetensors.index.json"
-
-
-def is_hub_id(name: str) -> bool:
-    """Whether `name` is spelled like a Hub repository id (namespace/name)."""
-    return bool(_HUB_ID.match(name)) and ".." not in name and "--" not in name
 
 
 def check_model_location(name) -> Path | None:
