@@ -61,7 +61,7 @@ from ..model.generation import (
     length_limit_chosen,
     output_length_offset,
 )
-from ..model.loading import check_decoding_file
+from ..model.folder_checks import check_decoding_file
 from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 from ..threads import choose_threads
