@@ -27,7 +27,7 @@ import torch
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.machine import describe_machine
 
-from . import decoding, memory, plots, profiling, report, training, translation
+from . import decoding, memory, plots, profiling, report, targets, training, translation
 from .harness import FULL, QUICK, prepare_corpus, training_batches
 from .report import RESULT_KEYS
 
@@ -219,7 +219,7 @@ def main(argv=None) -> dict:
     corpus = prepare_corpus(settings)
     log(f"corpus: {len(corpus.train_src)} training pairs, vocabulary {len(corpus.tokenizer)}")
     results.update(measure(figures, settings, corpus, device, dtype, out_dir, not args.no_profile, log))
-    results["targets"] = report.check_targets(results)
+    results["targets"] = targets.check_targets(results)
     results["total_seconds"] = time.perf_counter() - began
 
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))

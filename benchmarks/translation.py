@@ -81,7 +81,6 @@ class System:
     name: str
     build: Callable[[int], object]  # threads -> an object with our model's generate() and device
     generate_kwargs: dict = dataclasses.field(default_factory=dict)
-    sets_own_threads: bool = False  # CTranslate2: threads fixed when the translator is built
 
 
 def systems(model_path: str, workdir: Path, log) -> list:
@@ -120,7 +119,7 @@ def systems(model_path: str, workdir: Path, log) -> list:
         convert_ctranslate2(model_path, folder, force=True)
         for name, compute_type in ((CT2_FP32, "float32"), (CT2_INT8, "int8")):
             found.append(System(name, lambda threads, c=compute_type: CTranslate2Engine(
-                folder, device="cpu", compute_type=c, threads=threads), sets_own_threads=True))
+                folder, device="cpu", compute_type=c, threads=threads)))
     else:
         log("[8] ctranslate2 is not installed: its rows are skipped (pip install ctranslate2)")
     return found

@@ -108,8 +108,7 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 
 def looks_like_hub_id(name: str) -> bool:
-    """Whether `name` is spelled like a Hub repository, namespace/name: the package's one rule (the
-    model's code, which travels alone to the Hub, spells it again as model/loading.is_hub_id). Anything
+    """Whether `name` is spelled like a Hub repository, namespace/name: the package's one rule. Anything
     else (./x, ../x, /x, ~/x, x with no slash, a/b/c, a\\b, a--b/c) can only be a local path."""
     return bool(HUB_ID.fullmatch(name)) and ".." not in name and "--" not in name
 

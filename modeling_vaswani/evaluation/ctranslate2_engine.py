@@ -5,8 +5,7 @@ A CTranslate2 folder (`modeling_vaswani.conversion.ctranslate2.convert_ctranslat
 and `scoring.score_model`: it has the model's `generate(input_ids, attention_mask, num_beams=...,
 length_penalty=..., max_new_tokens=...)`, so tokenizing, sorting by length, batching, cutting long
 sentences and detokenizing are the code that runs for our model. `generate` turns each batch into
-token strings and calls CTranslate2's `Translator.translate_batch`. `translate_ctranslate2` does all
-of it for a list of sentences in one call.
+token strings and calls CTranslate2's `Translator.translate_batch`.
 
 The decoding settings map one to one. The defaults are those of the generation_config.json saved in
 the folder (§6.1 for our models: beam 4, α = 0.6, input length + 50), else `NUM_BEAMS`,
@@ -62,11 +61,10 @@ from ..model.generation import (
     length_limit_chosen,
     output_length_offset,
 )
-from ..model.loading import check_decoding_file
+from ..model.folder_checks import check_decoding_file
 from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 from ..threads import choose_threads
-from .translation import translate
 
 logger = logging.getLogger(__name__)
 
@@ -191,17 +189,6 @@ def load_ctranslate2_for(model_name_or_path: str, ct2_model: PathLike | None = N
         local = Path(model_name_or_path)
         ct2_model = local if is_ctranslate2_model(local) else cached_ctranslate2_model(model_name_or_path)
     return load_ctranslate2_translator(ct2_model, device=device, compute_type=compute_type, threads=threads)
-
-
-def translate_ctranslate2(folder: PathLike, sentences: list[str], batch_size: int = 64, device: str | None = None,
-                          compute_type: str = "default", threads: int | None = None, **generate_kwargs) -> list[str]:
-    """Translate `sentences` with a CTranslate2 folder (tokenize → translate_batch → detokenize).
-
-    `generate_kwargs`: num_beams, length_penalty, max_new_tokens, as for our model; `max_source_length`
-    as for `translation.translate`.
-    """
-    engine, tokenizer = load_ctranslate2_translator(folder, device=device, compute_type=compute_type, threads=threads)
-    return translate(engine, tokenizer, sentences, batch_size=batch_size, **generate_kwargs)
 
 
 # --- converting on the fly -----------------------------------------------------------------------

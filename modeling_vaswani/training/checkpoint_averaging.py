@@ -23,7 +23,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -59,6 +59,7 @@ _TRAINING_STATE_PATTERNS = (
 # config.json fields that say where and how a checkpoint was saved, not what model it is: every other
 # field must agree for weights to be averaged meaningfully.
 _CONFIG_KEYS_NOT_COMPARED = ("_name_or_path", "transformers_version", "dtype", "torch_dtype")
+SAME_MODEL = "only checkpoints of the same model can be averaged."
 
 
 class CheckpointMismatchError(ValueError):
@@ -73,25 +74,16 @@ def _running_sum(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tens
     }
 
 
-def _check_compatible(reference: Mapping[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor], index: int) -> None:
-    missing = sorted(set(reference) - set(state_dict))
-    extra = sorted(set(state_dict) - set(reference))
-    if missing:
-        raise CheckpointMismatchError(
-            f"checkpoint {index} lacks tensor {missing[0]!r} that checkpoint 0 has "
-            f"({len(missing)} missing in all); only checkpoints of the same model can be averaged."
-        )
-    if extra:
-        raise CheckpointMismatchError(
-            f"checkpoint {index} has tensor {extra[0]!r} that checkpoint 0 lacks "
-            f"({len(extra)} extra in all); only checkpoints of the same model can be averaged."
-        )
+def _check_compatible(reference: Mapping[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor], label: str) -> None:
+    for names, has, lacks, kind in ((set(reference) - set(state_dict), "lacks", "has", "missing"),
+                                    (set(state_dict) - set(reference), "has", "lacks", "extra")):
+        if names:
+            raise CheckpointMismatchError(f"{label} {has} tensor {min(names)!r} that checkpoint 0 {lacks} "
+                                          f"({len(names)} {kind} in all); {SAME_MODEL}")
     for name, tensor in state_dict.items():
         if tensor.shape != reference[name].shape:
-            raise CheckpointMismatchError(
-                f"checkpoint {index}: tensor {name!r} has shape {tuple(tensor.shape)} but checkpoint 0 "
-                f"has {tuple(reference[name].shape)}; only checkpoints of the same model can be averaged."
-            )
+            raise CheckpointMismatchError(f"{label}: tensor {name!r} has shape {tuple(tensor.shape)} but checkpoint 0 "
+                                          f"has {tuple(reference[name].shape)}; {SAME_MODEL}")
 
 
 def _accumulate(total: dict[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor]) -> None:
@@ -111,26 +103,33 @@ def _finish(total: dict[str, torch.Tensor], first: Mapping[str, torch.Tensor], c
     }
 
 
-def average_state_dicts(state_dicts: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+def average_state_dicts(state_dicts: Iterable[Mapping[str, torch.Tensor]],
+                        names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
     """Element-wise mean of several state dicts with the same tensor names and shapes (§6.1).
 
     Floating-point tensors are averaged in float64 and cast back to their own dtype. Integer
-    and boolean tensors are not averaged: the value from the last state dict is kept.
+    and boolean tensors are not averaged: the value from the last state dict is kept. Only the
+    first, the running sum and the current one are held, so `state_dicts` may load each in turn.
 
     Raises:
-        ValueError: if the list is empty, or (as `CheckpointMismatchError`) if a state dict
+        ValueError: if there are none, or (as `CheckpointMismatchError`) if a state dict
             lacks a tensor, has an extra one, or has one of a different shape; the message
-            names the checkpoint's position in the list and the tensor.
+            names the checkpoint's position in the list (and its entry in `names`) and the tensor.
     """
-    state_dicts = list(state_dicts)
-    if not state_dicts:
-        raise ValueError("no state dicts to average: pass at least one.")
-    first = state_dicts[0]
-    total = _running_sum(first)
-    for index, state_dict in enumerate(state_dicts[1:], start=1):
-        _check_compatible(first, state_dict, index)
+    first = total = None
+    count = 0
+    for state_dict in state_dicts:
+        count += 1
+        if first is None:
+            first, total = state_dict, _running_sum(state_dict)
+            continue
+        name = f" ({names[count - 1]!r})" if names is not None else ""
+        _check_compatible(first, state_dict, f"checkpoint {count - 1}{name}")
         _accumulate(total, state_dict)
-    return _finish(total, first, len(state_dicts))
+        del state_dict  # before the next one is loaded
+    if first is None:
+        raise ValueError("no state dicts to average: pass at least one.")
+    return _finish(total, first, count)
 
 
 def _is_checkpoint_name(name: str) -> bool:
@@ -183,8 +182,7 @@ def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]
 def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
     """The last `last` complete `checkpoint-<step>` folders of a training run, oldest first.
 
-    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9).
-    Incomplete folders (see `is_complete_checkpoint`) are skipped with a warning.
+    Ordered as `complete_checkpoints` orders them; incomplete folders are skipped with a warning.
 
     Raises:
         FileNotFoundError: if `output_dir` is not a folder.
@@ -231,33 +229,23 @@ def _load_weights(checkpoint_dir: Path) -> dict[str, torch.Tensor]:
         raise ValueError(f"could not read {str(weights)!r}: {error}") from error
 
 
-def _read_config(checkpoint_dir: Path) -> dict | None:
-    path = checkpoint_dir / "config.json"
-    if not path.is_file():
-        return None
-    return read_json(path)
-
-
 def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:
     """Refuse checkpoints whose config.json differ in any field that describes the model, or of which only some
     have one."""
-    configs = [(path, _read_config(path)) for path in checkpoint_dirs]
+    configs = [(path, read_json(path / "config.json") if (path / "config.json").is_file() else None)
+               for path in checkpoint_dirs]
     first_path, first = configs[0]
     for path, config in configs[1:]:
         if (config is None) != (first is None):
             without = path if config is None else first_path
             raise CheckpointMismatchError(f"{str(without)!r} has no config.json but the other checkpoints have; "
-                                          "only checkpoints of the same model can be averaged.")
+                                          + SAME_MODEL)
         for key in sorted(set(config or {}) | set(first or {})):
             if key not in _CONFIG_KEYS_NOT_COMPARED and config.get(key) != first.get(key):
                 raise CheckpointMismatchError(
                     f"config.json of {str(path)!r} has {key}={config.get(key)!r} but {str(first_path)!r} "
-                    f"has {key}={first.get(key)!r}; only checkpoints of the same model can be averaged."
+                    f"has {key}={first.get(key)!r}; {SAME_MODEL}"
                 )
-
-
-def _is_training_state(name: str) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in _TRAINING_STATE_PATTERNS)
 
 
 def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path,
@@ -300,22 +288,12 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
     claim(flag, output_dir, [("checkpoint", path) for path in checkpoint_dirs], folder=True)
     _check_configs(checkpoint_dirs)
 
-    # One checkpoint in memory at a time (plus the running sum), so 20 big checkpoints fit.
-    first = _load_weights(checkpoint_dirs[0])
-    total = _running_sum(first)
-    for index, path in enumerate(checkpoint_dirs[1:], start=1):
-        state_dict = _load_weights(path)
-        try:
-            _check_compatible(first, state_dict, index)
-        except CheckpointMismatchError as error:
-            raise CheckpointMismatchError(f"{error} (checkpoint {index} is {str(path)!r})") from None
-        _accumulate(total, state_dict)
-        del state_dict
-    averaged = _finish(total, first, len(checkpoint_dirs))
+    # Loaded one at a time (two, with the first, plus the running sum), so 20 big checkpoints fit.
+    averaged = average_state_dicts(map(_load_weights, checkpoint_dirs), names=[str(p) for p in checkpoint_dirs])
 
     with write_folder(output_dir) as folder:  # whole or not at all; an earlier one is replaced only at the end
         for item in sorted(checkpoint_dirs[-1].iterdir()):
-            if item.is_file() and not _is_training_state(item.name):
+            if item.is_file() and not any(fnmatch.fnmatch(item.name, p) for p in _TRAINING_STATE_PATTERNS):
                 shutil.copy2(item, folder / item.name)
         # The "format" metadata is what transformers checks when loading a safetensors file.
         save_file(averaged, str(folder / WEIGHTS_NAME), metadata={"format": "pt"})

@@ -2,11 +2,7 @@
 
 `VaswaniTrainer` is a `Seq2SeqTrainer` that trains the way §5 describes:
 - §5.1 about `max_tokens` source and `max_tokens` target tokens per optimizer step, sentences
-  grouped by length (`batching.TokenBudgetBatchSampler`; for a streamed dataset, inside a shuffle
-  buffer: `stream_batching.TokenBudgetStream`), instead of a fixed number of sentences.
-  The budget is the whole step's, as in the paper (25,000 tokens over 8 GPUs): under P
-  data-parallel processes and G gradient-accumulation steps each batch holds at most
-  max_tokens / (P·G), so the number of processes changes the speed, not the training;
+  grouped by length, instead of a fixed number of sentences (`budget_loading.TokenBudgetLoading`);
 - §5.3 Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9 and the learning rate of Eq. (3)
   (`optimization.create_adam`, `optimization.get_noam_schedule`);
 - §5.4 label smoothing ε_ls: the model's own loss (`label_smoothing.label_smoothed_cross_entropy`
@@ -34,23 +30,20 @@ the Trainer's own.
 
 import copy
 import logging
-import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from accelerate.data_loader import prepare_data_loader
-from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, TrainerCallback
 
 from ..model.label_smoothing import comparable_losses
 from ..model.strict_json import read_json
-from .batching import TokenBudgetBatchSampler, padded_tokens
+from .budget_loading import TokenBudgetLoading
 from .chunked_loss import fast_path_applies, training_loss
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
-from .stream_batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetStream, is_stream
+from .stream_batching import DEFAULT_SHUFFLE_BUFFER
 from ..evaluation.scoring import compute_bleu
 
 
@@ -66,7 +59,7 @@ class LogLastStep(TrainerCallback):
         return control
 
 
-class VaswaniTrainer(Seq2SeqTrainer):
+class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
     """`Seq2SeqTrainer` with the paper's batching, optimizer, schedule and loss.
 
     Args (besides the Trainer's):
@@ -97,19 +90,6 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self._checkpointed_step = None
         self.add_callback(LogLastStep)  # after the others, which may end training at this step
 
-    # §5.1 -------------------------------------------------------------------------------------
-    @property
-    def batches_per_step(self) -> int:
-        """Batches that make one optimizer step: one per process and accumulation step."""
-        return self.args.world_size * self.args.gradient_accumulation_steps
-
-    @property
-    def max_tokens_per_batch(self) -> int | None:
-        """Each batch's share of the step's token budget (None without one)."""
-        if self.max_tokens is None:
-            return None
-        return max(1, self.max_tokens // self.batches_per_step)
-
     # §5.3 -------------------------------------------------------------------------------------
     def create_optimizer(self, model=None):
         if self.optimizer is None:
@@ -126,64 +106,6 @@ class VaswaniTrainer(Seq2SeqTrainer):
             )
         return self.lr_scheduler
 
-    def get_train_dataloader(self) -> DataLoader:
-        if self.max_tokens is None:
-            return super().get_train_dataloader()
-        if is_stream(self.train_dataset):
-            return self.stream_dataloader()
-        dataset = self._remove_unused_columns(self.train_dataset, description="training")
-        sampler = self.token_budget_sampler(dataset)
-        # One process sees the whole batch list; accelerate gives each data-parallel process its
-        # own share of the batches (and the Trainer calls sampler.set_epoch every epoch).
-        loader = DataLoader(
-            dataset,
-            batch_sampler=sampler,
-            collate_fn=self.data_collator,
-            num_workers=self.args.dataloader_num_workers,
-            pin_memory=self.args.dataloader_pin_memory,
-        )
-        prepared = self.accelerator.prepare(loader)
-        # With several processes accelerate wraps the sampler in a BatchSamplerShard, which has no
-        # set_epoch. A run resumed mid-epoch wraps that once more (to skip the batches already
-        # trained), and the Trainer's set_epoch then stops at the shard: the rest of the epoch would
-        # repeat epoch 0's arrangement. Let the shard pass set_epoch on.
-        shard = getattr(prepared, "batch_sampler", None)
-        if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
-            shard.set_epoch = sampler.set_epoch
-        return prepared
-
-    def token_budget_stream(self, dataset) -> TokenBudgetStream:
-        """This process's batches of a streamed training set, each within `max_tokens_per_batch`."""
-        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
-        return TokenBudgetStream(dataset, self.max_tokens_per_batch, buffer_size=self.shuffle_buffer, seed=seed,
-                                 num_replicas=self.args.world_size, rank=self.args.process_index)
-
-    def stream_dataloader(self) -> DataLoader:
-        """The training DataLoader of a streamed dataset: one `TokenBudgetStream` batch per item."""
-        collator = self._get_collator_with_removed_columns(self.data_collator, description="training")
-        loader = DataLoader(
-            self.token_budget_stream(self.train_dataset),
-            batch_size=None,  # each item is a whole batch already
-            collate_fn=collator,
-            num_workers=self.args.dataloader_num_workers,
-            pin_memory=self.args.dataloader_pin_memory,
-            persistent_workers=self.args.dataloader_persistent_workers,
-            prefetch_factor=self.args.dataloader_prefetch_factor,
-        )
-        # Each process has its own share of the batches already. Prepared for all the processes,
-        # accelerate would have process 0 read every process's batches and concatenate them to
-        # dispatch (dispatch_batches, its default for iterable datasets: it fails on batches padded
-        # to different lengths), or shard the stream once more; so it is prepared as for one
-        # process: device placement and the end-of-data signal, nothing split.
-        accelerator = self.accelerator
-        prepared = prepare_data_loader(
-            loader, accelerator.device, num_processes=1, process_index=0, split_batches=False,
-            put_on_device=accelerator.device_placement, rng_types=None, dispatch_batches=False,
-            non_blocking=accelerator.non_blocking, use_stateful_dataloader=accelerator.use_stateful_dataloader,
-        )
-        accelerator._dataloaders.append(prepared)  # as accelerator.prepare does, for save_state
-        return prepared
-
     # §6.1 evaluation -------------------------------------------------------------------------
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         """`Seq2SeqTrainer.prediction_step`, leaving the model's generation config as it was.
@@ -198,60 +120,6 @@ class VaswaniTrainer(Seq2SeqTrainer):
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
         finally:
             self.model.generation_config = kept
-
-    def token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
-        """All processes' batches of one epoch, each within `max_tokens_per_batch`."""
-        src = [len(ids) for ids in dataset["input_ids"]]
-        tgt = [len(ids) for ids in dataset["labels"]]
-        # As for the Trainer's own samplers, --data_seed (when given) fixes the data order apart from --seed.
-        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
-        return TokenBudgetBatchSampler(src, tgt, self.max_tokens_per_batch, shuffle=True, seed=seed,
-                                       num_replicas=1, rank=0)
-
-    def batching_summary(self, dataset=None) -> dict:
-        """How the §5.1 budget is spent in the first epoch: per step and per batch, for the log and the run record.
-
-        tokens_per_step is the mean padded count per optimizer step, source and target side (what
-        --max_tokens bounds); padding_efficiency the share of them that are real tokens.
-        """
-        if self.max_tokens is None:
-            raise ValueError("batching_summary needs a token budget (max_tokens).")
-        dataset = dataset if dataset is not None else self.train_dataset
-        if is_stream(dataset):
-            return self.stream_batching_summary(dataset)
-        dataset = self._remove_unused_columns(dataset)
-        sampler = self.token_budget_sampler(dataset)
-        batches = list(sampler)
-        per_process = math.ceil(len(batches) / self.args.world_size)
-        steps = math.ceil(per_process / self.args.gradient_accumulation_steps)
-        source, target = padded_tokens(batches, sampler.src_lengths, sampler.tgt_lengths)
-        return {
-            "max_tokens_per_step": self.max_tokens,
-            "processes": self.args.world_size,
-            "gradient_accumulation_steps": self.args.gradient_accumulation_steps,
-            "max_tokens_per_batch": self.max_tokens_per_batch,
-            "batches_per_epoch": len(batches),
-            "batches_per_process": per_process,
-            "steps_per_epoch": steps,
-            "tokens_per_step": {"source": round(source / steps), "target": round(target / steps)},
-            "padding_efficiency": round(sampler.padding_efficiency, 3),
-        }
-
-    def stream_batching_summary(self, dataset) -> dict:
-        """`batching_summary` for a streamed training set, which has no epoch to count: its first shuffle buffer.
-
-        tokens_per_step is then the mean padded count of that buffer's batches times the batches of a step.
-        """
-        first = self.token_budget_stream(dataset).summary()
-        per_batch = first.pop("tokens_per_batch")
-        return {
-            "max_tokens_per_step": self.max_tokens,
-            "processes": self.args.world_size,
-            "gradient_accumulation_steps": self.args.gradient_accumulation_steps,
-            "max_tokens_per_batch": self.max_tokens_per_batch,
-            **first,
-            "tokens_per_step": {side: count * self.batches_per_step for side, count in per_batch.items()},
-        }
 
     # §5.4's loss, faster ---------------------------------------------------------------------
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

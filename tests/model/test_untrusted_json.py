@@ -15,7 +15,7 @@ from modeling_vaswani.hub.model_card import load_results
 from modeling_vaswani.model import strict_json
 from modeling_vaswani.model.strict_json import JSONFileError, read_json
 from modeling_vaswani.tokenizer_loading import load_tokenizer
-from modeling_vaswani.training.checkpoint_averaging import _read_config
+from modeling_vaswani.training.checkpoint_averaging import _check_configs
 from modeling_vaswani.training.recipe.checks import check_resumed_model
 from modeling_vaswani.training.run_folder import RUN_INFO_NAME, read_run_info
 
@@ -60,7 +60,7 @@ DOORS = {
     "generation_config.json": ("generation_config.json", VaswaniForConditionalGeneration.from_pretrained),
     "weights index": ("model.safetensors.index.json", _without_weights),
     "tokenizer_config.json": ("tokenizer_config.json", load_tokenizer),
-    "checkpoint config (averaging)": ("config.json", _read_config),
+    "checkpoint config (averaging)": ("config.json", lambda folder: _check_configs([folder])),
     "checkpoint config (resuming)": ("config.json", lambda folder: check_resumed_model(None, folder)),
     "run record": (RUN_INFO_NAME, read_run_info),
     "results": ("results.json", lambda folder: load_results(folder / "results.json")),

@@ -12,20 +12,20 @@ from safetensors.torch import load_file, save_file
 
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.translation import load_translator
-from modeling_vaswani.model import loading
+from modeling_vaswani.model import folder_checks
 
 INDEX = "model.safetensors.index.json"
 
 
 def _hub_cache_copy(folder):
     """The check run on the Hub cache's copy after from_pretrained fetched it (its files are symlinks)."""
-    loading.check_model_files(folder, generation_config_given=False, local=False)
+    folder_checks.check_model_files(folder, generation_config_given=False, local=False)
 
 
 def _hub_index_first(folder, monkeypatch):
     """The check of a Hub model's index, fetched before the shards it names."""
-    monkeypatch.setattr(loading, "cached_file", lambda name, file, **kwargs: str(folder / file))
-    loading.check_hub_index("user/model", {})
+    monkeypatch.setattr(folder_checks, "cached_file", lambda name, file, **kwargs: str(folder / file))
+    folder_checks.check_hub_index("user/model", {})
 
 
 DOORS = {

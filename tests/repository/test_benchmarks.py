@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks import harness, memory, report, run, training, training_ab, translation
+from benchmarks import harness, memory, report, run, targets, training, training_ab, translation
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model import encoder as encoder_module
 from modeling_vaswani.model import stacks as decoder_masks_module  # the decoder's masks are built there
@@ -166,7 +166,7 @@ def test_every_figure_has_its_results_key():
     assert set(run.FIGURES.values()) <= set(report.RESULT_KEYS)
     measurements = {k for k in recorded if k.startswith(("figure_", "appendix_"))} | {"profiles"}
     assert measurements <= set(report.RESULT_KEYS.values())
-    assert report.check_targets(recorded) == recorded["targets"]
+    assert targets.check_targets(recorded) == recorded["targets"]
     assert report.markdown_tables(recorded) == (ROOT / "benchmarks" / "tables.md").read_text()
 
 
@@ -178,7 +178,7 @@ def test_recorded_runs_render_to_their_tables(folder):
     if recorded["command"].startswith("python -m benchmarks.training_ab"):  # the step before and after
         assert training_ab.tables(recorded) == (recorded_dir / "tables.md").read_text()
         return
-    assert report.check_targets(recorded) == recorded["targets"]
+    assert targets.check_targets(recorded) == recorded["targets"]
     assert report.markdown_tables(recorded) == (recorded_dir / "tables.md").read_text()
 
 
@@ -209,7 +209,7 @@ def test_bf16_targets_apply_only_on_a_cpu_with_amx(support):
     """With AMX the bf16 base step must double the fp32 step and the small one not lose; elsewhere both are n/a."""
     bf16 = {preset: {"ratio_ours_over_marian": 1.2, report.OURS: {"bf16_over_fp32": ratio}}
             for preset, ratio in (("small", 0.9), ("base", 2.5))}
-    rows = report.check_targets({"machine": {"cpu_bf16": support}, report.RESULT_KEYS["training_step_speed_bf16"]: bf16})
+    rows = targets.check_targets({"machine": {"cpu_bf16": support}, report.RESULT_KEYS["training_step_speed_bf16"]: bf16})
     verdicts = {row["target"]: row["met"] for row in rows if "the fp32 step" in row["target"]}
     if support == "amx":
         assert verdicts == {"bf16 small step ≥ 1× the fp32 step (AMX)": False,
