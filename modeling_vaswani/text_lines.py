@@ -4,12 +4,6 @@ alike.
 
 from __future__ import annotations
 
-import unicodedata
-
-# Unicode categories that show nothing: spaces (Zs, Zl, Zp), controls (Cc) and format characters (Cf:
-# zero-width space U+200B, byte order mark U+FEFF, soft hyphen U+00AD, word joiner U+2060, ...).
-_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
-
 
 def strip_line_end(line: str) -> str:
     """`line` without its terminator, "\\n" or "\\r\\n" (a line without one is returned as it is).
@@ -22,9 +16,3 @@ def strip_line_end(line: str) -> str:
     if line.endswith("\r\n"):
         return line[:-2]
     return line[:-1] if line.endswith("\n") else line
-
-
-def source_line(line: str) -> str:
-    """A line to translate as it is, or "" when none of its characters shows (spaces, controls and format
-    characters alone): such a line is an empty line, translated as one, not decoded into made-up words."""
-    return line if any(unicodedata.category(c) not in _INVISIBLE for c in line) else ""

@@ -31,7 +31,8 @@ from transformers import AutoModelForSeq2SeqLM, PretrainedConfig
 
 from ..cli import missing_model_folder
 from ..model.folder_checks import check_model_location
-from ..text_lines import source_line, strip_line_end
+from ..model.pipeline_vaswani import source_line
+from ..text_lines import strip_line_end
 from ..tokenizer_loading import is_tokenizer_panic, load_tokenizer, tokenizer_failure
 from .fast_path import FastPath
 

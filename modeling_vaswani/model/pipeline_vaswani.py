@@ -6,7 +6,20 @@ config.json, so `pipeline("translation", model=<folder or Hub id>, trust_remote_
 it. Text in, `[{"translation_text": ...}]` out, like the pipeline users know from transformers 4.
 """
 
+import unicodedata
+
 from transformers import Pipeline
+
+# Unicode categories that show nothing: spaces (Zs, Zl, Zp), controls (Cc) and format characters (Cf:
+# zero-width space U+200B, byte order mark U+FEFF, soft hyphen U+00AD, word joiner U+2060, ...).
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+
+
+def source_line(line: str) -> str:
+    """A line to translate as it is, or "" when none of its characters shows (spaces, controls and format
+    characters alone): such a line is an empty line, translated as one, not decoded into made-up words.
+    The pipeline below and the package's translate functions (evaluation/translation.py) both use it."""
+    return line if any(unicodedata.category(c) not in _INVISIBLE for c in line) else ""
 
 # What config.json says about this pipeline (read by transformers.pipeline()).
 CUSTOM_PIPELINES = {
@@ -33,12 +46,18 @@ class VaswaniTranslationPipeline(Pipeline):
     def preprocess(self, text, max_length=None):
         if not isinstance(text, str):
             raise ValueError(f"The translation pipeline takes a string (or a list of strings), got {type(text).__name__}.")
+        if not source_line(text):
+            return {"empty": True}  # translated as "", like an empty line
         return self.tokenizer(text, return_tensors="pt", truncation=max_length is not None, max_length=max_length)
 
     def _forward(self, model_inputs, **generate_kwargs):
+        if model_inputs.get("empty"):
+            return {"output_ids": None}
         return {"output_ids": self.model.generate(**model_inputs, **generate_kwargs)}
 
     def postprocess(self, model_outputs):
+        if model_outputs["output_ids"] is None:
+            return [{"translation_text": ""}]
         return [
             {"translation_text": self.tokenizer.decode(ids, skip_special_tokens=True).strip()}
             for ids in model_outputs["output_ids"]

@@ -270,6 +270,12 @@ def test_translation_pipeline_from_a_model_object(translation_model, tokenizer):
     assert translator(["A dog.", "Two dogs."], num_beams=1, max_new_tokens=3)[1][0].keys() == {"translation_text"}
 
 
+@pytest.mark.parametrize("text", ["", "\u200b", "\ufeff \u2060", "\u00a0\t"])
+def test_translation_pipeline_gives_a_line_that_shows_nothing_an_empty_translation(translation_model, tokenizer, text):
+    translator = pipeline("translation", model=translation_model, tokenizer=tokenizer)
+    assert translator([text, "A dog."], num_beams=1, max_new_tokens=3)[0] == [{"translation_text": ""}]
+
+
 def test_translation_pipeline_from_a_folder_with_remote_code(saved_model_dir):
     translator = pipeline("translation", model=str(saved_model_dir), trust_remote_code=True, dtype=torch.bfloat16)
     assert translator.model.dtype == torch.bfloat16
