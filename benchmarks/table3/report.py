@@ -12,11 +12,11 @@ A change is called "within noise" when it is no larger than the spread between t
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from .rows import PAPER_BASE_RESULT, PAPER_FINDINGS, Row, table_order
+from .runs import write_json
 
 COLUMNS = ("row", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "ε_ls", "train steps", "PPL (dev)",
            "BLEU (dev)", "params ×10^6", "paper PPL (dev)", "paper BLEU (dev)", "paper params ×10^6")
@@ -168,7 +168,10 @@ def write_figure(path: Path, changes: list[dict], noise: dict | None, title: str
     axes[0].legend(fontsize=8, loc="best")
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    from modeling_vaswani.outputs import write_file
+
+    with write_file(path, "wb") as handle:  # written beside and renamed, as every output
+        figure.savefig(handle, dpi=110, format="png")
     plt.close(figure)
     return True
 
@@ -190,8 +193,11 @@ def write_report(output: Path, all_rows: list[Row], settings: dict, budget: str,
               "written": time.strftime("%Y-%m-%d %H:%M:%S %z"), "rows": results, "changes_from_base": changes,
               "noise": noise, "failed": list(failures.values()), "not_run": not_run,
               "paper_base": PAPER_BASE_RESULT, "figure": FIGURE if drew else None}
-    (output / "results.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (output / "README.md").write_text(readme(report, results, failures, rows, noise, changes), encoding="utf-8")
+    from modeling_vaswani.outputs import write_file
+
+    write_json(output / "results.json", report)
+    with write_file(output / "README.md", encoding="utf-8") as handle:
+        handle.write(readme(report, results, failures, rows, noise, changes))
     return report
 
 

@@ -210,7 +210,7 @@ class TableRun:
                   "train": {**facts, "minutes": round(minutes, 2), "command": shown_command(command)},
                   "dev": scores}
         path = row_file(self.output, row)
-        path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(path, result)
         failure_file(self.output, row).unlink(missing_ok=True)
         self.log(f"{row.id}: {facts['steps']} steps, dev PPL {scores['ppl']:.2f}, dev BLEU {scores['bleu']:.1f}, "
                  f"{scores['parameters'] / 1e6:.2f}M parameters → {path}")
@@ -218,9 +218,8 @@ class TableRun:
 
     def failed(self, row: Row, stage: str, reason: str, log_path: Path) -> bool:
         tail = log_tail(log_path)
-        failure_file(self.output, row).write_text(json.dumps(
-            {"row": row.id, "stage": stage, "reason": reason, "log": str(log_path), "log_tail": tail},
-            indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(failure_file(self.output, row),
+                   {"row": row.id, "stage": stage, "reason": reason, "log": str(log_path), "log_tail": tail})
         self.log(f"{row.id}: FAILED while {stage}: {reason}" + (f"\n    {tail[-1]}" if tail else "")
                  + f"\n    (the other rows go on; full log: {log_path})")
         return False
@@ -261,3 +260,12 @@ class TableRun:
         s = self.settings
         sources, references = multi30k_pairs("validation", s.source_lang, s.target_lang, s.max_eval_samples)
         return score_trained_row(model_dir, sources, references, num_beams=s.num_beams)
+
+
+def write_json(path: Path, value) -> None:
+    """Written beside `path` and renamed (the package's outputs.write_file): a table stopped part-way never
+    leaves half a file. Imported here, for the work: the module loads with the standard library only."""
+    from modeling_vaswani.outputs import write_file
+
+    with write_file(path, encoding="utf-8") as handle:
+        handle.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
