@@ -1,67 +1,69 @@
-"""Our code never unpickles, ships only its own model code and never touches the network.
-
-- Weights are written and read as safetensors only: our code has no `torch.load` or `pickle`, and
-  `save_pretrained` writes no pickle. (What the loaders do with a pickle, foreign code or damage
-  inside a folder: test_model_folders.py.)
-- The code `save_pretrained` copies into a folder (for `trust_remote_code`) is exactly the
-  package's model code.
-- With HF_HUB_OFFLINE=1, importing the package, loading a folder (with `trust_remote_code` too),
-  loading the BLEU metric and generating make no network connection.
-"""
+"""Our code never unpickles, runs only its own model code and never touches the network; a hostile model
+folder (pickled weights, a file where a folder belongs, foreign or changed code) is refused without
+running anything. (Damaged folders: test_model_folders.py; a tokenizer that panics: test_faults.py.)"""
 
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from transformers import AutoModelForSeq2SeqLM
 
-import modeling_vaswani
+from checks import SCRIPTS, assert_error_line, assert_names, copy_folder, edit_json, run_script
+from modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani.evaluation.translation import load_translator
+from modeling_vaswani.hub.repository import check_shipped_code, validate_repository
+from modeling_vaswani.tokenizer_loading import load_tokenizer
+from modeling_vaswani.training.checkpoint_averaging import average_checkpoints
 
-REPO = Path(__file__).resolve().parents[2]
-PACKAGE = Path(modeling_vaswani.__file__).resolve().parent
-MODEL_CODE = PACKAGE / "model"  # exactly what save_pretrained copies
-
-
-# --- no pickles --------------------------------------------------------------------------------
-
-# What .gitignore lists (environments, caches, build and run outputs) is generated, not our code.
-NOT_OUR_CODE = {"__pycache__", "build", "dist", "runs", "outputs", "tmp"}
-
-
-def _python_files(root: Path) -> list[Path]:
-    """Every Python file of the repository: package, scripts, benchmarks, examples, tests, hub_card."""
-    found = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name not in NOT_OUR_CODE
-                         and not name.endswith(".egg-info")]
-        found.extend(Path(folder) / name for name in files if name.endswith(".py"))
-    return sorted(found)
+REPO = SCRIPTS.parent
+W = "model.safetensors"
+DOORS = {"from_pretrained": VaswaniForConditionalGeneration.from_pretrained,
+         "load_translator": lambda path: load_translator(str(path), device="cpu"), "load_tokenizer": load_tokenizer,
+         "AutoModel": AutoModelForSeq2SeqLM.from_pretrained}  # AutoConfig reads a file first (as JSON)
 
 
-OUR_CODE = _python_files(REPO)
+def hostile_pickle(marker) -> bytes:
+    return f"cbuiltins\nopen\n(V{marker}\nVw\ntR.".encode()  # protocol 0 by hand: unpickled, it creates marker
+
+
+@pytest.fixture
+def no_unpickling(monkeypatch):
+    calls = []
+
+    def refused(*args, **kwargs):
+        calls.append(args[:1])
+        raise AssertionError("an unpickler was called")
+
+    for target in ("torch.load", "pickle.load", "pickle.loads", "pickle.Unpickler"):
+        monkeypatch.setattr(target, refused)
+    return calls
+
+
+@pytest.fixture
+def folder(saved_model_dir, tmp_path):
+    return copy_folder(saved_model_dir, tmp_path)
+
+
+# --- our code: no unpickling, no eval --------------------------------------------------------------
+
+NOT_OUR_CODE = {"__pycache__", "build", "dist", "runs", "outputs", "tmp"}  # what .gitignore lists
 UNPICKLING_MODULES = {"pickle", "cPickle", "_pickle", "cloudpickle", "dill", "joblib", "marshal", "shelve"}
-RULES = ("torch.load", "pickle import", "unpickler call", "weights_only=False", "allow_pickle=True", "eval/exec")
-# The one permitted use, and why:
-ALLOWED = {
-    # Records the Trainer's own torch.load calls while it resumes a genuine checkpoint (passing them
-    # through) to show that every one is weights_only=True; it loads nothing itself.
-    ("tests/repository/test_faults.py", "torch.load"),
-}
+# The one permitted use: it records the Trainer's torch.load calls while resuming, passing them through.
+ALLOWED = {("tests/repository/test_faults.py", "torch.load")}
 
 
 def unsafe_uses(source: str) -> list[tuple[str, int]]:
-    """(rule, line) of every forbidden import, call or argument, read from the syntax tree.
-
-    Code, not text: a string or comment that names them (like this file's samples) does not count.
-    """
+    """(rule, line) of every forbidden import, call or argument, read from the syntax tree (not from text)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found += [("pickle import", node.lineno) for alias in node.names
-                      if alias.name.split(".")[0] in UNPICKLING_MODULES]
+            found += [("pickle import", node.lineno) for a in node.names if a.name.split(".")[0] in UNPICKLING_MODULES]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module.split(".")[0] in UNPICKLING_MODULES:
                 found.append(("pickle import", node.lineno))
@@ -73,94 +75,40 @@ def unsafe_uses(source: str) -> list[tuple[str, int]]:
             elif node.value.id in UNPICKLING_MODULES and node.attr in ("load", "loads", "Unpickler"):
                 found.append(("unpickler call", node.lineno))
         elif isinstance(node, ast.keyword) and isinstance(node.value, ast.Constant):
-            if node.arg == "weights_only" and node.value.value is False:
-                found.append(("weights_only=False", node.lineno))
-            elif node.arg == "allow_pickle" and node.value.value is True:
-                found.append(("allow_pickle=True", node.lineno))
+            if (node.arg, node.value.value) in (("weights_only", False), ("allow_pickle", True)):
+                found.append((f"{node.arg}={node.value.value}", node.lineno))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("eval", "exec"):
             found.append(("eval/exec", node.lineno))
     return found
 
 
 def test_the_unsafe_use_search_finds_what_it_looks_for():
-    """Control: each rule catches the usage it forbids (so the next test could fail), and only code counts."""
-    samples = {
-        "torch.load": "state = torch.load(path)",
-        "pickle import": "import pickle",
-        "unpickler call": "state = pickle.loads(data)",
-        "weights_only=False": "x = f(path, weights_only=False)",
-        "allow_pickle=True": "np.load(path, allow_pickle=True)",
-        "eval/exec": "exec(source)",
-    }
-    assert set(samples) == set(RULES)
+    samples = {"torch.load": "state = torch.load(path)", "pickle import": "import pickle",
+               "unpickler call": "state = pickle.loads(data)", "weights_only=False": "f(path, weights_only=False)",
+               "allow_pickle=True": "np.load(path, allow_pickle=True)", "eval/exec": "exec(source)"}
     for name, sample in samples.items():
         assert name in {rule for rule, _ in unsafe_uses(sample)}, name
-    assert {rule for rule, _ in unsafe_uses("from torch import load\nfrom dill import loads")} == {
-        "torch.load", "pickle import"}
-    harmless = ('model.eval()\njson.load(f)\nnp.load(path)\nf(weights_only=True)\n'
-                'message = "refuses pickled weights, never torch.load(path)"\n# import pickle\n')
-    assert unsafe_uses(harmless) == []
+    assert {r for r, _ in unsafe_uses("from torch import load\nfrom dill import loads")} == {"torch.load", "pickle import"}
+    assert unsafe_uses('model.eval()\njson.load(f)\nnp.load(path)\nf(weights_only=True)\n'
+                       'message = "never torch.load(path)"\n# import pickle\n') == []
 
 
-@pytest.mark.parametrize("name", RULES)
-def test_our_code_never_unpickles_or_executes(name):
-    parts = {path.relative_to(REPO).parts[0] for path in OUR_CODE}
-    assert {"modeling_vaswani", "scripts", "benchmarks", "examples", "tests", "hub_card"} <= parts
-    assert Path(__file__).resolve() in OUR_CODE and not any(".venv" in path.parts for path in OUR_CODE)
-    offenders = [
-        f"{relative}:{line}"
-        for path in OUR_CODE
-        for relative in [path.relative_to(REPO).as_posix()]
-        for rule, line in unsafe_uses(path.read_text(encoding="utf-8"))
-        if rule == name and (relative, rule) not in ALLOWED
-    ]
-    assert not offenders, f"{name} in {offenders}"
+def test_our_code_never_unpickles_or_executes():
+    files = []
+    for folder, subfolders, names in os.walk(REPO):
+        subfolders[:] = [n for n in subfolders if not n.startswith(".") and n not in NOT_OUR_CODE
+                         and not n.endswith(".egg-info")]
+        files += [Path(folder) / name for name in names if name.endswith(".py")]
+    assert {"modeling_vaswani", "scripts", "benchmarks", "examples", "tests", "hub_card"} <= {
+        path.relative_to(REPO).parts[0] for path in files}
+    assert Path(__file__).resolve() in files
+    offenders = [f"{rel}:{line} {rule}" for path in files for rel in [path.relative_to(REPO).as_posix()]
+                 for rule, line in unsafe_uses(path.read_text(encoding="utf-8")) if (rel, rule) not in ALLOWED]
+    assert not offenders
 
 
-def test_save_pretrained_writes_safetensors_and_no_pickle(saved_model_dir):
-    names = {path.relative_to(saved_model_dir).as_posix() for path in saved_model_dir.rglob("*") if path.is_file()}
-    assert "model.safetensors" in names
-    # JSON, the tokenizer's JSON and Python source are all there is: nothing that unpickles.
-    assert all(name.endswith((".json", ".py", ".safetensors")) for name in names), names
-    assert not {name for name in names if name.endswith((".bin", ".pt", ".pth", ".pkl", ".pickle"))}
+# --- no network: offline, importing, loading (trust_remote_code too), BLEU and generating connect nowhere ---
 
-
-# --- no foreign code ---------------------------------------------------------------------------
-
-
-def _relative_imports(module: Path) -> set[str]:
-    tree = ast.parse(module.read_text(encoding="utf-8"))
-    return {f"{node.module}.py" for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
-
-
-def test_copied_code_is_exactly_the_model_modules(saved_model_dir):
-    # What save_pretrained should copy: the config and model modules and all they import from the
-    # package, transitively (design note: "Why the package is flat").
-    expected, todo = set(), ["modeling_vaswani.py", "configuration_vaswani.py"]
-    while todo:
-        name = todo.pop()
-        if name not in expected:
-            expected.add(name)
-            todo.extend(_relative_imports(MODEL_CODE / name))
-    copied = {path.name for path in saved_model_dir.glob("*.py")}
-    assert copied == expected
-    for name in copied:
-        assert (saved_model_dir / name).read_bytes() == (MODEL_CODE / name).read_bytes(), name
-    # custom_generate/generate.py, the only code outside the flat modules, is the package's byte for byte.
-    nested = {path.relative_to(saved_model_dir).as_posix() for path in saved_model_dir.rglob("*.py")} - copied
-    assert nested == {"custom_generate/generate.py"}
-    assert (saved_model_dir / "custom_generate" / "generate.py").read_bytes() == (
-        MODEL_CODE / "custom_generate" / "generate.py").read_bytes()
-    config = json.loads((saved_model_dir / "config.json").read_text())
-    referenced = {ref.split(".")[0] + ".py" for ref in config["auto_map"].values()}
-    referenced |= {spec["impl"].split(".")[0] + ".py" for spec in config["custom_pipelines"].values()}
-    assert referenced <= copied
-
-
-# --- no network --------------------------------------------------------------------------------
-
-# Every way to open a connection or resolve a name records the attempt and fails.
 _OFFLINE_CHILD = """
 import json, socket, sys
 attempts = []
@@ -171,23 +119,18 @@ def refuse(name):
         raise OSError(f"network access attempted: {name}")
     return refused
 
-socket.socket.connect = refuse("socket.connect")
-socket.socket.connect_ex = refuse("socket.connect_ex")
-socket.create_connection = refuse("create_connection")
-socket.getaddrinfo = refuse("getaddrinfo")
-
-import modeling_vaswani
+socket.socket.connect, socket.socket.connect_ex = refuse("socket.connect"), refuse("socket.connect_ex")
+socket.create_connection, socket.getaddrinfo = refuse("create_connection"), refuse("getaddrinfo")
 from transformers import AutoModelForSeq2SeqLM, pipeline
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.scoring import load_bleu_metric
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 folder = sys.argv[1]
-model = VaswaniForConditionalGeneration.from_pretrained(folder)
-remote = AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True)
-tokenizer = load_tokenizer(folder)
-inputs = tokenizer(["A dog runs in the snow."], return_tensors="pt")
-outputs = [m.generate(**inputs, max_new_tokens=3).tolist() for m in (model, remote)]
+models = [VaswaniForConditionalGeneration.from_pretrained(folder),
+          AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True)]
+inputs = load_tokenizer(folder)(["A dog runs in the snow."], return_tensors="pt")
+outputs = [m.generate(**inputs, max_new_tokens=3).tolist() for m in models]
 translated = pipeline("translation", model=folder, trust_remote_code=True)("A dog.", max_new_tokens=3)
 sentence = "a dog runs in the snow"
 bleu = load_bleu_metric().compute(predictions=[sentence], references=[[sentence]])["bleu"]
@@ -203,12 +146,150 @@ print(json.dumps(dict(attempts=attempts, outputs=outputs, bleu=bleu, translated=
 def test_no_network_access_offline(saved_model_dir, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"), OMP_NUM_THREADS="1",
                PYTHONPATH=str(REPO))
-    result = subprocess.run([sys.executable, "-c", _OFFLINE_CHILD, str(saved_model_dir)],
-                            capture_output=True, text=True, env=env, timeout=600)
+    result = subprocess.run([sys.executable, "-c", _OFFLINE_CHILD, str(saved_model_dir)], capture_output=True,
+                            text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    # Only the control attempt at the very end was made.
-    assert report["attempts"] == ["create_connection(('huggingface.co', 443),)"], report["attempts"]
-    assert report["outputs"][0] == report["outputs"][1]
-    assert report["bleu"] == pytest.approx(100.0)
+    assert report["attempts"] == ["create_connection(('huggingface.co', 443),)"]  # only the control
+    assert report["outputs"][0] == report["outputs"][1] and report["bleu"] == pytest.approx(100.0)
     assert isinstance(report["translated"][0]["translation_text"], str)
+
+
+# --- a good folder, and folders that would unpickle ------------------------------------------------
+
+def test_a_good_folder_loads_through_every_door_without_unpickling(saved_model_dir, model_code_dir, tmp_path,
+                                                                   no_unpickling):
+    """Control for the tests of both files."""
+    VaswaniForConditionalGeneration.from_pretrained(saved_model_dir)
+    AutoModelForSeq2SeqLM.from_pretrained(saved_model_dir, trust_remote_code=True)
+    load_tokenizer(saved_model_dir)
+    average_checkpoints([saved_model_dir, shutil.copytree(saved_model_dir, tmp_path / "copy")], tmp_path / "averaged")
+    model, tokenizer = load_translator(str(saved_model_dir), device="cpu")
+    assert model.generate(**tokenizer(["A dog."], return_tensors="pt"), num_beams=1, max_new_tokens=2).shape[0] == 1
+    check_shipped_code(saved_model_dir)  # every .py is the package's byte for byte; config.json names only them
+    assert no_unpickling == []
+    names = {p.relative_to(saved_model_dir).as_posix() for p in saved_model_dir.rglob("*") if p.is_file()}
+    assert W in names and all(name.endswith((".json", ".py", ".safetensors")) for name in names), names
+    code, todo = set(), ["modeling_vaswani.py", "configuration_vaswani.py"]  # and all they import, transitively
+    while todo:
+        if (name := todo.pop()) not in code:
+            code.add(name)
+            todo += [f"{node.module}.py" for node in ast.walk(ast.parse((model_code_dir / name).read_text()))
+                     if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module]
+    assert {name for name in names if name.endswith(".py")} == code | {"custom_generate/generate.py"}
+
+
+def test_a_folder_with_only_pickled_weights_is_refused_unopened(folder, tmp_path, no_unpickling):
+    (folder / W).unlink()
+    (folder / "pytorch_model.bin").write_bytes(hostile_pickle(tmp_path / "payload-ran"))
+    for door in ("from_pretrained", "load_translator"):
+        with pytest.raises(ValueError) as error:
+            DOORS[door](folder)
+        assert_names(error, "only pickled weights", folder)
+    with pytest.raises(ValueError, match="use_safetensors=False"):
+        VaswaniForConditionalGeneration.from_pretrained(folder, use_safetensors=False)
+    assert no_unpickling == [] and not (tmp_path / "payload-ran").exists()
+
+
+@pytest.mark.parametrize("door", [*DOORS, "translate.py", "evaluate_model.py"])
+@pytest.mark.parametrize("file", ["config.json", W, "tokenizer.json", "pickle"])
+def test_a_file_given_as_model_is_refused_unread(saved_model_dir, tmp_path, monkeypatch, capsys, no_unpickling,
+                                                 file, door):
+    path = saved_model_dir / file
+    if file == "pickle":
+        path = tmp_path / "weights.bin"
+        path.write_bytes(hostile_pickle(tmp_path / "payload-ran"))
+    if door.endswith(".py"):
+        args = ["A dog."] if door == "translate.py" else ["--source_file", path, "--reference_file", path,
+                                                           "--output_dir", tmp_path / "out"]
+        assert_error_line(*run_script(monkeypatch, capsys, door, "--model", path, *args), path, "is a file, not a model")
+    else:
+        with pytest.raises((OSError, ValueError) if door == "AutoModel" else NotADirectoryError) as error:
+            DOORS[door](str(path))
+        assert_names(error, path, *([] if door == "AutoModel" else ["is a file"]))
+    assert no_unpickling == [] and not (tmp_path / "payload-ran").exists()
+
+
+# --- code the folder points at or ships ------------------------------------------------------------
+
+def _auto_map(**entries):
+    return lambda f: edit_json(f / "config.json", auto_map={
+        **json.loads((f / "config.json").read_text())["auto_map"], **entries})
+
+
+def _foreign_pipeline(folder):
+    pipelines = json.loads((folder / "config.json").read_text())["custom_pipelines"]
+    pipelines["translation"]["impl"] = "other/repo--pipeline.Evil"
+    edit_json(folder / "config.json", custom_pipelines=pipelines)
+
+
+def _planted(path, text):
+    def plant(folder):
+        (folder / path).parent.mkdir(exist_ok=True)
+        (folder / path).write_text((folder / path).read_text() + text if text.startswith("\n") else text)
+    return plant
+
+
+CODE_TAMPERING = {
+    "auto_map-other-repository": (_auto_map(AutoModelForCausalLM="other/repo--modeling.Evil"),
+                                  ["auto_map", "another repository", "other/repo--modeling.Evil"]),
+    "auto_map-entry-replaced": (_auto_map(AutoModelForSeq2SeqLM="other/repo--modeling_vaswani.X"),
+                                ["another repository", "other/repo--modeling_vaswani.X"]),
+    "auto_map-unshipped-module": (_auto_map(AutoConfig="evil.EvilConfig"), ["evil.py"]),
+    "custom_pipelines-other-repository": (_foreign_pipeline, ["custom_pipelines['translation'].impl"]),
+    "tokenizer_config-auto_map": (lambda f: edit_json(f / "tokenizer_config.json", auto_map={
+        "AutoTokenizer": ["other/repo--tok.Evil", None]}), ["tokenizer_config.json", "auto_map"]),
+    "planted-module": (_planted("json.py", "raise SystemExit('planted')\n"), ["json.py"]),
+    "module-in-a-subfolder": (_planted("extra/helpers.py", "x = 1\n"), ["extra/helpers.py"]),
+    "changed-module": (_planted("modeling_vaswani.py", "\nimport os  # changed\n"), ["modeling_vaswani.py", "differs"]),
+    "changed-custom_generate": (_planted("custom_generate/generate.py", "def generate(model, *a, **k):\n    pass\n"),
+                                ["custom_generate/generate.py", "differs"]),
+}
+
+
+@pytest.mark.parametrize("tampering", list(CODE_TAMPERING))
+def test_code_the_folder_points_at_must_be_the_package_model_code(folder, tampering):
+    change, names = CODE_TAMPERING[tampering]
+    change(folder)
+    with pytest.raises(ValueError) as error:
+        check_shipped_code(folder)
+    assert_names(error, *names)
+    for name in ("README.md", "results.json"):  # validate_repository (push_to_hub.py --dry_run) refuses it too
+        (folder / name).write_text("{}")
+    with pytest.raises(ValueError, match="code|ships|differs"):
+        validate_repository(folder)
+
+
+def test_push_dry_run_refuses_a_model_whose_config_points_at_another_repository(tmp_path, monkeypatch, capsys):
+    """A foreign auto_map entry survives save_pretrained into the repository written; --dry_run used to pass it."""
+    model_dir = copy_folder(REPO / "hub_card", tmp_path, "model")
+    CODE_TAMPERING["auto_map-other-repository"][0](model_dir)
+    code, err = run_script(monkeypatch, capsys, "push_to_hub.py", "--model_dir", model_dir, "--repo_id", "user/name",
+                           "--dry_run", "--output_dir", tmp_path / "repo")
+    assert_error_line(code, err, "another repository", "other/repo--modeling.Evil")
+
+
+def test_our_loader_never_runs_code_shipped_in_a_folder(folder, tmp_path):
+    marker = tmp_path / "foreign-code-ran"
+    code = folder / "configuration_vaswani.py"
+    code.write_text(f"open({str(marker)!r}, 'w').close()\n" + code.read_text())
+    edit_json(folder / "config.json", model_type="not_vaswani")  # would run under trust_remote_code
+    with pytest.raises(ValueError, match="trust_remote_code"):
+        load_translator(str(folder), device="cpu")
+    assert not marker.exists()
+
+
+@pytest.mark.slow
+def test_hub_check_imports_no_module_planted_where_it_runs(tmp_path, monkeypatch, capsys, load_module):
+    """The clean-process check used to run in the system temporary folder, importing a json.py planted there."""
+    planted, marker = tmp_path / "shared-tmp", tmp_path / "planted-module-ran"
+    planted.mkdir()
+    for name in ("json", "transformers", "safetensors"):
+        (planted / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    monkeypatch.setenv("TMPDIR", str(planted))
+    monkeypatch.setattr(tempfile, "tempdir", str(planted))
+    monkeypatch.chdir(planted)  # the current folder of the caller is no safer
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    load_module(SCRIPTS / "push_to_hub.py").main(["--model_dir", str(REPO / "hub_card"), "--repo_id", "u/n", "--dry_run"])
+    assert "complete and valid" in capsys.readouterr().out
+    assert not marker.exists(), f"planted module ran: {marker.read_text()}"
