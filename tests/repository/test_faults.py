@@ -66,17 +66,13 @@ def run_dir(tmp_path_factory, trained_tokenizer, make_model, english):
     return run, before_state
 
 
-def test_trainer_writes_trainer_state_json_last(run_dir):
-    """is_complete_checkpoint rests on this order (transformers 5.24, Trainer._save_checkpoint)."""
-    run, before_state = run_dir
-    assert sorted(before_state) == ["checkpoint-1", "checkpoint-2"]
-    for name, listing in before_state.items():
-        assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "config.json"} <= set(listing)
-        assert sorted(os.listdir(run / name)) == sorted(listing + ["trainer_state.json"])
-        assert is_complete_checkpoint(run / name)
-
-
 def test_an_interrupted_checkpoint_is_skipped_or_refused(run_dir, tmp_path, monkeypatch, capsys):
+    """is_complete_checkpoint rests on the Trainer writing trainer_state.json last (transformers 5.24)."""
+    assert sorted(run_dir[1]) == ["checkpoint-1", "checkpoint-2"]
+    for name, listing in run_dir[1].items():
+        assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "config.json"} <= set(listing)
+        assert sorted(os.listdir(run_dir[0] / name)) == sorted(listing + ["trainer_state.json"])
+        assert is_complete_checkpoint(run_dir[0] / name)
     run = copy_folder(run_dir[0], tmp_path, "run")
     last = run / "checkpoint-2"  # killed while saving: weights cut, no trainer_state.json
     (last / "trainer_state.json").unlink()
