@@ -66,7 +66,7 @@ def _check_flowchart(lines):
     for line in lines[1:]:
         bare = _outside_quotes(line)
         assert bare.count("|") % 2 == 0, f"unbalanced |edge label|: {line}"
-        # A node's label must be quoted (id["…"], id(("…")), id[["…"]], id{"…"}): Mermaid breaks on bare brackets.
+        # A node's label is quoted (id["…"], id(("…")), id[["…"]], id{"…"}): Mermaid breaks on bare brackets.
         for shape in re.finditer(r"\b\w+(\(\(|\[\[|\[|\(|\{)", bare):
             assert bare[shape.end():shape.end() + 1] == '"', f"unquoted node label after {shape.group(0)!r}: {line}"
         assert line == "end" or not re.search(r"(^|[\s>|])end\b(?!\s*$)", bare), f"'end' used as a node id: {line}"
@@ -145,7 +145,8 @@ def _definitions(path: Path) -> set[str]:
     """Top-level functions, classes and constants, and Class.method, Class.attribute."""
     names = set()
     for node in ast.parse(_text(path)).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
         names.update(target.id for target in targets if isinstance(target, ast.Name))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)

@@ -173,7 +173,8 @@ def test_missing_results_names_collect_results_with_the_right_folders(tmp_path, 
     run = tmp_path / "run"
     model_dir, expected = {
         "averaged": (run / "averaged", f"next: python scripts/collect_results.py --run_dir {run}"),
-        "other-name": (run / "best", f"next: python scripts/collect_results.py --run_dir {run} --shipped {run / 'best'}"),
+        "other-name": (run / "best",
+                       f"next: python scripts/collect_results.py --run_dir {run} --shipped {run / 'best'}"),
         "run-itself": (run, f"next: python scripts/collect_results.py --run_dir {run}"),
         "run-without-averaged": (run, f"next: python scripts/average_checkpoints.py --run_dir {run}"),
         "elsewhere": (tmp_path / "converted",

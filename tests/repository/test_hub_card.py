@@ -42,7 +42,7 @@ def test_the_paper_s_architecture_and_decoding(hub_card, shipped):
     assert {"AutoConfig", "AutoModelForSeq2SeqLM"} <= set(config["auto_map"]) and "translation" in config[
         "custom_pipelines"]
     generation = json.loads((hub_card / "generation_config.json").read_text())
-    assert (generation["num_beams"], generation["length_penalty"], generation["max_output_length_offset"]) == (4, 0.6, 50)
+    assert [generation[k] for k in ("num_beams", "length_penalty", "max_output_length_offset")] == [4, 0.6, 50]
     assert generation["length_penalty_formula"] == "gnmt" and generation["beam_termination"] == "bound"
     assert "max_length" not in generation and "max_new_tokens" not in generation
 

@@ -88,7 +88,8 @@ def test_the_unsafe_use_search_finds_what_it_looks_for():
                "allow_pickle=True": "np.load(path, allow_pickle=True)", "eval/exec": "exec(source)"}
     for name, sample in samples.items():
         assert name in {rule for rule, _ in unsafe_uses(sample)}, name
-    assert {r for r, _ in unsafe_uses("from torch import load\nfrom dill import loads")} == {"torch.load", "pickle import"}
+    assert {r for r, _ in unsafe_uses("from torch import load\nfrom dill import loads")} == {"torch.load",
+                                                                                        "pickle import"}
     assert unsafe_uses('model.eval()\njson.load(f)\nnp.load(path)\nf(weights_only=True)\n'
                        'message = "never torch.load(path)"\n# import pickle\n') == []
 
@@ -202,7 +203,7 @@ def test_a_file_given_as_model_is_refused_unread(saved_model_dir, tmp_path, monk
     if door.endswith(".py"):
         args = ["A dog."] if door == "translate.py" else ["--source_file", path, "--reference_file", path,
                                                            "--output_dir", tmp_path / "out"]
-        assert_error_line(*run_script(monkeypatch, capsys, door, "--model", path, *args), path, "is a file, not a model")
+        assert_error_line(*run_script(monkeypatch, capsys, door, "--model", path, *args), path, "is a file, not a")
     else:
         with pytest.raises((OSError, ValueError) if door == "AutoModel" else NotADirectoryError) as error:
             DOORS[door](str(path))
@@ -290,6 +291,7 @@ def test_hub_check_imports_no_module_planted_where_it_runs(tmp_path, monkeypatch
     monkeypatch.setattr(tempfile, "tempdir", str(planted))
     monkeypatch.chdir(planted)  # the current folder of the caller is no safer
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    load_module(SCRIPTS / "push_to_hub.py").main(["--model_dir", str(REPO / "hub_card"), "--repo_id", "u/n", "--dry_run"])
+    load_module(SCRIPTS / "push_to_hub.py").main(["--model_dir", str(REPO / "hub_card"), "--repo_id", "u/n",
+                                                   "--dry_run"])
     assert "complete and valid" in capsys.readouterr().out
     assert not marker.exists(), f"planted module ran: {marker.read_text()}"
