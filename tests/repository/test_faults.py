@@ -1,7 +1,8 @@
 """Interrupted jobs and bad input text: no half-written checkpoint is averaged or resumed, resuming
-unpickles only through torch's weights_only loader, translate.py streams a file a batch at a time, never
-writes over its input and, stopped, keeps every finished line; results never go into a model folder; a
-tokenizer that panics on a line ends in one error. (An interrupted save_pretrained: test_model_folders.py.)"""
+unpickles only through torch's weights_only loader, translate.py streams a file a batch at a time and,
+stopped, keeps every finished line; results never go into a model folder; a tokenizer that panics on a
+line ends in one error. (An interrupted save_pretrained: test_model_folders.py; an output written over
+an input: tests/test_outputs.py.)"""
 
 import io
 import json
@@ -120,7 +121,7 @@ def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, trained_tok
     assert not marker.exists()
 
 
-# --- translate.py: streaming, its own input, stopped ---------------------------------------------
+# --- translate.py: streaming, stopped ----------------------------------------------------------
 
 # In a fresh process, translate the small file then the large one with translate.py's main(); the peak
 # resident memory after each.
@@ -151,24 +152,6 @@ def test_translating_a_file_streams_it_in_batches(saved_model_dir, english, tmp_
     for path, lines in zip(files, (1_000, 10_000)):
         outputs = Path(path + ".out").read_text(encoding="utf-8").split("\n")
         assert len(outputs) == 2 * lines + 1 and outputs[1] == outputs[-2] == ""  # blank lines stay empty
-
-
-def _link(path, make):
-    make(path, path.with_name("link-" + path.name))
-    return path.with_name("link-" + path.name)
-
-
-@pytest.mark.parametrize("spelling", [lambda p: p, lambda p: p.parent / "." / ".." / p.parent.name / p.name,
-                                      lambda p: _link(p, os.symlink), lambda p: _link(p, os.link)],
-                         ids=["same-path", "other-spelling", "symlink", "hardlink"])
-def test_output_that_is_the_input_file_is_refused(saved_model_dir, tmp_path, monkeypatch, capsys, spelling):
-    """`--file x --output x` used to empty x and exit 0."""
-    source = tmp_path / "news.en"
-    source.write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
-    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--file", source,
-                           "--output", spelling(source))
-    assert_error_line(code, err, "is the input file", alone=True)
-    assert source.read_text(encoding="utf-8") == "A dog runs.\nTwo men.\n"
 
 
 @pytest.mark.slow
@@ -219,17 +202,12 @@ def test_evaluation_writes_its_results_outside_the_model_folder(saved_model_dir,
                                                                          "custom-beam1.scores.json"]
 
 
-@pytest.mark.parametrize("script,where", [(s, w) for s in ("evaluate_model.py", "collect_results.py")
-                                          for w in ("the-model-folder", "inside-it", "another-model-folder")])
-def test_results_are_never_written_into_a_model_folder(saved_model_dir, tmp_path, monkeypatch, capsys, script, where):
-    model = copy_folder(saved_model_dir, tmp_path, "run")
-    other = copy_folder(saved_model_dir, model if script == "collect_results.py" else tmp_path, "averaged")
-    output = {"the-model-folder": model, "inside-it": model / "evaluations", "another-model-folder": other}[where]
-    flag = "--model" if script == "evaluate_model.py" else "--run_dir"
-    code, err = run_script(monkeypatch, capsys, script, flag, model, "--output_dir", output)
-    evaluating = script == "evaluate_model.py"
-    assert_error_line(code, err, "model folder", *([output] if evaluating else []), alone=evaluating)
-    assert sorted(os.listdir(model)) == sorted(os.listdir(saved_model_dir) + ([] if evaluating else ["averaged"]))
+def test_evaluation_refuses_to_write_into_another_model_folder(saved_model_dir, tmp_path, monkeypatch, capsys):
+    """(Into the model it reads, or the shipped one, as every output: tests/test_outputs.py.)"""
+    other = copy_folder(saved_model_dir, tmp_path, "other-model")
+    code, err = run_script(monkeypatch, capsys, "evaluate_model.py", "--model", saved_model_dir, "--output_dir", other)
+    assert_error_line(code, err, other, "model folder", alone=True)
+    assert sorted(os.listdir(other)) == sorted(os.listdir(saved_model_dir))
 
 
 # --- a tokenizer that panics (pyo3's PanicException, a BaseException) on a line --------------------
