@@ -210,18 +210,20 @@ def test_the_bounds_can_be_lifted_on_purpose_and_only_so(folder, monkeypatch, ca
     VaswaniConfig.from_preset("big", vocab_size=250_000, max_position_embeddings=65_536)
 
 
-# --- generation_config.json mistyped (not JSON at all: tests/model/test_untrusted_json.py) -------
+# --- generation_config.json mistyped (more kinds of bad JSON: tests/model/test_untrusted_json.py) --
 
 BAD_GENERATION = {"max_output_length_offset": ["50", -5, 1.5], "num_beams": ["4", 0, 2.5], "length_penalty": ["x"],
-                  "max_new_tokens": ["5"], "early_stopping": ["yes"], "eos_token_id": ["2"], "do_sample": ["false"]}
+                  "max_new_tokens": ["5"], "early_stopping": ["yes"], "eos_token_id": ["2"], "do_sample": ["false"],
+                  "JSON": ["{bad"]}  # not JSON at all
 
 
 @pytest.mark.parametrize("field,value", [(f, v) for f, values in BAD_GENERATION.items() for v in values])
 def test_generation_config_json_mistyped(folder, field, value):
-    edit_json(folder / "generation_config.json", **{field: value})
+    path = folder / "generation_config.json"
+    path.write_text(value) if field == "JSON" else edit_json(path, **{field: value})
     with pytest.raises(ValueError) as error:
         VaswaniForConditionalGeneration.from_pretrained(folder)
-    assert_names(error, folder / "generation_config.json", field)
+    assert_names(error, path, field)
     # given in code, the generation config skips the file
     model = VaswaniForConditionalGeneration.from_pretrained(folder, generation_config=GenerationConfig(num_beams=2))
     assert model.generation_config.num_beams == 2
