@@ -20,9 +20,6 @@ from modeling_vaswani.evaluation import translation
 from modeling_vaswani.evaluation.translation import load_translator, translate
 
 REPO = SCRIPTS.parent
-# The scripts a newcomer meets (train.py parses with transformers' HfArgumentParser and is not here).
-QUICK_SCRIPTS = ["translate.py", "evaluate_model.py", "collect_results.py", "push_to_hub.py",
-                 "average_checkpoints.py", "plot_training_curve.py", "convert_marian.py", "export_marian.py"]
 # Run as `python scripts/<name>` (scripts/ first on sys.path), the heavy libraries made unimportable;
 # blocking transformers keeps out the package's __init__ too, which imports it.
 _WITHOUT_HEAVY = """
@@ -41,14 +38,8 @@ def run_light(script, *args, cwd=REPO):
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("script", QUICK_SCRIPTS)
-def test_help_imports_no_heavy_library(script):
-    result = run_light(script, "--help")
-    assert result.returncode == 0 and result.stdout.startswith("usage:") and not result.stderr, result.stderr
-    if script == "push_to_hub.py":
-        assert "hf auth login" in result.stdout and "huggingface-cli" not in result.stdout
-
-
+# The scripts a newcomer meets (train.py parses with transformers' HfArgumentParser and is not here), and a
+# wrong flag for each.
 @pytest.mark.parametrize("script,args,flag", [
     ("translate.py", ["--batch_size", "0"], "--batch_size"), ("evaluate_model.py", ["--threads", "0"], "--threads"),
     ("collect_results.py", ["--run_dir", "r", "--splits", "dev"], "--splits"),
@@ -57,7 +48,11 @@ def test_help_imports_no_heavy_library(script):
     ("plot_training_curve.py", ["--run_dir", "r"], "--output"), ("convert_marian.py", ["--model", "m"], "--output_dir"),
     ("export_marian.py", ["--model", "m", "--output_dir", "o", "--nope"], "--nope"),
 ])
-def test_a_wrong_flag_is_answered_before_any_heavy_import(script, args, flag):
+def test_help_and_a_wrong_flag_answer_before_any_heavy_import(script, args, flag):
+    result = run_light(script, "--help")
+    assert result.returncode == 0 and result.stdout.startswith("usage:") and not result.stderr, result.stderr
+    if script == "push_to_hub.py":
+        assert "hf auth login" in result.stdout and "huggingface-cli" not in result.stdout
     result = run_light(script, *args)
     assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
     assert flag in result.stderr
@@ -118,13 +113,6 @@ def test_load_translator_refuses_a_missing_local_path_without_asking_the_hub(tmp
     assert ("shipped_model_path()" in str(error.value)) == (name == "hub_card")
 
 
-def test_namespace_slash_name_is_local_when_the_namespace_folder_is_here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert missing_model_folder("outputs/run") is None  # may be a Hub id
-    (tmp_path / "outputs").mkdir()
-    assert "no such model folder" in missing_model_folder("outputs/run")  # a typo after the first training run
-
-
 @pytest.mark.parametrize("name,hub", [("user/name", True), ("Org-1/model.v2_x", True), ("./x", False),
                                       ("../x", False), ("/x/y", False), ("x", False), ("a/b/c", False),
                                       ("a..b/c", False), ("a--b/c", False), ("a b/c", False), ("~/x", False)])
@@ -132,15 +120,18 @@ def test_one_hub_id_rule(name, hub):
     assert looks_like_hub_id(name) is hub
 
 
-def test_a_hub_id_that_does_not_load_says_it_is_no_local_folder_either(tmp_path, monkeypatch):
+def test_namespace_slash_name_is_a_hub_id_unless_the_namespace_folder_is_here(tmp_path, monkeypatch):
     def offline(*args, **kwargs):
         raise OSError("We couldn't connect to 'https://huggingface.co' to load the files.")
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(translation.AutoModelForSeq2SeqLM, "from_pretrained", offline)
-    with pytest.raises(FileNotFoundError) as error:
+    assert missing_model_folder("outputs/run") is None
+    with pytest.raises(FileNotFoundError) as error:  # a Hub id that does not load says it is no local folder either
         load_translator("outputs/run", device="cpu")
     assert_names(error, "'outputs/run'", "We couldn't connect")
+    (tmp_path / "outputs").mkdir()
+    assert "no such model folder" in missing_model_folder("outputs/run")  # a typo after the first training run
 
 
 @pytest.mark.parametrize("flags,threads,chosen_by", [([], 1, "the model has under 20M parameters"),
