@@ -156,7 +156,7 @@ def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
 def serve(folder: Path) -> None:
     """Fork one child per JSON line on stdin; answer each with its exit code once the child has finished."""
     # Every child starts from what the benchmark process itself imports, as the recorded runs did.
-    from . import decoding, profiling, report, training  # noqa: F401
+    from . import decoding, profiling, report, speedups, training  # noqa: F401
 
     for line in sys.stdin:
         job = json.loads(line)

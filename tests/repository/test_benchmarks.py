@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks import harness, memory, report, run, targets, training, training_ab, translation
+from benchmarks import harness, memory, report, run, targets, training, translation
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model import encoder as encoder_module
 from modeling_vaswani.model import stacks as decoder_masks_module  # the decoder's masks are built there
@@ -175,8 +175,8 @@ def test_recorded_runs_render_to_their_tables(folder):
     """Each recorded partial run (some figures, some presets) gives back its targets and tables.md."""
     recorded_dir = ROOT / "benchmarks" / "recorded" / folder
     recorded = json.loads((recorded_dir / "results.json").read_text())
-    if recorded["command"].startswith("python -m benchmarks.training_ab"):  # the step before and after
-        assert training_ab.tables(recorded) == (recorded_dir / "tables.md").read_text()
+    if "baseline" in recorded:  # the step before and after
+        assert report.step_tables(recorded) == (recorded_dir / "tables.md").read_text()
         return
     assert targets.check_targets(recorded) == recorded["targets"]
     assert report.markdown_tables(recorded) == (recorded_dir / "tables.md").read_text()
@@ -184,9 +184,9 @@ def test_recorded_runs_render_to_their_tables(folder):
 
 @pytest.mark.slow
 def test_training_before_and_after_runs_both_steps_alternately(tmp_path):
-    """benchmarks/training_ab.py --quick, this checkout as both trees: both steps run and are recorded."""
+    """benchmarks/training.py --quick, this checkout as both trees: both steps run and are recorded."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "benchmarks.training_ab", "--quick", "--baseline-tree", str(ROOT),
+    done = subprocess.run([sys.executable, "-m", "benchmarks.training", "--quick", "--baseline-tree", str(ROOT),
                            "--precisions", "fp32", "--threads", "1", "--output-dir", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -194,14 +194,7 @@ def test_training_before_and_after_runs_both_steps_alternately(tmp_path):
     entry = results["steps"]["tiny/fp32"]
     assert entry["before"]["fused_adam"] and entry["after"]["fused_adam"]  # the same package on both sides
     assert len(entry["before"]["seconds_per_step"]) == len(entry["after"]["seconds_per_step"]) == 1
-    assert training_ab.tables(results) == (tmp_path / "tables.md").read_text()
-
-
-def test_step_flops_count_the_static_batch():
-    flops = training_ab.step_flops("tiny", batch=4, length=5, vocab=60)
-    config = VaswaniConfig(**training_ab.SHAPES["tiny"], num_decoder_layers=2, vocab_size=60)
-    batch = {"input_ids": torch.zeros(4, 5), "labels": torch.zeros(4, 5)}
-    assert flops == training.training_flops(config, batch) > 0
+    assert report.step_tables(results) == (tmp_path / "tables.md").read_text()
 
 
 @pytest.mark.parametrize("support", ["amx", "none"])
