@@ -130,7 +130,7 @@ def main(argv=None):
     write_report(Path(args.output), all_rows, settings=asdict(settings), budget=settings.budget(),
                  command=command, machine=machine, hardware=hardware,
                  results=list(table_runs.read_results(Path(args.output)).values()),
-                 failures=table_runs.read_failures(Path(args.output)))
+                 failures=table_runs.read_results(Path(args.output), failed=True))
     print(f"{len(outcome['done'])} rows trained, {len(outcome['skipped'])} already done, "
           f"{len(outcome['failed'])} failed; the table: {Path(args.output) / 'README.md'}")
     if outcome["failed"]:
