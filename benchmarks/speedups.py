@@ -20,37 +20,27 @@ from .harness import (OURS, TrainingStep, alternate, build_model, collate, corpu
 
 def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
     """Figure 4: token-budget batches against fixed-size random batches, through the real collator and model."""
-    tok = corpus.tokenizer
     preset = settings.presets[0]
     model = build_model(OURS, corpus_config(corpus, preset), device)
     rows = [{"input_ids": s, "attention_mask": [1] * len(s), "labels": t}
             for s, t in zip(corpus.train_src, corpus.train_tgt)]
-    collator = DataCollatorForSeq2Seq(tok, model=model)
-    src_len = [len(s) for s in corpus.train_src]
-    tgt_len = [len(t) for t in corpus.train_tgt]
+    src_len, tgt_len = [len(s) for s in corpus.train_src], [len(t) for t in corpus.train_tgt]
     budget_sampler = TokenBudgetBatchSampler(src_len, tgt_len, settings.max_tokens, shuffle=True, seed=0)
-    # The Trainer's default: a RandomSampler and a fixed batch size. Equal sentences per batch on
-    # average means equal real tokens per batch on average.
+    # The Trainer's default: a RandomSampler and a fixed batch size, as many sentences per batch on average.
     batch_size = max(1, round(len(rows) / len(budget_sampler)))
     generator = torch.Generator().manual_seed(0)
-    fixed_sampler = list(BatchSampler(RandomSampler(range(len(rows)), generator=generator), batch_size, False))
-    loaders = {
-        "token_budget": DataLoader(rows, batch_sampler=budget_sampler, collate_fn=collator),
-        "fixed_size_random": DataLoader(rows, batch_sampler=fixed_sampler, collate_fn=collator),
-    }
-    epoch_batches = {"token_budget": list(budget_sampler), "fixed_size_random": fixed_sampler}
+    epoch_batches = {"token_budget": list(budget_sampler), "fixed_size_random": list(
+        BatchSampler(RandomSampler(range(len(rows)), generator=generator), batch_size, False))}
+    collator = DataCollatorForSeq2Seq(corpus.tokenizer, model=model)
+    iterators = {name: iter(DataLoader(rows, batch_sampler=sampler, collate_fn=collator))
+                 for name, sampler in (("token_budget", budget_sampler),
+                                       ("fixed_size_random", epoch_batches["fixed_size_random"]))}
     trainer = TrainingStep(OURS, model, dtype, device)
     trainer.step(collate(corpus, epoch_batches["token_budget"][0], device))  # warm-up
-
-    iterators = {k: iter(v) for k, v in loaders.items()}
-    spent = {k: 0.0 for k in loaders}
-    done_batches = {k: 0 for k in loaders}
-    done_tokens = {k: 0 for k in loaders}
-    cap = settings.epoch_seconds
-    active = set(loaders)
+    spent, done_batches, done_tokens = ({name: 0 for name in iterators} for _ in range(3))
+    cap, active = settings.epoch_seconds, set(iterators)
     while active:
-        # Interleave: the scheme with less time so far goes next, so drift hits both alike.
-        name = min(active, key=lambda k: spent[k])
+        name = min(active, key=lambda k: spent[k])  # the scheme with less time so far: drift hits both alike
         synchronize(device)
         start = time.perf_counter()
         batch = next(iterators[name], None)
@@ -65,25 +55,17 @@ def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
         done_tokens[name] += real_tokens(batch)
         if cap is not None and spent[name] >= cap:
             active.discard(name)
-
     results = {"preset": preset, "max_tokens": settings.max_tokens, "fixed_batch_size": batch_size,
                "time_cap_seconds_per_scheme": cap}
-    for name in loaders:
-        batches = epoch_batches[name]
+    for name, batches in epoch_batches.items():
         epoch_tokens = sum(src_len[i] + tgt_len[i] for b in batches for i in b)
-        rate = done_tokens[name] / spent[name]
-        whole = done_batches[name] == len(batches)
+        rate, whole = done_tokens[name] / spent[name], done_batches[name] == len(batches)
         results[name] = {
-            "batches_per_epoch": len(batches),
-            "batches_measured": done_batches[name],
-            "whole_epoch_measured": whole,
+            "batches_per_epoch": len(batches), "batches_measured": done_batches[name], "whole_epoch_measured": whole,
             "mean_real_tokens_per_batch": epoch_tokens / len(batches),
-            "padding_efficiency": padding_efficiency(batches, src_len, tgt_len),
-            "real_tokens_per_second": rate,
-            "measured_seconds": spent[name],
-            "epoch_seconds": spent[name] if whole else epoch_tokens / rate,
-            "epoch_seconds_is_extrapolated": not whole,
-        }
+            "padding_efficiency": padding_efficiency(batches, src_len, tgt_len), "real_tokens_per_second": rate,
+            "measured_seconds": spent[name], "epoch_seconds": spent[name] if whole else epoch_tokens / rate,
+            "epoch_seconds_is_extrapolated": not whole}
     results["ratio_token_budget_over_fixed"] = (results["token_budget"]["real_tokens_per_second"]
                                                 / results["fixed_size_random"]["real_tokens_per_second"])
     log(f"[4] token budget {results['token_budget']['real_tokens_per_second']:.0f} real tok/s "
@@ -114,13 +96,8 @@ def compiled_training_step(settings, corpus, batches, device, dtype, log) -> dic
 
 
 def fused_qkv_projection(settings, corpus, device, log) -> dict:
-    """Appendix: three separate Q/K/V projections (the model as written) against one matmul on concatenated weights.
-
-    The saved parameters stay three Linears, so a fused path would have to concatenate the weights
-    on every call; this measures whether one bigger matmul wins that back. Rows: one token-budget
-    batch side (training, forward + backward) and one beam-search step of a beam-search batch
-    (generation, forward only).
-    """
+    """Appendix: three Q/K/V Linears (the model as saved) against one matmul on weights concatenated at every call,
+    for one token-budget batch side (forward + backward) and one step of a beam-search batch (forward)."""
     results = {}
     for preset in settings.presets:
         d = corpus_config(corpus, preset).d_model
