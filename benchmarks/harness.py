@@ -133,7 +133,7 @@ def autocast(device: torch.device, dtype: torch.dtype | None):  # mixed precisio
 
 
 class TrainingStep:
-    """One training step: zero_grad, forward, loss (`loss(model, batch)`, else `training_loss`), backward, Adam (§5.3)."""
+    """One step: zero_grad, forward, loss (`loss(model, batch)`, else `training_loss`), backward, Adam (§5.3)."""
 
     def __init__(self, name: str, model, autocast_dtype: torch.dtype | None, device: torch.device, step_model=None,
                  loss=None):

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from .harness import (MARIAN, OURS, TrainingStep, alternate, build_model, build_pair, corpus_config, machine_record,
-                      parameter_counts, ratio, real_tokens, summary, timed)
+from .harness import (MARIAN, OURS, TrainingStep, alternate, build_pair, corpus_config, machine_record, parameter_counts,
+                      ratio, real_tokens, summary, timed)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES = {  # the before/after shapes; V = 8,000 for all, as the shipped model's vocabulary
@@ -81,7 +81,8 @@ def training_step_speed(settings, corpus, batches, warm, device, dtype, log) -> 
             f"Marian {counts[preset][MARIAN]['trainable']:,}")
         trainers = {name: TrainingStep(name, m, dtype, device) for name, m in models.items()}
         seconds = alternate({n: (lambda t=t: [t.step(b) for b in batches]) for n, t in trainers.items()},
-                            settings.train_reps, device, warmup={n: (lambda t=t: t.step(warm)) for n, t in trainers.items()})
+                            settings.train_reps, device,
+                            warmup={n: (lambda t=t: t.step(warm)) for n, t in trainers.items()})
         flops = sum(training_flops(config, b) for b in batches)
         entry = {name: summary(seconds[name], tokens, "tokens_per_second") for name in trainers}
         for e in entry.values():
@@ -197,7 +198,8 @@ def compare(trees: dict, shape: str, precision: str, args, log) -> dict:
                     tokens / min(values), "fused_adam": workers[name].facts["fused_adam"]}
              for name, values in seconds.items()}
     entry["after_over_before"] = entry["after"]["tokens_per_second"] / entry["before"]["tokens_per_second"]
-    entry["after_over_before_best"] = entry["after"]["best_tokens_per_second"] / entry["before"]["best_tokens_per_second"]
+    entry["after_over_before_best"] = (entry["after"]["best_tokens_per_second"]
+                                       / entry["before"]["best_tokens_per_second"])
     log(f"{shape} {precision}: before {entry['before']['tokens_per_second']:.0f} tok/s, after "
         f"{entry['after']['tokens_per_second']:.0f} tok/s, ×{entry['after_over_before']:.2f} "
         f"(best passes ×{entry['after_over_before_best']:.2f})")

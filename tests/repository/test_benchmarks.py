@@ -77,7 +77,8 @@ def test_quick_run_writes_every_figure(tmp_path):
     assert "Figure 1" in tables and "Figure 6" in tables and "Figure 8 —" in tables
     assert (tmp_path / "figures.png").read_bytes()[:4] == b"\x89PNG"
     profiles = results["profiles"]
-    assert all((tmp_path / profiles["files"][f"{OURS}_{what}"]).stat().st_size for what in ("train_step", "beam_search"))
+    for what in ("train_step", "beam_search"):
+        assert (tmp_path / profiles["files"][f"{OURS}_{what}"]).stat().st_size > 0
     for key in ("training_breakdown", "generation_breakdown"):
         assert sum(profiles[key][MARIAN].values()) == pytest.approx(1.0)
     assert "Adam step" in profiles["training_breakdown"][OURS]
@@ -161,7 +162,8 @@ def test_bf16_targets_apply_only_on_a_cpu_with_amx(support):
     """With AMX the bf16 base step must double the fp32 step and the small one not lose; elsewhere both are n/a."""
     bf16 = {preset: {"ratio_ours_over_marian": 1.2, OURS: {"bf16_over_fp32": r}} for preset, r in (("small", 0.9),
                                                                                                     ("base", 2.5))}
-    rows = targets.check_targets({"machine": {"cpu_bf16": support}, report.RESULT_KEYS["training_step_speed_bf16"]: bf16})
+    rows = targets.check_targets({"machine": {"cpu_bf16": support},
+                                  report.RESULT_KEYS["training_step_speed_bf16"]: bf16})
     where = "AMX" if support == "amx" else "on a CPU with AMX"
     met = {"small": False, "base": True} if support == "amx" else {"small": None, "base": None}
     assert {row["target"]: row["met"] for row in rows if "the fp32 step" in row["target"]} == {
@@ -173,7 +175,8 @@ def test_memory_inputs_round_trip_without_pickle(tmp_path):
     batches = [{"input_ids": torch.arange(6).view(2, 3), "attention_mask": torch.ones(2, 3, dtype=torch.long)}]
     memory.write_inputs(tmp_path, {"configs": {"train": {"d_model": 8}}}, train=batches, translate=batches * 2)
     settings, read = memory.read_inputs(tmp_path)
-    assert settings == {"configs": {"train": {"d_model": 8}}} and len(read["train"]) == 1 and len(read["translate"]) == 2
+    assert settings == {"configs": {"train": {"d_model": 8}}}
+    assert len(read["train"]) == 1 and len(read["translate"]) == 2
     assert torch.equal(read["translate"][1]["input_ids"], batches[0]["input_ids"])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["inputs.json", "inputs.safetensors"]
 
