@@ -1,8 +1,5 @@
-"""Measurements of decoding: §6.1 beam search, and cached `generate` against the recomputing greedy decoder.
-
-Random weights never stop at the same place, so both systems are forced to the same output
-length (min_new_tokens = max_new_tokens): equal work.
-"""
+"""Decoding: §6.1 beam search (figure 2), and cached `generate` against the recomputing greedy decoder (3).
+Random weights stop anywhere, so every search is forced to the same output length: equal work."""
 
 from __future__ import annotations
 
@@ -19,33 +16,37 @@ from .harness import (MARIAN, OURS, alternate, autocast, build_pair, corpus_conf
 DECODERS = ("ours_cached_generate", "ours_recomputing_greedy_decode", "marian_cached_generate")
 
 
+def forced_search_speed(jobs: dict, batches: list, generation_config, length: int, reps: int, device, dtype=None):
+    """{name: sentences/s and tokens/s} of each (model, generate kwargs) in `jobs` on `batches`, alternating."""
+    def translate(model, kwargs, which):
+        def run():
+            with autocast(device, dtype):
+                for input_ids, mask in which:
+                    out = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=generation_config,
+                                         **kwargs)
+                    assert out.shape[1] == length + 1, out.shape  # start token + forced length
+        return run
+
+    seconds = alternate({n: translate(*job, batches) for n, job in jobs.items()}, reps, device,
+                        warmup={n: translate(*job, batches[:1]) for n, job in jobs.items()})
+    sentences = sum(len(ids) for ids, _ in batches)
+    entry = {n: summary(seconds[n], sentences, "sentences_per_second") for n in jobs}
+    for e in entry.values():
+        e["tokens_per_second"] = sentences * length / e["median_seconds"]
+    return entry
+
+
 def beam_search_speed(settings, corpus, device, dtype, log) -> dict:
     """Figure 2: §6.1 beam search over the first test sentences, sentences/s and tokens/s, per preset."""
-    sources = settings.beam_sentences
-    length = forced_length(settings, corpus, sources)  # realistic work, equal for both
-    batches = source_batches(corpus, sources, settings.beam_batch_size, device)
-    sentences = sum(len(ids) for ids, _ in batches)
+    length = forced_length(settings, corpus, settings.beam_sentences)  # realistic work, equal for both
+    batches = source_batches(corpus, settings.beam_sentences, settings.beam_batch_size, device)
     generation_config = forced_generation_config(corpus.tokenizer, length, num_beams=NUM_BEAMS)
-    results = {"forced_output_length": length, "sentences": sentences, "batch_size": settings.beam_batch_size}
+    results = {"forced_output_length": length, "sentences": sum(len(ids) for ids, _ in batches),
+               "batch_size": settings.beam_batch_size}
     for preset in settings.presets:
         models = build_pair(corpus_config(corpus, preset), device)
-        for m in models.values():
-            m.eval()
-
-        def translate(model, which=batches):
-            def run():
-                with autocast(device, dtype):
-                    for input_ids, mask in which:
-                        out = model.generate(input_ids=input_ids, attention_mask=mask,
-                                             generation_config=generation_config)
-                        assert out.shape[1] == length + 1, out.shape  # start token + forced length
-            return run
-
-        seconds = alternate({n: translate(m) for n, m in models.items()}, settings.beam_reps, device,
-                            warmup={n: translate(m, batches[:1]) for n, m in models.items()})
-        entry = {n: summary(seconds[n], sentences, "sentences_per_second") for n in models}
-        for n in models:
-            entry[n]["tokens_per_second"] = sentences * length / entry[n]["median_seconds"]
+        entry = forced_search_speed({n: (m.eval(), {}) for n, m in models.items()}, batches, generation_config,
+                                    length, settings.beam_reps, device, dtype)
         entry["ratio_ours_over_marian"] = ratio(entry, "sentences_per_second")
         results[preset] = entry
         log(f"[2] {preset}: ours {entry[OURS]['sentences_per_second']:.2f} sent/s, Marian "

@@ -1,10 +1,5 @@
-"""What every measurement shares: the two systems, the sizes, the corpus, and timing in alternation.
-
-The two systems are `modeling_vaswani` ("ours") and `MarianMTModel` configured to the same
-computation (same widths, depth, vocabulary, ReLU feed-forward, post-LN, scaled and tied
-embeddings, dropout, SDPA attention). They are always timed alternately, A B A B ..., so a slow
-drift of the machine's speed hits both alike.
-"""
+"""What every measurement shares: the two systems (ours and MarianMTModel doing the same computation),
+the sizes, the corpus, and timing in alternation, A B A B ..., so a drift of the machine hits both alike."""
 
 from __future__ import annotations
 
@@ -19,6 +14,7 @@ from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.marian_config import config_to_marian
+from modeling_vaswani.machine import describe_machine
 from modeling_vaswani.model.generation import LENGTH_PENALTY
 from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
 from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
@@ -33,7 +29,6 @@ OURS, MARIAN = "modeling_vaswani", "marian"
 @dataclasses.dataclass
 class Settings:
     """Sizes of every measurement; `FULL` is the recorded run, `QUICK` only proves that the code runs."""
-
     presets: tuple = ("small", "base")
     vocab_size: int = 8000  # tokenization.py's default for Multi30k
     train_sentences: int | None = None  # None = all 29,000 pairs
@@ -80,9 +75,6 @@ QUICK = Settings(
     translate_sentences=8, translate_batch_size=4, translate_reps=1, translate_threads=(1,),
     search_preset="tiny", search_sentences=8, compile_batches=1,
 )
-
-
-# --- the two systems -----------------------------------------------------------------------------
 
 
 def vaswani_config(preset: str, tokenizer_ids: dict, vocab_size: int) -> VaswaniConfig:
@@ -136,17 +128,18 @@ def training_loss(name: str, model, batch: dict) -> torch.Tensor:
     return label_smoothed_cross_entropy(logits, batch["labels"], LABEL_SMOOTHING)  # ε_ls of every preset
 
 
-def autocast(device: torch.device, dtype: torch.dtype | None):
-    """bf16/fp16 mixed precision when `dtype` is given, else plain float32."""
+def autocast(device: torch.device, dtype: torch.dtype | None):  # mixed precision when `dtype` is given
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 class TrainingStep:
-    """One system's training step: zero_grad, forward, loss, backward, Adam (§5.3)."""
+    """One step: zero_grad, forward, loss (`loss(model, batch)`, else `training_loss`), backward, Adam (§5.3)."""
 
-    def __init__(self, name: str, model, autocast_dtype: torch.dtype | None, device: torch.device, step_model=None):
-        self.name, self.model = name, model
+    def __init__(self, name: str, model, autocast_dtype: torch.dtype | None, device: torch.device, step_model=None,
+                 loss=None):
+        self.model = model
         self.step_model = step_model if step_model is not None else model  # e.g. a torch.compile'd wrapper
+        self.loss = loss or (lambda m, batch: training_loss(name, m, batch))
         self.optimizer = create_adam([p for p in model.parameters() if p.requires_grad], lr=1e-4)
         self.device, self.autocast_dtype = device, autocast_dtype
 
@@ -154,7 +147,7 @@ class TrainingStep:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         with autocast(self.device, self.autocast_dtype):
-            loss = training_loss(self.name, self.step_model, batch)
+            loss = self.loss(self.step_model, batch)
         loss.backward()
         self.optimizer.step()
         return loss.detach()
@@ -167,7 +160,10 @@ def forced_generation_config(tokenizer, length: int, num_beams: int) -> Generati
                             max_new_tokens=length, **beam, **tokenizer_ids(tokenizer))
 
 
-# --- timing --------------------------------------------------------------------------------------
+def machine_record(device: torch.device | None = None) -> dict:
+    """describe_machine() under the keys results.json has always had, and the device the numbers come from."""
+    machine = describe_machine()
+    return {"cpu_model_name": machine.pop("cpu"), **machine, **({"device": device.type} if device else {})}
 
 
 def synchronize(device: torch.device) -> None:
@@ -184,11 +180,7 @@ def timed(fn: Callable[[], object], device: torch.device) -> float:
 
 
 def alternate(jobs: dict, reps: int, device: torch.device, warmup: dict | None = None) -> dict:
-    """Time each job `reps` times in the order A B A B ...; returns {name: [seconds, ...]}.
-
-    `warmup` (same keys) runs once per job first, so one-off costs (allocations, Adam state) stay
-    out of the numbers.
-    """
+    """{name: [seconds, ...]}: each job `reps` times, A B A B ..., after `warmup`'s jobs once each (one-off costs)."""
     for name, fn in (warmup or {}).items():
         fn()
     seconds = {name: [] for name in jobs}
@@ -203,12 +195,8 @@ def summary(seconds: list, work: float, unit: str) -> dict:
     return {"seconds": seconds, "median_seconds": median, unit: work / median}
 
 
-def ratio(result: dict, unit: str) -> float:
-    """ours / theirs for a higher-is-better rate."""
+def ratio(result: dict, unit: str) -> float:  # ours / theirs for a higher-is-better rate
     return result[OURS][unit] / result[MARIAN][unit]
-
-
-# --- data: Multi30k, shared BPE (§5.1), token-budget batches ---------------------------------------
 
 
 @dataclasses.dataclass
@@ -271,10 +259,7 @@ def real_tokens(batch: dict) -> int:
 
 
 def training_batches(settings: Settings, corpus: Corpus, device: torch.device) -> tuple[list, dict]:
-    """The timed training batches and one more for warming up, all §5.1 token-budget batches.
-
-    The first batches of the shuffled epoch are a random sample of its batches.
-    """
+    """The timed §5.1 token-budget batches (the first of a shuffled epoch: a random sample) and one for warm-up."""
     epoch = token_budget_batches([len(x) for x in corpus.train_src], [len(x) for x in corpus.train_tgt],
                                  settings.max_tokens, seed=0, shuffle=True)
     batches = [collate(corpus, indices, device) for indices in epoch[: settings.train_batches]]

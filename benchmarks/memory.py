@@ -1,12 +1,7 @@
-"""Figure 6: peak resident memory of training and of translating, each measured in its own child process.
-
-Every measurement (train / translate × two systems) runs in a child forked from a fresh server
-process that has only imported the benchmark's code and libraries, so each child starts from the
-same import-only state and none sees memory left over from another one or from the parent's
-earlier measurements. The workload reaches the children as safetensors (the batches) and JSON
-(the configs); the server takes one JSON line per measurement on stdin and answers with one.
-The server is this module: `python -m benchmarks.memory INPUTS_DIR`.
-"""
+"""Figure 6: peak resident memory of training and of translating. Each measurement runs in a child forked
+from a fresh server (`python -m benchmarks.memory INPUTS_DIR`) that has only imported the benchmark's code,
+so every child starts from the same state and no import peak or earlier work counts; the workload comes as
+safetensors and JSON, the requests as JSON lines on stdin."""
 
 from __future__ import annotations
 
@@ -156,7 +151,7 @@ def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
 def serve(folder: Path) -> None:
     """Fork one child per JSON line on stdin; answer each with its exit code once the child has finished."""
     # Every child starts from what the benchmark process itself imports, as the recorded runs did.
-    from . import decoding, profiling, report, training  # noqa: F401
+    from . import decoding, profiling, report, speedups, training  # noqa: F401
 
     for line in sys.stdin:
         job = json.loads(line)

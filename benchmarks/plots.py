@@ -1,8 +1,5 @@
-"""figures.png of a benchmark run: figure 3 (decoding time against length), figure 1 (training
-step) and figure 8 (every system's translation speed against its BLEU).
-
-Like report.py it reads only the results dict, so a recorded results.json can be drawn again.
-"""
+"""figures.png of a benchmark run, from the results dict alone: figure 3 (decoding time against length),
+figure 1 (training step) and figure 8 (every system's translation speed against its BLEU)."""
 
 from __future__ import annotations
 
@@ -58,7 +55,7 @@ def _plot_training(ax, f1: dict) -> None:
 
 
 def _plot_translation(ax, f8: dict) -> None:
-    """Figure 8: every system's sentences/s against its BLEU, one marker shape per thread count."""
+    # One marker shape per thread count.
     markers = "os^D"
     for t, (threads, entry) in enumerate(f8["threads"].items()):
         for i, (name, e) in enumerate(entry.items()):

@@ -1,9 +1,5 @@
-"""Profiles: torch.profiler tables of one training step and one beam-search batch per system.
-
-They are the "why" behind the speed ratios: the op tables go next to the results, and on a CPU
-the time is broken down by category (matmuls, the SDPA kernel, dropout, softmax, LayerNorm,
-Adam, other ops, and time outside any op).
-"""
+"""torch.profiler tables of one training step and one beam-search batch per system at the largest preset,
+the "why" behind the speed ratios; on a CPU, with the time broken down by category."""
 
 from __future__ import annotations
 
@@ -37,11 +33,7 @@ OUTSIDE = "outside any op (Python, dispatch, profiler overhead)"
 
 
 def profiles(settings, corpus, batches, device, dtype, out_dir: Path, log) -> dict:
-    """torch.profiler of one training step and of one beam-search batch per system, at the largest preset.
-
-    Writes the profiler's op tables into `out_dir` and returns, for the CPU, where the time goes
-    by category (the "why" behind the training-step, beam-search and hardware-efficiency ratios).
-    """
+    """Writes the op tables into `out_dir`; returns their file names and, on a CPU, the breakdowns."""
     from torch.profiler import ProfilerActivity, profile
 
     preset = settings.presets[-1]
@@ -77,8 +69,7 @@ def profiles(settings, corpus, batches, device, dtype, out_dir: Path, log) -> di
 
 
 def cpu_time_breakdown(events, categories, wall_seconds: float) -> dict:
-    """Fractions of the profiled wall time: the Adam step (inclusive) if present, every other op's self time by
-    category, and what no op accounts for (Python and dispatch between ops, and the profiler's own cost)."""
+    """Fractions of the wall time: the Adam step (inclusive), other ops' self time by category, and the rest."""
     def inside_optimizer(event):
         parent = event.cpu_parent
         while parent is not None:

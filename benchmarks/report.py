@@ -1,8 +1,5 @@
-"""The report of a benchmark run: Markdown tables, the RESULTS.md block (targets: targets.py; the figure: plots.py).
-
-Everything here reads only the results dict (as written to results.json), so a recorded
-results.json can be turned into tables again without measuring anything.
-"""
+"""The Markdown tables of a benchmark run and the RESULTS.md block; they read only the results dict,
+so a recorded results.json gives its tables again without measuring anything."""
 
 from __future__ import annotations
 
@@ -227,6 +224,28 @@ def markdown_tables(results: dict) -> str:
     _explanation_tables(md, results)
     _fast_path_tables(md, results)
     return md.text()
+
+
+def step_tables(results: dict) -> str:
+    """tables.md of `python -m benchmarks.training` (the step before and after)."""
+    lines = [f"Training step before ({results['baseline']}) and after, {results['machine']['cpu_model_name']}, "
+             f"{results['threads']} threads, static batch {results['batch']} × {results['length']} tokens per side, "
+             f"V {results['vocab']}; load: {results['uptime_before']} → {results['uptime_after']}", "",
+             "| shape | precision | before tok/s | after tok/s | after/before (median; best passes) "
+             "| GEMM share before → after |", "|---|---|---|---|---|---|"]
+    for key, entry in results["steps"].items():
+        shape, precision = key.split("/")
+        lines.append(f"| {shape} | {precision} | {entry['before']['tokens_per_second']:.0f} | "
+                     f"{entry['after']['tokens_per_second']:.0f} | {entry['after_over_before']:.2f}; "
+                     f"{entry['after_over_before_best']:.2f} | {entry['before']['gemm_share']:.1%} → "
+                     f"{entry['after']['gemm_share']:.1%} |")
+    for shape in dict.fromkeys(k.split("/")[0] for k in results["steps"]):
+        if f"{shape}/fp32" in results["steps"] and f"{shape}/bf16" in results["steps"]:
+            fp32, bf16 = results["steps"][f"{shape}/fp32"], results["steps"][f"{shape}/bf16"]
+            lines.append(f"\n{shape}: bf16 / fp32 after: "
+                         f"{bf16['after']['tokens_per_second'] / fp32['after']['tokens_per_second']:.2f}; "
+                         f"before: {bf16['before']['tokens_per_second'] / fp32['before']['tokens_per_second']:.2f}")
+    return "\n".join(lines) + "\n"
 
 
 def markers(section: str) -> tuple[str, str]:

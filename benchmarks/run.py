@@ -5,11 +5,8 @@
     python -m benchmarks.run --only translation --threads 1       # figure 8 alone, at 1 thread
     benchmarks/gpu.sh                                             # figures 1, 2, 5 on a CUDA GPU in bf16
 
-Run from the repository root. Figures: 1 training step (fp32 and bf16), 2 beam search, 3 cached vs
-recomputing decoding, 4 data pipeline, 5 hardware efficiency (with the fused-Q/K/V appendix), 6 peak
-memory, 7 torch.compile, 8 test-set translation of the shipped model by every system (see
-benchmarks/__init__.py). Results: `results.json` (every number), `tables.md` (the generated tables of
-RESULTS.md), `figures.png` (figures 3, 1 and 8) and `profile_*.txt`, in --output-dir (default benchmarks/).
+Run from the repository root; the figures are listed in benchmarks/__init__.py. Results go to --output-dir
+(default benchmarks/): results.json, tables.md, figures.png and profile_*.txt.
 """
 
 from __future__ import annotations
@@ -25,10 +22,9 @@ from pathlib import Path
 import torch
 
 from modeling_vaswani.cli import run_main
-from modeling_vaswani.machine import describe_machine
 
-from . import decoding, memory, plots, profiling, report, targets, training, translation
-from .harness import FULL, QUICK, prepare_corpus, training_batches
+from . import decoding, memory, plots, profiling, report, speedups, targets, training, translation
+from .harness import FULL, QUICK, machine_record, prepare_corpus, training_batches
 from .report import RESULT_KEYS
 
 HERE = Path(__file__).resolve().parent
@@ -71,8 +67,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def comma_separated(text: str) -> tuple:
-    """"small, base" -> ("small", "base")."""
+def comma_separated(text: str) -> tuple:  # "small, base" -> ("small", "base")
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
@@ -129,14 +124,7 @@ def settings_for(args, device: torch.device):
     return settings
 
 
-def machine_record(device: torch.device) -> dict:
-    """describe_machine() under the keys results.json has always had, and the device the numbers come from."""
-    machine = describe_machine()
-    return {"cpu_model_name": machine.pop("cpu"), **machine, "device": device.type}
-
-
 def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profile: bool, log) -> dict:
-    """Run the chosen measurements; returns {results.json key: result}."""
     key = RESULT_KEYS.get
     results = {}
     # Figure 5 reads figure 1's FLOP rates; 6, 7 and the profiles reuse its batches.
@@ -158,7 +146,7 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
         results[key("cached_vs_recomputing_decoding")] = decoding.cached_vs_recomputing_decoding(
             settings, corpus, device, dtype, log)
     if 4 in figures:
-        results[key("data_pipeline_throughput")] = training.data_pipeline_throughput(settings, corpus, device,
+        results[key("data_pipeline_throughput")] = speedups.data_pipeline_throughput(settings, corpus, device,
                                                                                       dtype, log)
     if 5 in figures:
         results[key("hardware_efficiency")] = training.hardware_efficiency(settings, step_speed, device, dtype, log)
@@ -170,10 +158,10 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
             results[key("peak_memory")] = memory.peak_memory(settings, corpus, batches, device, Path(workdir), log)
     if 7 in figures:
         results[key("compiled_training_step")] = (
-            training.compiled_training_step(settings, corpus, batches, device, dtype, log) if settings.run_compile
+            speedups.compiled_training_step(settings, corpus, batches, device, dtype, log) if settings.run_compile
             else {"skipped": "quick mode or --no-compile"})
     if 5 in figures:
-        results[key("fused_qkv_projection")] = training.fused_qkv_projection(settings, corpus, device, log)
+        results[key("fused_qkv_projection")] = speedups.fused_qkv_projection(settings, corpus, device, log)
     if 8 in figures:
         if device.type != "cpu":
             results[key("test_set_translation")] = {"skipped": "measured on the CPU only"}

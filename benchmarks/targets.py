@@ -48,8 +48,7 @@ def check_targets(results: dict) -> list:
 
 
 def _new_targets(results: dict, add) -> list:
-    """Targets of the bf16 training step and of figure 8, added through `add`; returns the rows that do
-    not apply on this machine (met: None)."""
+    """Targets of the bf16 step and figure 8, added through `add`; returns those n/a here (met: None)."""
     not_applicable = []
     machine = results.get("machine", {})
     bf16 = results.get(RESULT_KEYS["training_step_speed_bf16"]) or {}

@@ -1,35 +1,43 @@
-"""Measurements of training: the step's speed, the data pipeline, FLOP rate, torch.compile, fused Q/K/V.
+"""The training step (forward + backward + Adam, §5.3), timed in alternation: ours against Marian on
+Multi30k batches (figures 1, 1b, 5, 7), and this checkout against a git commit (`--baseline`).
 
-Each function measures one thing and returns a JSON-ready dict; `log` receives one line per result.
+    python -m benchmarks.training --baseline f52a05e --output-dir benchmarks/recorded/<date>-training-step
+    python -m benchmarks.training --quick --baseline-tree .          # tiny sizes: proves the code runs
+
+The before/after run keeps one worker process per package (the baseline from `git archive`) on the
+same static batch of random ids; the parent asks each for a pass of steps in turn, A B A B ...
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler
-from transformers import DataCollatorForSeq2Seq
 
-from modeling_vaswani import VaswaniConfig
-from modeling_vaswani.model.generation import NUM_BEAMS
-from modeling_vaswani.training.batching import TokenBudgetBatchSampler, padding_efficiency
+from .harness import (MARIAN, OURS, TrainingStep, alternate, build_pair, corpus_config, machine_record, parameter_counts,
+                      ratio, real_tokens, summary, timed)
 
-from .harness import (MARIAN, OURS, TrainingStep, alternate, build_model, build_pair, collate, corpus_config,
-                      parameter_counts, ratio, real_tokens, summary, synchronize, timed)
+ROOT = Path(__file__).resolve().parent.parent
+SHAPES = {  # the before/after shapes; V = 8,000 for all, as the shipped model's vocabulary
+    "shipped": dict(d_model=128, d_ff=512, num_heads=4, num_layers=4, dropout=0.15),
+    "small": dict(d_model=256, d_ff=1024, num_heads=4, num_layers=3, dropout=0.1),
+    "base": dict(d_model=512, d_ff=2048, num_heads=8, num_layers=6, dropout=0.1),
+    "tiny": dict(d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.0),
+}
 
 
-def training_flops(config: VaswaniConfig, batch: dict) -> float:
-    """Analytic FLOPs of one training step on the padded batch (forward × 3 for forward + backward).
-
-    Counted: every Linear of the layers (Q, K, V, O projections and the two FFN matrices), the
-    attention products Q·Kᵀ and weights·V (full squares, also under the causal mask), and the
-    output projection to the vocabulary. Not counted: softmax, LayerNorm, dropout, embeddings,
-    the loss and Adam, which are element-wise (memory-bound, not FLOP-bound).
-    """
-    d, f, vocab, h = config.d_model, config.d_ff, config.vocab_size, config.num_heads
+def training_flops(config, batch: dict) -> float:
+    """Analytic FLOPs of one step on the padded batch, forward × 3 for forward + backward: every Linear,
+    Q·Kᵀ and weights·V as full squares, the output projection; not the element-wise ops, the loss or Adam."""
+    d, f, h = config.d_model, config.d_ff, config.num_heads
     qk, v = h * config.d_k, h * config.d_v
     batch_size, s = batch["input_ids"].shape
     t = batch["labels"].shape[1]
@@ -41,7 +49,7 @@ def training_flops(config: VaswaniConfig, batch: dict) -> float:
     def projections(queries, keys):  # W^Q, W^K, W^V, W^O (§3.2.2)
         return mm(queries, d, qk) + mm(keys, d, qk) + mm(keys, d, v) + mm(queries, v, d)
 
-    def attention(q_len, k_len):  # Q·Kᵀ and weights·V, per head (Eq. 1)
+    def attention(q_len, k_len):  # Eq. (1), per head
         return batch_size * h * (mm(q_len, config.d_k, k_len) + mm(q_len, k_len, config.d_v))
 
     def ffn(n):  # Eq. (2)
@@ -49,17 +57,21 @@ def training_flops(config: VaswaniConfig, batch: dict) -> float:
 
     encoder_layer = projections(enc, enc) + attention(s, s) + ffn(enc)
     decoder_layer = projections(dec, dec) + attention(t, t) + projections(dec, enc) + attention(t, s) + ffn(dec)
-    forward = config.num_layers * encoder_layer + config.num_decoder_layers * decoder_layer + mm(dec, d, vocab)
+    forward = (config.num_layers * encoder_layer + config.num_decoder_layers * decoder_layer
+               + mm(dec, d, config.vocab_size))
     return 3.0 * forward
 
 
-def training_step_speed(settings, corpus, batches, warm, device, dtype, log) -> tuple[dict, dict]:
-    """Figure 1: forward + backward + Adam in real source+target tokens/s, per preset.
+def matmul_rate(size: int, reps: int, device: torch.device, dtype: torch.dtype) -> float:
+    """Best-of-`reps` FLOP/s of torch.mm on two size × size matrices."""
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
+    torch.mm(a, b)  # warm-up
+    return 2.0 * size**3 / min(timed(lambda: torch.mm(a, b), device) for _ in range(reps))
 
-    Returns (the results, the parameter counts of each preset's two models).
-    """
+
+def training_step_speed(settings, corpus, batches, warm, device, dtype, log) -> tuple[dict, dict]:
+    """Figure 1: real source+target tokens/s per preset; also each preset's parameter counts."""
     tokens = sum(real_tokens(b) for b in batches)
-    padded = sum(b["input_ids"].numel() + b["labels"].numel() for b in batches)
     results, counts = {}, {}
     for preset in settings.presets:
         config = corpus_config(corpus, preset)
@@ -73,15 +85,13 @@ def training_step_speed(settings, corpus, batches, warm, device, dtype, log) -> 
                             warmup={n: (lambda t=t: t.step(warm)) for n, t in trainers.items()})
         flops = sum(training_flops(config, b) for b in batches)
         entry = {name: summary(seconds[name], tokens, "tokens_per_second") for name in trainers}
-        for name in trainers:
-            entry[name]["model_flops_per_second"] = flops / entry[name]["median_seconds"]
-            entry[name]["seconds_per_step"] = entry[name]["median_seconds"] / len(batches)
-        entry["ratio_ours_over_marian"] = ratio(entry, "tokens_per_second")
-        entry["batches"] = len(batches)
-        entry["real_tokens_per_pass"] = tokens
-        entry["padded_tokens_per_pass"] = padded
-        entry["sentences_per_pass"] = sum(b["input_ids"].shape[0] for b in batches)
-        entry["flops_per_pass"] = flops
+        for e in entry.values():
+            e["model_flops_per_second"] = flops / e["median_seconds"]
+            e["seconds_per_step"] = e["median_seconds"] / len(batches)
+        entry.update(ratio_ours_over_marian=ratio(entry, "tokens_per_second"), batches=len(batches),
+                     real_tokens_per_pass=tokens,
+                     padded_tokens_per_pass=sum(b["input_ids"].numel() + b["labels"].numel() for b in batches),
+                     sentences_per_pass=sum(b["input_ids"].shape[0] for b in batches), flops_per_pass=flops)
         results[preset] = entry
         log(f"[1] {preset}: ours {entry[OURS]['tokens_per_second']:.0f} tok/s, Marian "
             f"{entry[MARIAN]['tokens_per_second']:.0f} tok/s, ratio {entry['ratio_ours_over_marian']:.3f}")
@@ -90,102 +100,14 @@ def training_step_speed(settings, corpus, batches, warm, device, dtype, log) -> 
 
 
 def precision_ratios(fp32_speed: dict, bf16_speed: dict) -> dict:
-    """Figure 1b: the bf16 (CPU autocast) training step, with its speed over the fp32 step of figure 1."""
-    results = {}
-    for preset, entry in bf16_speed.items():
-        results[preset] = dict(entry)
-        for name in (OURS, MARIAN):
-            results[preset][name] = {**entry[name], "bf16_over_fp32": entry[name]["tokens_per_second"]
-                                     / fp32_speed[preset][name]["tokens_per_second"]}
-    return results
-
-
-def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
-    """Figure 4: token-budget batches against fixed-size random batches, through the real collator and model."""
-    tok = corpus.tokenizer
-    preset = settings.presets[0]
-    model = build_model(OURS, corpus_config(corpus, preset), device)
-    rows = [{"input_ids": s, "attention_mask": [1] * len(s), "labels": t}
-            for s, t in zip(corpus.train_src, corpus.train_tgt)]
-    collator = DataCollatorForSeq2Seq(tok, model=model)
-    src_len = [len(s) for s in corpus.train_src]
-    tgt_len = [len(t) for t in corpus.train_tgt]
-    budget_sampler = TokenBudgetBatchSampler(src_len, tgt_len, settings.max_tokens, shuffle=True, seed=0)
-    # The Trainer's default: a RandomSampler and a fixed batch size. Equal sentences per batch on
-    # average means equal real tokens per batch on average.
-    batch_size = max(1, round(len(rows) / len(budget_sampler)))
-    generator = torch.Generator().manual_seed(0)
-    fixed_sampler = list(BatchSampler(RandomSampler(range(len(rows)), generator=generator), batch_size, False))
-    loaders = {
-        "token_budget": DataLoader(rows, batch_sampler=budget_sampler, collate_fn=collator),
-        "fixed_size_random": DataLoader(rows, batch_sampler=fixed_sampler, collate_fn=collator),
-    }
-    epoch_batches = {"token_budget": list(budget_sampler), "fixed_size_random": fixed_sampler}
-    trainer = TrainingStep(OURS, model, dtype, device)
-    trainer.step(collate(corpus, epoch_batches["token_budget"][0], device))  # warm-up
-
-    iterators = {k: iter(v) for k, v in loaders.items()}
-    spent = {k: 0.0 for k in loaders}
-    done_batches = {k: 0 for k in loaders}
-    done_tokens = {k: 0 for k in loaders}
-    cap = settings.epoch_seconds
-    active = set(loaders)
-    while active:
-        # Interleave: the scheme with less time so far goes next, so drift hits both alike.
-        name = min(active, key=lambda k: spent[k])
-        synchronize(device)
-        start = time.perf_counter()
-        batch = next(iterators[name], None)
-        if batch is None:
-            active.discard(name)
-            continue
-        batch = {k: v.to(device) for k, v in batch.items()}
-        trainer.step(batch)
-        synchronize(device)
-        spent[name] += time.perf_counter() - start
-        done_batches[name] += 1
-        done_tokens[name] += real_tokens(batch)
-        if cap is not None and spent[name] >= cap:
-            active.discard(name)
-
-    results = {"preset": preset, "max_tokens": settings.max_tokens, "fixed_batch_size": batch_size,
-               "time_cap_seconds_per_scheme": cap}
-    for name in loaders:
-        batches = epoch_batches[name]
-        epoch_tokens = sum(src_len[i] + tgt_len[i] for b in batches for i in b)
-        rate = done_tokens[name] / spent[name]
-        whole = done_batches[name] == len(batches)
-        results[name] = {
-            "batches_per_epoch": len(batches),
-            "batches_measured": done_batches[name],
-            "whole_epoch_measured": whole,
-            "mean_real_tokens_per_batch": epoch_tokens / len(batches),
-            "padding_efficiency": padding_efficiency(batches, src_len, tgt_len),
-            "real_tokens_per_second": rate,
-            "measured_seconds": spent[name],
-            "epoch_seconds": spent[name] if whole else epoch_tokens / rate,
-            "epoch_seconds_is_extrapolated": not whole,
-        }
-    results["ratio_token_budget_over_fixed"] = (results["token_budget"]["real_tokens_per_second"]
-                                                / results["fixed_size_random"]["real_tokens_per_second"])
-    log(f"[4] token budget {results['token_budget']['real_tokens_per_second']:.0f} real tok/s "
-        f"(padding eff. {results['token_budget']['padding_efficiency']:.3f}), fixed size {batch_size}: "
-        f"{results['fixed_size_random']['real_tokens_per_second']:.0f} real tok/s "
-        f"(padding eff. {results['fixed_size_random']['padding_efficiency']:.3f})")
-    return results
-
-
-def matmul_rate(size: int, reps: int, device: torch.device, dtype: torch.dtype) -> float:
-    """Best-of-`reps` FLOP/s of torch.mm on two size × size matrices."""
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    b = torch.randn(size, size, device=device, dtype=dtype)
-    torch.mm(a, b)  # warm-up
-    best = min(timed(lambda: torch.mm(a, b), device) for _ in range(reps))
-    return 2.0 * size**3 / best
+    """Figure 1b: the bf16 (CPU autocast) step, with its speed over figure 1's fp32 step."""
+    return {preset: {**entry, **{name: {**entry[name], "bf16_over_fp32": entry[name]["tokens_per_second"]
+                                        / fp32_speed[preset][name]["tokens_per_second"]} for name in (OURS, MARIAN)}}
+            for preset, entry in bf16_speed.items()}
 
 
 def hardware_efficiency(settings, step_speed: dict, device, dtype, log) -> dict:
-    """Figure 5: the training step's model FLOP/s (from `training_step_speed`) over this machine's matmul rate."""
+    """Figure 5: the step's model FLOP/s (from figure 1) over this machine's matmul rate."""
     mm_dtype = dtype if dtype is not None else torch.float32
     rate = matmul_rate(settings.matmul_size, settings.matmul_reps, device, mm_dtype)
     results = {"matmul_flops_per_second": rate, "matmul_size": settings.matmul_size, "matmul_dtype": str(mm_dtype)}
@@ -198,66 +120,171 @@ def hardware_efficiency(settings, step_speed: dict, device, dtype, log) -> dict:
     return results
 
 
-def compiled_training_step(settings, corpus, batches, device, dtype, log) -> dict:
-    """Figure 7: `torch.compile` of our training step against eager, on the timed training batches."""
-    config = corpus_config(corpus, settings.compile_preset)
-    tokens = sum(real_tokens(b) for b in batches)
-    eager_model = build_model(OURS, config, device)
-    compiled_base = build_model(OURS, config, device)
-    trainers = {
-        "eager": TrainingStep(OURS, eager_model, dtype, device),
-        "compiled": TrainingStep(OURS, compiled_base, dtype, device, step_model=torch.compile(compiled_base)),
-    }
-    # Compilation happens on the first call for each new shape: time it once, then measure.
-    compile_seconds = timed(lambda: [trainers["compiled"].step(b) for b in batches], device)
-    seconds = alternate({n: (lambda t=t: [t.step(b) for b in batches]) for n, t in trainers.items()},
-                        settings.train_reps, device, warmup={"eager": lambda: trainers["eager"].step(batches[0])})
-    results = {n: summary(seconds[n], tokens, "tokens_per_second") for n in trainers}
-    results["preset"] = settings.compile_preset
-    results["first_pass_seconds_including_compilation"] = compile_seconds
-    results["ratio_compiled_over_eager"] = (results["compiled"]["tokens_per_second"]
-                                            / results["eager"]["tokens_per_second"])
-    log(f"[7] compiled/eager {results['ratio_compiled_over_eager']:.3f} (first pass with compilation "
-        f"{compile_seconds:.1f} s)")
+# --- before and after: one worker process per package ----------------------------------------------
+
+
+def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
+    """Build the model and batch with the package on PYTHONPATH, then answer each line on stdin
+    (a number of steps) with one pass's seconds."""
+    from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+
+    try:  # the new step; a package without it takes the model's forward with labels
+        from modeling_vaswani.training.chunked_loss import training_loss
+    except ImportError:
+        def training_loss(model, inputs):
+            return model(**inputs).loss
+    config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab,
+                           label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                           decoder_start_token_id=1)
+    torch.manual_seed(0)
+    model = VaswaniForConditionalGeneration(config)
+    trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
+                           loss=training_loss)
+    inputs = {"input_ids": torch.randint(3, vocab, (batch, length)),
+              "attention_mask": torch.ones(batch, length, dtype=torch.long),
+              "labels": torch.randint(3, vocab, (batch, length))}
+    print(json.dumps({"ready": True, "fused_adam": bool(trainer.optimizer.param_groups[0].get("fused"))}), flush=True)
+    for line in sys.stdin:
+        began = time.perf_counter()
+        for _ in range(int(line)):
+            trainer.step(inputs)
+        print(json.dumps({"seconds": time.perf_counter() - began}), flush=True)
+
+
+class Worker:
+    """A worker process, started once, asked for passes."""
+
+    def __init__(self, tree: Path, shape: str, precision: str, args):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(tree), str(ROOT)])),
+               "OMP_NUM_THREADS": str(args.threads)}
+        command = [sys.executable, "-m", "benchmarks.training", "--worker", shape, precision, str(args.batch),
+                   str(args.length), str(args.vocab)]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                        cwd=tree)
+        self.facts = self._answer()
+
+    def _answer(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.process.args} ended with code {self.process.wait()}")
+        return json.loads(line)
+
+    def time(self, steps: int) -> float:
+        self.process.stdin.write(f"{steps}\n")
+        self.process.stdin.flush()
+        return self._answer()["seconds"]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def compare(trees: dict, shape: str, precision: str, args, log) -> dict:
+    """Both steps at one shape and precision, alternating; tokens/s and after/before."""
+    workers = {name: Worker(tree, shape, precision, args) for name, tree in trees.items()}
+    try:
+        for w in workers.values():
+            w.time(args.warmup)
+        seconds = {name: [] for name in workers}
+        for _ in range(args.reps):
+            for name, w in workers.items():
+                seconds[name].append(w.time(args.steps) / args.steps)
+    finally:
+        for w in workers.values():
+            w.close()
+    tokens = 2 * args.batch * args.length  # source + target, all real
+    entry = {name: {"seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
+                    "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second":
+                    tokens / min(values), "fused_adam": workers[name].facts["fused_adam"]}
+             for name, values in seconds.items()}
+    entry["after_over_before"] = entry["after"]["tokens_per_second"] / entry["before"]["tokens_per_second"]
+    entry["after_over_before_best"] = (entry["after"]["best_tokens_per_second"]
+                                       / entry["before"]["best_tokens_per_second"])
+    log(f"{shape} {precision}: before {entry['before']['tokens_per_second']:.0f} tok/s, after "
+        f"{entry['after']['tokens_per_second']:.0f} tok/s, ×{entry['after_over_before']:.2f} "
+        f"(best passes ×{entry['after_over_before_best']:.2f})")
+    return entry
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def baseline_tree(args, workdir: Path) -> Path:
+    if args.baseline_tree:
+        return Path(args.baseline_tree).resolve()
+    archive = subprocess.run(["git", "archive", args.baseline, "modeling_vaswani"], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(workdir)], input=archive, check=True)
+    return workdir
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.training", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", default="f52a05e", help="The commit whose step is 'before'.")
+    parser.add_argument("--baseline-tree", help="A folder holding the 'before' package instead of --baseline.")
+    parser.add_argument("--shapes", default="shipped,small,base")
+    parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--length", type=int, default=16)
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--steps", type=int, default=3, help="Steps per timed pass.")
+    parser.add_argument("--reps", type=int, default=5, help="Timed passes of each step, alternating.")
+    parser.add_argument("--warmup", type=int, default=2, help="Untimed steps first.")
+    parser.add_argument("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
+    parser.add_argument("--output-dir", help="Where results.json and tables.md go (default: print only).")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.shapes, args.batch, args.length, args.vocab, args.steps, args.reps, args.warmup = "tiny", 4, 5, 60, 1, 1, 1
+    from modeling_vaswani import VaswaniConfig
+    from modeling_vaswani.machine import cpu_flags
+
+    from .report import step_tables
+
+    began = time.perf_counter()
+
+    def log(message):
+        print(f"{time.perf_counter() - began:7.1f}s {message}", flush=True)
+
+    results = {"command": " ".join(["python -m benchmarks.training", *(sys.argv[1:] if argv is None else argv)]),
+               "baseline": args.baseline_tree or args.baseline,
+               "machine": {**machine_record(), "cpu_flags": sorted(f for f in cpu_flags()
+                                                                   if f.startswith(("avx", "amx", "fma")))},
+               "threads": args.threads, "batch": args.batch, "length": args.length, "vocab": args.vocab,
+               "uptime_before": uptime(), "gemm_flops_per_second": {}, "steps": {}}
+    log(f"{results['machine']['cpu_model_name']}; {results['uptime_before']}")
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="vaswani-before-") as workdir:
+        trees = {"before": baseline_tree(args, Path(workdir)), "after": ROOT}
+        for precision in args.precisions.split(","):
+            rate = matmul_rate(256 if args.quick else 2048, 5, torch.device("cpu"),
+                               torch.bfloat16 if precision == "bf16" else torch.float32)
+            results["gemm_flops_per_second"][precision] = rate
+            for shape in args.shapes.split(","):
+                entry = compare(trees, shape, precision, args, log)
+                config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"],
+                                       vocab_size=args.vocab)
+                flops = training_flops(config, {"input_ids": torch.zeros(args.batch, args.length),
+                                                "labels": torch.zeros(args.batch, args.length)})
+                for name in ("before", "after"):
+                    entry[name]["gemm_share"] = flops / entry[name]["median_seconds_per_step"] / rate
+                results["steps"][f"{shape}/{precision}"] = entry
+    results["uptime_after"] = uptime()
+    results["total_seconds"] = time.perf_counter() - began
+    text = step_tables(results)
+    print(text)
+    if args.output_dir:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(results, indent=2))
+        (out / "tables.md").write_text(text)
     return results
 
 
-def fused_qkv_projection(settings, corpus, device, log) -> dict:
-    """Appendix: three separate Q/K/V projections (the model as written) against one matmul on concatenated weights.
-
-    The saved parameters stay three Linears, so a fused path would have to concatenate the weights
-    on every call; this measures whether one bigger matmul wins that back. Rows: one token-budget
-    batch side (training, forward + backward) and one beam-search step of a beam-search batch
-    (generation, forward only).
-    """
-    results = {}
-    for preset in settings.presets:
-        d = corpus_config(corpus, preset).d_model
-        for what, rows, train in (("training", settings.max_tokens, True),
-                                  ("generation_step", settings.beam_batch_size * NUM_BEAMS, False)):
-            torch.manual_seed(0)
-            x = torch.randn(rows, d, device=device, requires_grad=train)
-            weights = [torch.randn(d, d, device=device, requires_grad=train) for _ in range(3)]
-            biases = [torch.randn(d, device=device, requires_grad=train) for _ in range(3)]
-            calls = 3 if train else 50
-
-            def separate():
-                for _ in range(calls):
-                    outs = [F.linear(x, w, b) for w, b in zip(weights, biases)]
-                    if train:
-                        sum(o.sum() for o in outs).backward()
-
-            def fused():
-                for _ in range(calls):
-                    q, k, v = F.linear(x, torch.cat(weights), torch.cat(biases)).split(d, dim=-1)
-                    if train:
-                        (q.sum() + k.sum() + v.sum()).backward()
-
-            with torch.set_grad_enabled(train):
-                seconds = alternate({"separate": separate, "fused": fused}, settings.train_reps + 2, device,
-                                    warmup={"separate": separate, "fused": fused})
-            entry = {name: statistics.median(values) for name, values in seconds.items()}
-            entry["fused_over_separate_time"] = entry["fused"] / entry["separate"]
-            results[f"{preset}_{what}"] = entry
-            log(f"[qkv] {preset} {what}: fused/separate time {entry['fused_over_separate_time']:.3f}")
-    return results
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        shape, precision, *sizes = sys.argv[2:]
+        worker(shape, precision, *map(int, sizes))
+    else:
+        main()

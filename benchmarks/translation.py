@@ -1,35 +1,18 @@
-"""Figure 8: translating test_2016_flickr with the shipped model (hub_card/), every system side by side.
-
-Real weights and natural lengths: each system decodes §6.1's way (beam 4, α = 0.6, at most input
-length + 50 tokens) until its hypotheses end, over the same length-sorted batches
-(`evaluation.translation.translate`), and is scored with the same BLEU. The systems, all on the same
-weights:
-
-- ours, float32, with transformers' beam search (the shipped model's own setting) and with the
-  paper's (model/beam_search.py: GNMT's length penalty and tensor2tensor's stopping rule);
-- ours through the fast path (evaluation/fast_path.py): bf16 weights, int8 Linear layers, and the
-  static cache with generate's compile setting (transformers 5.24 compiles greedy search only, so
-  under beam search this row measures the static cache);
-- MarianMTModel, float32 and bf16, converted exactly (conversion/marian.py);
-- CTranslate2, float32 and int8, converted exactly (conversion/ctranslate2.py), when installed.
-
-Every thread count runs all systems alternately, A B C ... A B C ..., each repetition timed on its
-own; medians are reported with sentences/s, generated tokens/s (the translations re-tokenized, </s>
-counted) and cased sacreBLEU of the first repetition's output.
-
-`search_speed` measures the two beam searches at the base preset with random weights, forced to the
-same output length (equal work); `compile_payoff` measures what compiling greedy decoding costs
-and saves on the first test batches.
-"""
+"""Figure 8: the shipped model (hub_card/) translating test_2016_flickr in every system on the same weights:
+ours fp32 with transformers' and the paper's beam search, bf16, int8 and the static cache (evaluation/fast_path.py);
+MarianMTModel fp32 and bf16 and, when installed, CTranslate2 float32 and int8 (exact conversions). Each decodes
+§6.1's way to its natural end over the same length-sorted batches, all alternating; medians, sentences/s,
+generated tokens/s and cased BLEU of the first repetition. Also 8b, the two beam searches at equal work, and
+8c, what compiling greedy decoding costs and saves."""
 
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
 import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -40,6 +23,7 @@ from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.model.generation import NUM_BEAMS, PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH, max_new_tokens_for
 from modeling_vaswani.training.data import multi30k_pairs
 
+from .decoding import forced_search_speed
 from .harness import alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches
 
 OURS_FP32 = "ours fp32, transformers' search"
@@ -54,11 +38,7 @@ CT2_INT8 = "CTranslate2 int8"
 
 
 def ctranslate2_installed() -> bool:
-    try:
-        import ctranslate2  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("ctranslate2") is not None
 
 
 class MarianTranslator:
@@ -74,13 +54,12 @@ class MarianTranslator:
                                    num_beams=NUM_BEAMS, **kwargs)
 
 
-@dataclasses.dataclass
-class System:
-    """One row of figure 8: how to build its translator for a thread count, and generate's extra settings."""
+class System(NamedTuple):
+    """One row of figure 8: threads -> a translator (our model's generate() and device), and generate's settings."""
 
     name: str
-    build: Callable[[int], object]  # threads -> an object with our model's generate() and device
-    generate_kwargs: dict = dataclasses.field(default_factory=dict)
+    build: Callable[[int], object]
+    generate_kwargs: dict = {}
 
 
 def systems(model_path: str, workdir: Path, log) -> list:
@@ -181,32 +160,17 @@ def test_set_translation(settings, log, model_path: str | None = None) -> dict:
 
 
 def search_speed(settings, corpus, device, log) -> dict:
-    """The two beam searches of our model at `search_preset`, random weights, forced to the same length."""
-    sentences = settings.search_sentences
-    length = forced_length(settings, corpus, sentences)
-    batches = source_batches(corpus, sentences, settings.beam_batch_size, device)
-    generation_config = forced_generation_config(corpus.tokenizer, length, num_beams=NUM_BEAMS)
+    """Figure 8b: our model's two beam searches at `search_preset`, random weights, forced to the same length."""
+    length = forced_length(settings, corpus, settings.search_sentences)
+    batches = source_batches(corpus, settings.search_sentences, settings.beam_batch_size, device)
     model = build_pair(corpus_config(corpus, settings.search_preset), device)["modeling_vaswani"].eval()
     searches = {"transformers' beam search": TRANSFORMERS_BEAM_SEARCH, "paper's beam search": PAPER_SEARCH}
-
-    def run(search, which=batches):
-        def go():
-            with torch.inference_mode():
-                for input_ids, mask in which:
-                    out = model.generate(input_ids=input_ids, attention_mask=mask,
-                                         generation_config=generation_config, **searches[search])
-                    assert out.shape[1] == length + 1, out.shape
-        return go
-
-    seconds = alternate({name: run(name) for name in searches}, settings.beam_reps, device,
-                        warmup={name: run(name, batches[:1]) for name in searches})
-    count = sum(len(ids) for ids, _ in batches)
-    results = {"preset": settings.search_preset, "sentences": count, "forced_output_length": length,
-               "batch_size": settings.beam_batch_size}
-    for name in searches:
-        median = statistics.median(seconds[name])
-        results[name] = {"seconds": seconds[name], "median_seconds": median,
-                         "sentences_per_second": count / median, "tokens_per_second": count * length / median}
+    with torch.inference_mode():
+        speeds = forced_search_speed({name: (model, kwargs) for name, kwargs in searches.items()}, batches,
+                                     forced_generation_config(corpus.tokenizer, length, num_beams=NUM_BEAMS), length,
+                                     settings.beam_reps, device)
+    results = {"preset": settings.search_preset, "sentences": sum(len(ids) for ids, _ in batches),
+               "forced_output_length": length, "batch_size": settings.beam_batch_size, **speeds}
     results["ratio_paper_over_transformers"] = (results["paper's beam search"]["sentences_per_second"]
                                                 / results["transformers' beam search"]["sentences_per_second"])
     log(f"[8] search at {settings.search_preset}: paper/transformers {results['ratio_paper_over_transformers']:.3f}")

@@ -1,21 +1,16 @@
 #!/usr/bin/env python
 """Table 3 in miniature: the paper's variations on the base model, re-trained on Multi30k.
 
-Trains each row of Table 3, scaled to the shipped model's size (N 4, d_model 128, d_ff 512, h 4;
-the rule is in docs/table3.md), with scripts/train.py in a process of its own, for the same
-budget; scores its dev perplexity (per subword, without label smoothing) and dev BLEU (beam 4);
-and writes the table in the paper's columns beside the paper's numbers, a JSON of all results with
-the machine and this command, and a figure into --output.
+Each row of Table 3, scaled to the shipped model's size (docs/table3.md), is trained by scripts/train.py in a
+process of its own for the same budget and scored by dev perplexity and BLEU; the table, beside the paper's
+numbers, a JSON and a figure go into --output. The same command again skips the finished rows and retries
+the failed ones.
 
     python scripts/table3.py --list                                   # the rows, without running them
     python scripts/table3.py --minutes 5 --seeds 2                    # every row, 5 minutes each
     python scripts/table3.py --minutes 5 --rows A,B                   # the base and rows (A) and (B)
     python scripts/table3.py --steps 20 --base tiny --max_train_samples 200 --max_eval_samples 20 \\
         --vocab_size 500 --output /tmp/table3 --runs_dir /tmp/table3-runs   # a quick try
-
-Run the same command again and the rows already finished (<output>/rows/<row>.json) are skipped:
-a table stopped part-way goes on where it was. A row that fails is reported and the others go on;
-the next run tries it again.
 """
 
 import argparse
@@ -24,8 +19,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-# The study lives in the repository's benchmarks/, not in the installed package: the repository root
-# goes first on sys.path, as `python -m benchmarks.run` has it.
+# The study lives in the repository's benchmarks/, not in the installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 try:  # run as a script (scripts/ on sys.path): the command line alone, so --help answers at once
@@ -130,7 +124,7 @@ def main(argv=None):
     write_report(Path(args.output), all_rows, settings=asdict(settings), budget=settings.budget(),
                  command=command, machine=machine, hardware=hardware,
                  results=list(table_runs.read_results(Path(args.output)).values()),
-                 failures=table_runs.read_failures(Path(args.output)))
+                 failures=table_runs.read_results(Path(args.output), failed=True))
     print(f"{len(outcome['done'])} rows trained, {len(outcome['skipped'])} already done, "
           f"{len(outcome['failed'])} failed; the table: {Path(args.output) / 'README.md'}")
     if outcome["failed"]:

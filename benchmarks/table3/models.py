@@ -1,11 +1,5 @@
-"""The untrained model each row of the Table 3 miniature starts from (not from the paper).
-
-scripts/train.py has no flag for d_k alone (row B), so every row, the base included, is built
-here the same way and handed to it with --model_name_or_path: one BPE vocabulary (§5.1) learned
-once on the training split and shared by every row (a perplexity per subword compares rows only
-over the same subwords), and a model of the row's VaswaniConfig whose weights are drawn after
-seeding with the row's seed, as scripts/train.py seeds its own new models.
-"""
+"""The untrained model each row starts from (scripts/train.py has no flag for d_k alone): one BPE vocabulary
+shared by every row, so perplexities per subword compare, and weights drawn after seeding with the row's seed."""
 
 from __future__ import annotations
 

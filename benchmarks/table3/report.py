@@ -1,14 +1,7 @@
-"""The Table 3 miniature's report: a Markdown table in the paper's columns, a JSON, a figure.
-
-<output>/README.md is written whole from the finished rows (<output>/rows/*.json): the table in
-Table 3's columns with the paper's own PPL, BLEU and parameters beside each row; a reading that
-sets each row's change from the base beside the paper's change; the run-to-run noise measured by
-the base's extra seeds; the rows that failed or are still to run. <output>/results.json holds
-all of it with the machine and the exact command, <output>/table3.png the changes as a figure.
-
-A change is called "within noise" when it is no larger than the spread between the base's seeds
-(the largest minus the smallest); with one seed the noise is not measured and nothing is called so.
-"""
+"""The miniature's report, written whole from the finished rows: <output>/README.md (the table in Table 3's
+columns beside the paper's numbers, each change from the base beside the paper's, the base's seed noise,
+failed and missing rows), results.json and table3.png. A change no larger than the spread between the base's
+seeds is "within noise"; with one seed nothing is."""
 
 from __future__ import annotations
 

@@ -1,28 +1,7 @@
-"""Table 3 — the paper's variations on the base model, scaled to a model that trains on a laptop.
-
-Table 3 of the paper changes one thing at a time in its base model (N 6, d_model 512, d_ff 2048,
-h 8, d_k = d_v 64, P_drop 0.1, ε_ls 0.1, sinusoidal positions) and reports dev perplexity, dev
-BLEU and parameters after 100K steps: (A) the number of heads at equal compute, (B) a smaller key
-size d_k, (C) fewer or more layers, narrower or wider models, (D) dropout and label smoothing,
-(E) learned instead of sinusoidal positions. `PAPER_ROWS` holds its rows and numbers as printed.
-
-The miniature keeps every row's intent around a smaller base (`BASES`; "multi30k" is the shipped
-model's size: N 4, d_model 128, d_ff 512, h 4, d_k = d_v 32). The scaling rule:
-
-* every size the paper changes is multiplied by our base's ratio to the paper's base on that
-  axis: N × 4/6, d_model and d_ff × 1/4, h × 4/8 (at least 1 head and 1 layer, rounded to the
-  nearest whole number);
-* where a row changes h or d_model, d_k = d_v = d_model / h, as in the paper (row A keeps
-  h · d_k = d_model, so every row A model costs the same; row C widens the heads with d_model);
-* where a row changes only d_k (row B), d_k is scaled like a size (× our d_k / 64) and d_v
-  stays, as in the paper;
-* rates (P_drop, ε_ls) and the kind of positions are taken as they are.
-
-One row is ours, not the paper's: D5, P_drop 0.3 (the paper's big model's rate), because a model
-this size on a corpus this small may want more dropout than the base's 0.1.
-
-Standard library only, so scripts/table3.py lists and checks the rows before importing torch.
-"""
+"""Table 3's rows as the paper prints them (`PAPER_ROWS`), each scaled around a smaller base (`BASES`) by the
+rule of docs/table3.md: sizes × our base's ratio to the paper's on that axis, d_k = d_v = d_model / h where
+h or d_model changes, d_k alone scaled like a size (row B), rates and positions as they are. D5 is ours.
+Standard library only, so scripts/table3.py lists and checks the rows before importing torch."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
-"""Running the Table 3 miniature: each row trained by scripts/train.py in a process of its own.
-
-For each row (rows.py), in the table's order: an untrained model of the row's sizes
-(models.py) is trained by `python scripts/train.py --model_name_or_path <it>` for the
-same budget as every other row (`--max_train_minutes` or `--max_steps`), with the same data seed,
-batches of the same --max_tokens and the same Eq. (3) warm-up; then its dev perplexity and BLEU
-are measured (scoring.py) and written to <output>/rows/<row>.json.
-
-A row whose result file is there is skipped, so a table stopped part-way goes on where it was.
-A row that fails (scripts/train.py exits with an error, or scoring raises) is reported, with the
-end of its log, in <output>/rows/<row>.failed.json, and the other rows go on; the next run tries
-it again. Results are kept only beside results made the same way: a table asked for with another
-budget, base, vocabulary or data refuses to mix its rows with those already in <output>.
-
-Standard library only at import (torch is imported for the work), so scripts/table3.py answers
---help and checks --rows at once.
-"""
+"""Running the miniature: each row's untrained model (models.py) trained by `scripts/train.py` in a process of
+its own for the same budget, then scored (scoring.py) into <output>/rows/<row>.json. A finished row is
+skipped, a failing one leaves <output>/rows/<row>.failed.json and the others go on; rows made with other
+settings are never mixed in. Standard library only at import, so scripts/table3.py answers --help at once."""
 
 from __future__ import annotations
 
@@ -73,24 +60,14 @@ def failure_file(output: Path, row: Row) -> Path:
     return Path(output) / "rows" / f"{row.id}.failed.json"
 
 
-def read_results(output: Path) -> dict[str, dict]:
-    """{row id: its result} of every finished row in `output`."""
+def read_results(output: Path, failed: bool = False) -> dict[str, dict]:
+    """{row id: its result} of every finished row in `output`; with `failed`, of every failure report."""
     from modeling_vaswani.model.strict_json import read_json
 
     folder = Path(output) / "rows"
-    results = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        if not path.name.endswith(".failed.json"):
-            results[path.stem] = read_json(path)
-    return results
-
-
-def read_failures(output: Path) -> dict[str, dict]:
-    from modeling_vaswani.model.strict_json import read_json
-
-    folder = Path(output) / "rows"
-    return {path.name.removesuffix(".failed.json"): read_json(path)
-            for path in (sorted(folder.glob("*.failed.json")) if folder.is_dir() else ())}
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return {path.name.removesuffix(".json").removesuffix(".failed"): read_json(path) for path in paths
+            if path.name.endswith(".failed.json") == failed}
 
 
 def check_same_settings(output: Path, settings: TableSettings) -> None:

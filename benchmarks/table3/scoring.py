@@ -1,15 +1,5 @@
-"""Table 3's two measures of a trained row: dev perplexity per subword and dev BLEU.
-
-Perplexity (Table 3's "PPL (dev)", per wordpiece): exp of the mean cross-entropy of each
-reference subword (the end-of-sentence token included) given the source and the reference before
-it, with teacher forcing, over the validation split. Plain cross-entropy, without the §5.4 label
-smoothing the model trains with: smoothing would add a term that depends on ε_ls and make rows
-with different ε_ls (D3, D4) incomparable. Lower is better.
-
-BLEU (Table 3's "BLEU (dev)"): the validation split translated with §6.1's beam search (beam 4,
-α = 0.6, at most input length + 50, the model's generation config) and, as Table 3, no checkpoint
-averaging; cased detokenized sacreBLEU, with the paper's tokenized BLEU beside it (scoring.py).
-"""
+"""Table 3's measures of a trained row on the validation split: perplexity per subword with teacher forcing and
+without label smoothing (so rows with different ε_ls compare), and BLEU of §6.1's beam search (docs/table3.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Table 3's perplexity of a trained row: plain cross-entropy per reference subword, the same
-whatever label smoothing the model was trained with."""
+"""Table 3's perplexity: plain cross-entropy per reference subword, whatever the model's label smoothing."""
 
 import math
 
@@ -12,9 +11,9 @@ from benchmarks.table3.scoring import dev_perplexity
 def test_dev_perplexity_is_plain_cross_entropy_whatever_the_smoothing(make_model, trained_tokenizer,
                                                                       multi30k_sample):
     tokenizer = trained_tokenizer
-    model = make_model(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                       decoder_start_token_id=tokenizer.bos_token_id, label_smoothing=0.1)
+    ids = dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+               eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id)
+    model = make_model(vocab_size=len(tokenizer), label_smoothing=0.1, **ids)
     pairs = multi30k_sample[:6]["translation"]
     sources, targets = [pair["en"] for pair in pairs], [pair["de"] for pair in pairs]
     measured = dev_perplexity(model, tokenizer, sources, targets, batch_size=4)  # two batches, unequal
