@@ -88,12 +88,8 @@ class TimeBudget(TrainingClock):
         super().__init__(start)
         if not minutes > 0:
             raise ValueError(f"the time budget must be a positive number of minutes, got {minutes}.")
-        self.budget = minutes
-        self.evaluations_after = evaluations_after
-        self.saves_after = saves_after
-        self.evaluation_seconds = evaluation_seconds
-        self.save_seconds = None
-        self.step_seconds = 0.0
+        self.budget, self.evaluations_after, self.saves_after = minutes, evaluations_after, saves_after
+        self.evaluation_seconds, self.save_seconds, self.step_seconds = evaluation_seconds, None, 0.0
         self._step_start = None
         self._mark = None  # when the work now being timed (an evaluation, a save) began
         self.stopped_at = None  # (step, minutes) once the budget ended training
@@ -127,9 +123,7 @@ class TimeBudget(TrainingClock):
         elapsed = now - self.start
         stop = elapsed + next_step + self.closing_seconds() >= 60 * self.budget
         if agree_across_processes(stop, getattr(args, "device", None)):
-            control.should_training_stop = True
-            control.should_save = True
-            control.should_log = True
+            control.should_training_stop = control.should_save = control.should_log = True
             control.should_evaluate = args.eval_strategy != "no"
             self.stopped_at = (getattr(state, "global_step", None), elapsed / 60)
         return control
@@ -158,8 +152,7 @@ class SaveEveryMinutes(TrainingClock):
         super().__init__()
         if not minutes > 0:
             raise ValueError(f"the checkpoint interval must be a positive number of minutes, got {minutes}.")
-        self.interval = minutes
-        self.last_save = None
+        self.interval, self.last_save = minutes, None
 
     def on_train_begin(self, args, state, control, **kwargs):
         super().on_train_begin(args, state, control, **kwargs)
