@@ -110,12 +110,14 @@ def test_loss_is_the_label_smoothed_cross_entropy(build_trainer, make_model):
 
 def test_logs_name_the_losses_others_report(build_trainer, make_model, tokenizer):
     """Training entries: H(q, p) and H(q, p) − H(q). Evaluation: also −log p(y) and its perplexity,
-    each the mean over every reference token of the set, with or without generation."""
+    each the mean over every reference token of the set, with or without generation. Generating leaves
+    the model's generation config as set (the parent fills generate's fallbacks into it)."""
     model = make_model(**MODEL, label_smoothing=0.1)
     eval_data = _dataset(n=10, seed=3)
     trainer = build_trainer(model=model, max_steps=2, logging_steps=1, per_device_eval_batch_size=4,
                             predict_with_generate=True, generation_max_length=4)
     trainer.compute_metrics = bleu_metrics_fn(tokenizer)  # generation runs, its passes carry no labels
+    set_before = model.generation_config.to_diff_dict()
     trainer.train()
     floor = target_entropy(0.1, VOCAB)
     for entry in (e for e in trainer.state.log_history if "loss" in e):
@@ -130,7 +132,9 @@ def test_logs_name_the_losses_others_report(build_trainer, make_model, tokenizer
     nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["labels"], reduction="sum").item() / tokens
     assert [metrics[f"eval_{name}"] for name in ("loss", "kl_loss", "nll_loss", "ppl")] == pytest.approx(
         [smoothed, smoothed - floor, nll, np.exp(nll)], rel=1e-5)
-    assert "eval_bleu" in metrics
+    assert "eval_bleu" in metrics and model.generation_config.to_diff_dict() == set_before
+    assert model.generation_config.max_length is None and model.generation_config.top_k is None
+    assert (model.generation_config.num_beams, model.generation_config.length_penalty) == (4, 0.6)
     logged = next(e for e in reversed(trainer.state.log_history) if "eval_loss" in e)
     assert logged["eval_ppl"] == metrics["eval_ppl"]
 
@@ -197,19 +201,6 @@ def test_bleu_metrics_fn_decodes_padding_marks(tokenizer):
     wrong[:, 1:4] = tokenizer.unk_token_id
     worse = bleu_metrics_fn(tokenizer)(EvalPrediction(predictions=(wrong,), label_ids=labels))
     assert worse["bleu"] < 90.0
-
-
-def test_evaluation_leaves_the_models_generation_config_as_set(build_trainer, make_model, tokenizer):
-    model = make_model(**MODEL)
-    trainer = build_trainer(model=model, predict_with_generate=True, per_device_eval_batch_size=4,
-                            eval_strategy="no")
-    trainer.compute_metrics = bleu_metrics_fn(tokenizer)  # without it evaluation computes the loss only
-    set_before = model.generation_config.to_diff_dict()
-    metrics = trainer.evaluate(eval_dataset=_dataset(n=4), max_new_tokens=3)
-    assert "eval_bleu" in metrics
-    assert model.generation_config.max_length is None and model.generation_config.top_k is None
-    assert model.generation_config.to_diff_dict() == set_before
-    assert model.generation_config.num_beams == 4 and model.generation_config.length_penalty == 0.6
 
 
 # §5.1: the budget is the optimizer step's -----------------------------------------------------
