@@ -25,12 +25,10 @@ WARMUP_STEPS = 4000
 PRESET_WARMUP_STEPS = {"base": WARMUP_STEPS, "big": WARMUP_STEPS, "small": 1000, "tiny": 100}
 
 
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-
-
-def _check_scale(scale) -> None:
+def _check_schedule(d_model, warmup_steps, scale) -> None:
+    for name, value in (("d_model", d_model), ("warmup_steps", warmup_steps)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
         raise ValueError(f"scale must be a positive finite number (1.0 is the paper's schedule), got {scale!r}.")
 
@@ -40,13 +38,9 @@ def noam_lr(step: int, d_model: int, warmup_steps: int = WARMUP_STEPS, scale: fl
     if isinstance(step, bool) or not isinstance(step, int):
         raise ValueError(f"step must be an integer counting updates from 1, got {step!r}.")
     if step < 1:
-        raise ValueError(
-            f"step must be >= 1 (Eq. (3) has step_num^-0.5, undefined at 0), got {step}; "
-            "the first update is step 1."
-        )
-    _check_positive_int("d_model", d_model)
-    _check_positive_int("warmup_steps", warmup_steps)
-    _check_scale(scale)
+        raise ValueError(f"step must be >= 1 (Eq. (3) has step_num^-0.5, undefined at 0), got {step}; "
+                         "the first update is step 1.")
+    _check_schedule(d_model, warmup_steps, scale)
     # Eq. (3): linear warm-up, then inverse-square-root decay; both scaled by d_model^-0.5.
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
@@ -76,35 +70,22 @@ class _NoamFactor:
         self.base_lr, self.d_model, self.warmup_steps, self.scale = base_lr, d_model, warmup_steps, scale
 
     def __call__(self, completed_steps: int) -> float:
-        # LambdaLR passes the number of optimizer steps already taken, starting at 0, and the
-        # rate it returns is used by the *next* update. Eq. (3) is undefined at step_num 0 and
-        # the paper's first update is step_num 1, so the next update is step_num = k + 1.
-        rate = noam_lr(completed_steps + 1, self.d_model, self.warmup_steps, self.scale)
-        # LambdaLR multiplies by the group's base lr; divide it out so the rate is Eq. (3) itself.
-        return rate / self.base_lr
+        # LambdaLR passes the k updates taken and its rate drives the next, the paper's step_num k + 1;
+        # it multiplies by the group's base lr, divided out here so the rate is Eq. (3) itself.
+        return noam_lr(completed_steps + 1, self.d_model, self.warmup_steps, self.scale) / self.base_lr
 
 
-def get_noam_schedule(
-    optimizer: torch.optim.Optimizer,
-    d_model: int,
-    warmup_steps: int = WARMUP_STEPS,
-    scale: float = 1.0,
-    last_epoch: int = -1,
-) -> torch.optim.lr_scheduler.LambdaLR:
+def get_noam_schedule(optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = WARMUP_STEPS,
+                      scale: float = 1.0, last_epoch: int = -1) -> torch.optim.lr_scheduler.LambdaLR:
     """A `LambdaLR` after whose k-th step() every group's rate is noam_lr(k + 1, ...), whatever base `lr`."""
-    _check_positive_int("d_model", d_model)
-    _check_positive_int("warmup_steps", warmup_steps)
-    _check_scale(scale)
+    _check_schedule(d_model, warmup_steps, scale)
     factors = []
     for index, group in enumerate(optimizer.param_groups):
-        # LambdaLR multiplies by the group's "initial_lr" whenever the group has one (the lr when a
-        # schedule first drove it: an optimizer restored from a checkpoint carries it, with "lr" then
-        # the rate of the last step), and by "lr" otherwise; divide by the same number.
+        # LambdaLR multiplies by "initial_lr" where a group has one (a restored optimizer's, whose "lr" is
+        # then the last step's rate), else by "lr"; divide by the same number.
         base_lr = float(group.get("initial_lr", group["lr"]))
         if not (math.isfinite(base_lr) and base_lr > 0):
-            raise ValueError(
-                f"parameter group {index} has learning rate {base_lr!r}; the schedule divides it out, "
-                "so it must be positive (build the optimizer with lr=1.0)."
-            )
+            raise ValueError(f"parameter group {index} has learning rate {base_lr!r}; the schedule divides it "
+                             "out, so it must be positive (build the optimizer with lr=1.0).")
         factors.append(_NoamFactor(base_lr, d_model, warmup_steps, float(scale)))
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=factors, last_epoch=last_epoch)

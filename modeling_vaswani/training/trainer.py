@@ -50,15 +50,11 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
                  warmup_steps: int | None = None, shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER, **kwargs):
         super().__init__(*args, **kwargs)
         if self.args.label_smoothing_factor:
-            raise ValueError(
-                "VaswaniTrainer uses the model's §5.4 label smoothing (config.label_smoothing); set "
-                "label_smoothing_factor=0 and pass the smoothing rate to the model config instead."
-            )
+            raise ValueError("VaswaniTrainer uses the model's §5.4 label smoothing (config.label_smoothing); set "
+                             "label_smoothing_factor=0 and pass the smoothing rate to the model config instead.")
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive number of tokens per batch, got {max_tokens}.")
-        self.max_tokens = max_tokens
-        self.shuffle_buffer = shuffle_buffer
-        self.noam_scale = noam_scale
+        self.max_tokens, self.shuffle_buffer, self.noam_scale = max_tokens, shuffle_buffer, noam_scale
         self.warmup_steps = warmup_steps if warmup_steps is not None else WARMUP_STEPS
         self._evaluated = {}  # (step, metric prefix) -> metrics, see `evaluate`
         self._checkpointed_step = None
@@ -75,9 +71,8 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         if self.lr_scheduler is None:
             optimizer = optimizer if optimizer is not None else self.optimizer
-            self.lr_scheduler = get_noam_schedule(
-                optimizer, self.model.config.d_model, self.warmup_steps, scale=self.noam_scale
-            )
+            self.lr_scheduler = get_noam_schedule(optimizer, self.model.config.d_model, self.warmup_steps,
+                                                  scale=self.noam_scale)
         return self.lr_scheduler
 
     # §6.1 evaluation -------------------------------------------------------------------------
@@ -196,11 +191,7 @@ def bleu_metrics_fn(tokenizer):
         hypotheses = [t.strip() for t in tokenizer.batch_decode(predictions, skip_special_tokens=True)]
         references = [t.strip() for t in tokenizer.batch_decode(labels, skip_special_tokens=True)]
         scores = compute_bleu(hypotheses, references)
-        return {
-            "bleu": scores["bleu"],
-            "bleu_lowercase_tokenized": scores["bleu_lowercase_tokenized"],
-            "chrf": scores["chrf"],
-            "gen_len": float(np.mean([np.count_nonzero(p != tokenizer.pad_token_id) for p in predictions])),
-        }
+        return {**{name: scores[name] for name in ("bleu", "bleu_lowercase_tokenized", "chrf")},
+                "gen_len": float(np.mean([np.count_nonzero(p != tokenizer.pad_token_id) for p in predictions]))}
 
     return compute_metrics
