@@ -168,17 +168,6 @@ def test_data_seed_drives_the_batch_order(build_trainer):
     assert order(3) == order(3) != order(4)
 
 
-def test_training_with_a_token_budget_lowers_the_loss(build_trainer):
-    data = _dataset(n=16).map(lambda row: {"input_ids": row["input_ids"][:6], "labels": row["labels"][:6],
-                                           "attention_mask": row["attention_mask"][:6]})
-    trainer = build_trainer(dataset=data, max_tokens=64, num_train_epochs=25, logging_steps=1,
-                            warmup_steps=20, noam_scale=2.0)
-    trainer.train()
-    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    assert trainer.state.global_step == 25 * len(trainer.get_train_dataloader())
-    assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:5])
-
-
 # §6.1 ------------------------------------------------------------------------------------------
 
 def test_bleu_metrics_fn_decodes_padding_marks(tokenizer):
