@@ -1,8 +1,6 @@
-"""§5.4's label-smoothed loss with its gradient written out: the form the model trains with.
-
-`fast_label_smoothed_cross_entropy` takes the arguments of `label_smoothing.label_smoothed_cross_entropy`
-and returns the same values; only its backward pass differs. It exists for speed, not for the
-paper: read `label_smoothing.py` for §5.4 itself.
+"""§5.4's label-smoothed loss with its gradient written out: the form the model trains with (speed,
+not the paper: read label_smoothing.py for §5.4). Same arguments, values and errors as
+`label_smoothing.label_smoothed_cross_entropy`; only the backward pass differs.
 """
 
 from __future__ import annotations
@@ -20,14 +18,23 @@ def fast_label_smoothed_cross_entropy(
     ignore_index: int = -100,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """`label_smoothed_cross_entropy`, whose gradient is softmax(z) − q written in one (N, V) tensor.
-
-    Autograd through log_softmax, gather and sum builds three (N, V) gradients and adds them; the
-    textbook gradient of a cross-entropy against q writes one. Over an 8,000-token vocabulary that
-    was a sixth of a training step on CPU. Same arguments, values and errors as the formula.
-    """
+    """`label_smoothed_cross_entropy`, whose gradient softmax(z) − q is written in one (N, V) tensor:
+    autograd writes three and adds them, a sixth of a CPU training step over 8,000 tokens."""
     epsilon, keep, safe_labels = check_loss_arguments(logits, labels, epsilon, ignore_index, reduction)
     return reduce_loss(_SmoothedCrossEntropy.apply(logits, safe_labels, epsilon), keep, reduction)
+
+
+def smoothed_gradient_(probs: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """∂H(q, p)/∂z = softmax(z) − q, written over `probs` = softmax(z) (..., V) in place; labels (...).
+
+    q(y) = 1 − ε, q(j) = ε/(V − 1) for j ≠ y (label_smoothing.py). The one written-out gradient of
+    §5.4, also used by training/chunked_loss.py.
+    """
+    other = epsilon / (probs.shape[-1] - 1) if epsilon > 0 else 0.0  # q(j) for j ≠ y
+    if other:
+        probs.sub_(other)
+    gold = labels.unsqueeze(-1)  # (..., 1)
+    return probs.scatter_add_(-1, gold, probs.new_full(gold.shape, other - (1.0 - epsilon)))  # − q(y) there
 
 
 class _SmoothedCrossEntropy(torch.autograd.Function):
@@ -49,12 +56,6 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss):
         log_probs, labels = ctx.saved_tensors
-        epsilon = ctx.epsilon
-        other = epsilon / (log_probs.shape[-1] - 1) if epsilon > 0 else 0.0  # q(j) for j ≠ y
-        grad = log_probs.exp()  # softmax(z), (..., V)
-        if other:
-            grad.sub_(other)
-        gold = labels.unsqueeze(-1)  # (..., 1)
-        grad.scatter_add_(-1, gold, grad.new_full(gold.shape, other - (1.0 - epsilon)))  # − q(y) there
+        grad = smoothed_gradient_(log_probs.exp(), labels, ctx.epsilon)  # (..., V)
         grad.mul_(grad_loss.unsqueeze(-1))  # (softmax − q) times the upstream gradient
         return grad.to(ctx.logits_dtype), None, None

@@ -1,9 +1,8 @@
-"""What machine a number was measured on (not from the paper): CPU model, cores, threads, bf16 support.
+"""What machine a number was measured on (not from the paper), and whether it computes bf16 fast.
 
-Every recorded figure (a training run's record, a benchmark) names its hardware, and a CPU's
-speed in bf16 depends on instructions that only some CPUs have: AMX tiles (Intel Sapphire Rapids
-and later) or AVX512-BF16 (also recent AMD EPYC). Without either, bf16 matrix products are
-emulated and run slower than float32; `bf16_support` says which case this machine is.
+A CPU multiplies bf16 matrices fast only with AMX tiles (Intel Sapphire Rapids and later) or
+AVX512-BF16 (also recent AMD EPYC); without either the products are emulated and run slower than
+float32, and a run asked for bf16 says so (`slow_bf16_warning`: training and translating).
 """
 
 from __future__ import annotations
@@ -37,11 +36,17 @@ def cpu_flags() -> set[str]:
 def bf16_support() -> str:
     """"amx" (AMX-BF16 tiles), "avx512_bf16", or "none" (bf16 is emulated: slower than float32)."""
     flags = cpu_flags()
-    if "amx_bf16" in flags:
-        return "amx"
-    if "avx512_bf16" in flags:
-        return "avx512_bf16"
-    return "none"
+    return "amx" if "amx_bf16" in flags else "avx512_bf16" if "avx512_bf16" in flags else "none"
+
+
+def slow_bf16_warning(asked: str = "--bf16", consequence: str = "it runs as asked", support: str | None = None,
+                      cpu: str | None = None) -> str | None:
+    """One line saying that bf16 (`asked`) will be slower than float32 on this CPU, or None when it has AMX
+    or AVX512-BF16 (`support`: bf16_support()'s answer, read from the CPU when None)."""
+    if (bf16_support() if support is None else support) != "none":
+        return None
+    return (f"{asked} on a CPU ({cpu or cpu_model()}) with neither AMX nor AVX512-BF16: bf16 matrix products are "
+            f"emulated, so this is slower than float32 would be ({consequence})")
 
 
 def describe_machine() -> dict:
@@ -49,15 +54,9 @@ def describe_machine() -> dict:
     import torch
     import transformers
 
-    info = {
-        "cpu": cpu_model(),
-        "cpu_cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "cpu_bf16": bf16_support(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-    }
+    info = {"cpu": cpu_model(), "cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "cpu_bf16": bf16_support(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "python": platform.python_version()}
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name()
     return info

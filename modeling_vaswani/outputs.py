@@ -1,17 +1,11 @@
-"""How every script claims and writes its outputs (not from the paper): nothing a run reads is written over,
-and nothing is left half-written.
+"""How every script claims and writes its outputs (not from the paper): nothing a run reads is written
+over, nothing is left half-written.
 
-`claim` is called before any work with the output flag, its path and what the run reads (files, folders,
-model folders; standard input always). It refuses an output that is, contains or lies inside one of those,
-or the shipped model (hub_card/): writing would destroy what the run still has to read. Paths are compared
-resolved (symlinks, `..`) and, where they exist, by (st_dev, st_ino), so a hard link or another spelling
-is the same file; a standard stream by `os.fstat`. Errors are one line naming the flag and the path.
-
-`write_file` and `write_folder` then write through a temporary sibling renamed into place (`os.replace`):
-a run stopped or failed halfway leaves the previous complete output, or none, never a mix (translate.py
-alone keeps the whole lines it finished when stopped, and says how many).
-
-Standard library only at import, so scripts load it before torch (scripts/_light_cli.py).
+`claim`, before any work, refuses an output that is, contains or lies inside what the run reads
+(standard input always) or the shipped model (hub_card/), compared resolved and by (st_dev, st_ino)
+so that a link or another spelling is the same file; errors are one line naming the flag and path.
+`write_file` and `write_folder` write through a temporary sibling renamed into place. Standard library
+only at import, so scripts load it before torch.
 """
 
 from __future__ import annotations
@@ -76,17 +70,10 @@ def _name(flag: str, path) -> str:
 
 def claim(flag: str, path, reads=(), folder: bool = False, results: bool = False, replace_flag: str | None = None,
           replace: bool = True):
-    """Check the output `path` of `flag` (a file; a folder with `folder`; STDOUT) against `reads`, pairs of
-    (flag, path or None) the run reads, standard input and the shipped model; return it as a Path (or STDOUT).
-
-    With `results`, a folder that holds a model is refused too (results added to it would mix with the
-    model's files). With `replace_flag`, an output that already holds something is refused unless `replace`.
-
-    Raises:
-        OutputClashError: the output is, contains or lies inside an input or the shipped model.
-        IsADirectoryError, NotADirectoryError, FileExistsError: a folder for a file, a file for a folder,
-            an output already there without `replace`.
-    """
+    """The output `path` of `flag` (a file, a folder with `folder`, or STDOUT) as a Path, checked against
+    `reads` ((flag, path or None) pairs), standard input and the shipped model (OutputClashError). With
+    `results` a model folder is refused too; with `replace_flag` a full output unless `replace`
+    (FileExistsError); a folder for a file or a file for a folder: IsADirectoryError, NotADirectoryError."""
     named = _name(flag, path)
     if not isinstance(path, int):
         if folder and Path(path).exists() and not Path(path).is_dir():
@@ -128,9 +115,8 @@ def _put_in_place(temporary, path: Path, directory: bool = False) -> None:
 
 @contextlib.contextmanager
 def write_file(path, mode: str = "w", keep_on_interrupt: bool = False, **open_kwargs):
-    """Open a temporary file beside `path` for writing; on a clean exit it replaces `path`, else it is deleted.
-    With `keep_on_interrupt`, Ctrl-C or SIGTERM (as KeyboardInterrupt) also puts what was written in place:
-    for outputs written in whole records (translate.py's lines), where the finished part is worth keeping."""
+    """A temporary file beside `path` that replaces it on a clean exit, else is deleted; with `keep_on_interrupt`
+    a KeyboardInterrupt (Ctrl-C, SIGTERM) puts the part written in place too (translate.py's whole lines)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
@@ -148,8 +134,7 @@ def write_file(path, mode: str = "w", keep_on_interrupt: bool = False, **open_kw
 
 @contextlib.contextmanager
 def write_folder(path):
-    """A temporary folder beside `path` to write into; on a clean exit it takes the place of `path` (an
-    earlier folder there is removed only then), else it is deleted."""
+    """A temporary folder beside `path` that takes its place on a clean exit (an earlier one goes only then)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial"))

@@ -1,27 +1,14 @@
-"""How many CPU threads a process uses for its matrix products (not from the paper): one rule for
-training and translating, `choose_threads`, and `use_threads` to apply it.
+"""How many CPU threads a process uses for its matrix products (not from the paper): `choose_threads`,
+one rule for training and translating, and `use_threads` to apply it.
 
-PyTorch starts one thread per core. A small model's products are too short to split well, and on a
-machine shared with other programs (or other data-parallel processes) the threads mostly wait for
-each other: one of them descheduled stalls the rest at every product. Measured on a 2-core AMD
-EPYC that others were using too (load average 3.7 to 5.0 while translating):
-
-    training, one Adam step        parameters   tokens per batch          1 thread       2 threads
-    tiny preset                        0.3 M      4,096                   0.97 s          3.42 s
-    small preset                       7.6 M      4,096                   9.3 s          15.5 s
-    base preset                       48.2 M      1,024                   6.4 s           3.9 s
-
-    translating Multi30k validation  parameters   decoding, sentences     1 thread       2 threads
-    shipped (hub_card/)                2.9 M      beam 4, 200             7.4–8.7 s     46.3–51.3 s
-    shipped (hub_card/)                2.9 M      greedy, 200             2.4–3.6 s     19.5–42.0 s
-    base preset (untrained)           48.2 M      beam 4, 32 (20 tokens)  8.1–9.9 s     20.8–24.7 s
-
-Hence the rule: one thread for a model under 20 million parameters. Above that, training takes the
-cores this process may run on, shared among the training processes on this machine
-(LOCAL_WORLD_SIZE, set by torchrun and accelerate); translating takes the idle cores, those cores
-less the one-minute load average, at least one (on the busy machine above: 1, the faster count for
-the base model too). OMP_NUM_THREADS, when set, wins over the rule, and an explicit count (the
-scripts' --threads) over both. A GPU does not change the count: the CPU threads then only feed it.
+A small model's products are too short to split well, and on a shared machine threads mostly wait
+for a descheduled one. Measured on a busy 2-core AMD EPYC, 1 thread against 2: an Adam step of the
+tiny preset 0.97 s vs 3.42 s, small 9.3 s vs 15.5 s, base (48M) 6.4 s vs 3.9 s; translating Multi30k
+validation with the shipped model, beam 4, 7.4–8.7 s vs 46.3–51.3 s; the untrained base model,
+8.1–9.9 s vs 20.8–24.7 s. Hence: one thread under 20M parameters. Above, training takes the cores
+this process may use, shared among the machine's training processes (LOCAL_WORLD_SIZE); translating
+takes the idle cores (cores less the one-minute load, at least one). OMP_NUM_THREADS wins over the
+rule, an explicit count (--threads) over both. A GPU does not change the count.
 """
 
 from __future__ import annotations
@@ -54,8 +41,8 @@ def idle_cores(cores: int | None = None, load: float | None = None) -> int:
 
 def choose_threads(num_parameters: int, requested: int | None = None, env: Mapping[str, str] | None = None, *,
                    training: bool = False, cores: int | None = None, load: float | None = None) -> tuple[int, str]:
-    """(threads, why) for training (`training=True`) or translating with a model of `num_parameters`:
-    `requested` if given, else OMP_NUM_THREADS if set, else the rule of the module docstring."""
+    """(threads, why) to train or translate a model of `num_parameters`: `requested`, else OMP_NUM_THREADS,
+    else the rule above."""
     env = os.environ if env is None else env
     if requested is not None:
         if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
@@ -76,8 +63,7 @@ def choose_threads(num_parameters: int, requested: int | None = None, env: Mappi
 
 
 def use_threads(model=None, requested: int | None = None, *, training: bool = False) -> tuple[int, str]:
-    """Choose the thread count for `model` and set it for PyTorch in this process; (threads, why).
-    An object without `parameters()` (None, another engine standing in for the model) counts as small."""
+    """Set PyTorch's thread count for `model` (without parameters(): small); (threads, why)."""
     import torch
 
     parameters = model.parameters() if callable(getattr(model, "parameters", None)) else ()

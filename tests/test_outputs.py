@@ -53,36 +53,31 @@ def _runs_folder(tmp_path, model):
     return tmp_path / "runs"
 
 
-# (script, flag, output is a folder, makes the input it reads, its command line for that input and an output)
+# "<script> <flag>": (output is a folder, makes the input it reads, its command line for input, output, a model)
 DOORS = {
-    "translate --output": ("translate.py", "--output", False, _text,
-                           lambda i, o, m: ["--model", m, "--file", i, "--output", o]),
-    "evaluate_model --output_dir": ("evaluate_model.py", "--output_dir", True, _model,
-                                    lambda i, o, m: ["--model", i, "--output_dir", o]),
-    "collect_results --output_dir": ("collect_results.py", "--output_dir", True, _run_with_average,
-                                     lambda i, o, m: ["--run_dir", i, "--output_dir", o]),
-    "average_checkpoints --output_dir": ("average_checkpoints.py", "--output_dir", True, _model,
-                                         lambda i, o, m: ["--checkpoints", i, m, "--output_dir", o]),
-    "push_to_hub --output_dir": ("push_to_hub.py", "--output_dir", True, _model_with_results,
-                                 lambda i, o, m: ["--model_dir", i, "--repo_id", "you/name", "--dry_run",
-                                                  "--output_dir", o]),
-    "push_to_hub --space_dir": ("push_to_hub.py", "--space_dir", True, _model_with_results,
-                                lambda i, o, m: ["--model_dir", i, "--repo_id", "you/name", "--dry_run",
-                                                 "--space", "you/space", "--space_dir", o]),
-    "convert_ctranslate2 --output_dir": ("convert_ctranslate2.py", "--output_dir", True, _model,
-                                         lambda i, o, m: ["--model", i, "--output_dir", o, "--force"]),
-    "convert_marian --output_dir": ("convert_marian.py", "--output_dir", True, _model,
-                                    lambda i, o, m: ["--model", i, "--output_dir", o]),
-    "export_marian --output_dir": ("export_marian.py", "--output_dir", True, _model,
-                                   lambda i, o, m: ["--model", i, "--output_dir", o]),
-    "plot_training_curve --output": ("plot_training_curve.py", "--output", False, _trainer_state,
-                                     lambda i, o, m: ["--run_dir", i.parent, "--output", o]),
-    "table3 --output": ("table3.py", "--output", True, _runs_folder,
-                        lambda i, o, m: ["--steps", "1", "--rows", "A", "--output", o, "--runs_dir", i]),
-    "train --output_dir": ("train.py", "--output_dir", True, _model,
-                           lambda i, o, m: ["--model_name_or_path", i, "--output_dir", o, "--overwrite_output_dir",
-                                            "--report_to", "none"]),
+    "translate --output": (False, _text, lambda i, o, m: ["--model", m, "--file", i, "--output", o]),
+    "evaluate_model --output_dir": (True, _model, lambda i, o, m: ["--model", i, "--output_dir", o]),
+    "collect_results --output_dir": (True, _run_with_average, lambda i, o, m: ["--run_dir", i, "--output_dir", o]),
+    "average_checkpoints --output_dir": (True, _model, lambda i, o, m: ["--checkpoints", i, m, "--output_dir", o]),
+    "push_to_hub --output_dir": (True, _model_with_results, lambda i, o, m: [
+        "--model_dir", i, "--repo_id", "you/name", "--dry_run", "--output_dir", o]),
+    "push_to_hub --space_dir": (True, _model_with_results, lambda i, o, m: [
+        "--model_dir", i, "--repo_id", "you/name", "--dry_run", "--space", "you/space", "--space_dir", o]),
+    "convert_ctranslate2 --output_dir": (True, _model, lambda i, o, m: ["--model", i, "--output_dir", o, "--force"]),
+    "convert_marian --output_dir": (True, _model, lambda i, o, m: ["--model", i, "--output_dir", o]),
+    "export_marian --output_dir": (True, _model, lambda i, o, m: ["--model", i, "--output_dir", o]),
+    "plot_training_curve --output": (False, _trainer_state, lambda i, o, m: ["--run_dir", i.parent, "--output", o]),
+    "table3 --output": (True, _runs_folder, lambda i, o, m: [
+        "--steps", "1", "--rows", "A", "--output", o, "--runs_dir", i]),
+    "train --output_dir": (True, _model, lambda i, o, m: [
+        "--model_name_or_path", i, "--output_dir", o, "--overwrite_output_dir", "--report_to", "none"]),
 }
+
+
+def _door(door):
+    """(script, flag, output is a folder, make, command) of a DOORS entry."""
+    script, flag = door.split()
+    return (f"{script}.py", flag, *DOORS[door])
 
 
 def _link(path, make):
@@ -116,7 +111,7 @@ def _run(script, argv, monkeypatch, capsys):
 
 
 def _cases():
-    for door, (_, _, folder, make, _) in DOORS.items():
+    for door, (folder, make, _) in DOORS.items():
         reads_folder = make not in (_text, _trainer_state)
         for spelling in SPELLINGS:
             if (spelling == "hardlink" and reads_folder) or (spelling == "inside" and not reads_folder) or (
@@ -128,7 +123,7 @@ def _cases():
 @pytest.mark.parametrize("door, spelling", list(_cases()))
 def test_an_output_never_writes_over_what_the_run_reads(door, spelling, saved_model_dir, tmp_path, monkeypatch,
                                                          capsys):
-    script, flag, _, make, command = DOORS[door]
+    script, flag, _, make, command = _door(door)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     source = make(tmp_path, saved_model_dir)
@@ -144,7 +139,7 @@ def test_an_output_never_writes_over_what_the_run_reads(door, spelling, saved_mo
 
 @pytest.mark.parametrize("door", list(DOORS))
 def test_an_output_never_writes_into_the_shipped_model(door, saved_model_dir, tmp_path, monkeypatch, capsys):
-    script, flag, folder, make, command = DOORS[door]
+    script, flag, folder, make, command = _door(door)
     shipped = Path(shutil.copytree(saved_model_dir, tmp_path / "hub_card"))
     monkeypatch.setattr(outputs, "SHIPPED_MODEL", shipped)  # the real one is never pointed at
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

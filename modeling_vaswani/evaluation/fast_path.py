@@ -4,7 +4,7 @@ layers, a compiled decoding step. The default is none of them: exact float32.
 - `dtype` "bfloat16" / "float16": weights and activations in that dtype (`from_pretrained(dtype=...)`).
   A CPU computes bf16 matrix products fast only with AMX tiles or AVX512-BF16
   (`machine.bf16_support()`); without either they are emulated and run slower than float32, and
-  `precision_warning` (bf16_speed.py's line) says so rather than letting the run be silently slower.
+  `precision_warning` (machine.py's line) says so rather than letting the run be silently slower.
 - `quantize` "int8": torch's dynamic quantization of every `nn.Linear` (weights stored as int8, each
   batch of activations quantized on the fly); CPU only, on float32 weights.
 - `compile`: the static key/value cache (every slot allocated up front, so each decoding step has
@@ -25,7 +25,7 @@ import warnings
 
 import torch
 
-from ..bf16_speed import slow_bf16_warning
+from ..machine import slow_bf16_warning
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 QUANTIZATIONS = ("int8",)

@@ -1,21 +1,9 @@
-"""§6.1 — checkpoint averaging.
+"""§6.1 — checkpoint averaging: "a single model obtained by averaging the last 5 checkpoints, which
+were written at 10-minute intervals" (base models; the last 20 for the big ones).
 
-The paper does not evaluate the weights of the final training step. For the base models it
-saves a checkpoint every 10 minutes and uses a single model whose parameters are the average
-of the last 5 checkpoints; for the big models it averages the last 20. Averaging weights from
-the end of training smooths out the noise of the last few updates.
-
-Here a "checkpoint" is a folder written by the Hugging Face `Trainer` (`checkpoint-<step>`)
-holding the weights in a single `model.safetensors` file. `average_state_dicts` is the
-averaging itself, `find_checkpoints` picks the last k checkpoints of a run, and
-`average_checkpoints` writes a folder that `from_pretrained` can load: the averaged weights
-plus the config, generation config, tokenizer and code files of the last checkpoint. A
-`checkpoint-<step>` folder counts only once the Trainer has finished writing it
-(`is_complete_checkpoint`), so a run stopped while saving never feeds half-written weights in.
-
-The paper's checkpoints were written every 10 minutes of wall-clock time:
-`scripts/train.py --save_every_minutes 10` does the same (`run_clocks.SaveEveryMinutes`); the
-Trainer's own strategies save every `save_steps` updates or every epoch instead.
+A checkpoint is a Trainer `checkpoint-<step>` folder with one `model.safetensors`; it counts only
+once the Trainer finished writing it (`is_complete_checkpoint`). `scripts/train.py
+--save_every_minutes 10` writes them at the paper's interval (run_clocks.SaveEveryMinutes).
 """
 
 from __future__ import annotations
@@ -31,6 +19,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 
+from ..model.folder_checks import check_weights_file
 from ..model.strict_json import read_json
 from ..outputs import claim, write_folder
 
@@ -39,39 +28,20 @@ BASE_CHECKPOINTS = 5
 BIG_CHECKPOINTS = 20
 
 WEIGHTS_NAME = "model.safetensors"
-# The Trainer writes this file last into a checkpoint folder; see `is_complete_checkpoint`.
+# The Trainer writes this file last into a checkpoint folder (transformers 5.24, Trainer._save_checkpoint).
 TRAINER_STATE_NAME = "trainer_state.json"
-
-logger = logging.getLogger(__name__)
-# Files in a Trainer checkpoint that describe the training run, not the model: never copied.
-_TRAINING_STATE_PATTERNS = (
-    "optimizer*.pt",
-    "scheduler*.pt",
-    "scaler*.pt",
-    "rng_state*.pth",
-    "trainer_state.json",
-    "training_args.bin",
-    # Weights: the averaged ones are written separately.
-    "*.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model*.bin",
-)
-# config.json fields that say where and how a checkpoint was saved, not what model it is: every other
-# field must agree for weights to be averaged meaningfully.
+# Files of a checkpoint that describe the training run, not the model, and the weights (averaged apart).
+_NOT_COPIED = ("optimizer*.pt", "scheduler*.pt", "scaler*.pt", "rng_state*.pth", TRAINER_STATE_NAME,
+               "training_args.bin", "*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin")
+# config.json fields that say where and how a checkpoint was saved; every other field must agree.
 _CONFIG_KEYS_NOT_COMPARED = ("_name_or_path", "transformers_version", "dtype", "torch_dtype")
 SAME_MODEL = "only checkpoints of the same model can be averaged."
+
+logger = logging.getLogger(__name__)
 
 
 class CheckpointMismatchError(ValueError):
     """Checkpoints that cannot be averaged together (different tensors, shapes or configs)."""
-
-
-def _running_sum(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    # Floating tensors are summed in float64 so that many checkpoints add up without rounding.
-    return {
-        name: tensor.detach().to(torch.float64) if tensor.is_floating_point() else tensor.detach().clone()
-        for name, tensor in state_dict.items()
-    }
 
 
 def _check_compatible(reference: Mapping[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor], label: str) -> None:
@@ -86,50 +56,33 @@ def _check_compatible(reference: Mapping[str, torch.Tensor], state_dict: Mapping
                                           f"has {tuple(reference[name].shape)}; {SAME_MODEL}")
 
 
-def _accumulate(total: dict[str, torch.Tensor], state_dict: Mapping[str, torch.Tensor]) -> None:
-    for name, tensor in state_dict.items():
-        if total[name].is_floating_point():
-            total[name] += tensor.detach().to(torch.float64)
-        else:
-            # Integer/bool buffers (counters, index tables) are not averaged: the last one is kept.
-            total[name] = tensor.detach().clone()
-
-
-def _finish(total: dict[str, torch.Tensor], first: Mapping[str, torch.Tensor], count: int) -> dict[str, torch.Tensor]:
-    # Cast each mean back to the dtype it was stored in (fp32, fp16, bf16, ...).
-    return {
-        name: (summed / count).to(first[name].dtype).contiguous() if summed.is_floating_point() else summed
-        for name, summed in total.items()
-    }
-
-
 def average_state_dicts(state_dicts: Iterable[Mapping[str, torch.Tensor]],
                         names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
-    """Element-wise mean of several state dicts with the same tensor names and shapes (§6.1).
+    """Element-wise mean of state dicts with the same tensor names and shapes (§6.1), loaded one at a time.
 
-    Floating-point tensors are averaged in float64 and cast back to their own dtype. Integer
-    and boolean tensors are not averaged: the value from the last state dict is kept. Only the
-    first, the running sum and the current one are held, so `state_dicts` may load each in turn.
-
-    Raises:
-        ValueError: if there are none, or (as `CheckpointMismatchError`) if a state dict
-            lacks a tensor, has an extra one, or has one of a different shape; the message
-            names the checkpoint's position in the list (and its entry in `names`) and the tensor.
+    Floating tensors are summed in float64 and cast back to their dtype; integer and boolean ones are
+    not averaged (the last is kept). A mismatch (`CheckpointMismatchError`) names the checkpoint's
+    position (and its entry in `names`) and the tensor.
     """
     first = total = None
     count = 0
-    for state_dict in state_dicts:
-        count += 1
+    for count, state_dict in enumerate(state_dicts, 1):
         if first is None:
-            first, total = state_dict, _running_sum(state_dict)
+            first, total = state_dict, {name: t.detach().to(torch.float64) if t.is_floating_point()
+                                        else t.detach().clone() for name, t in state_dict.items()}
             continue
-        name = f" ({names[count - 1]!r})" if names is not None else ""
-        _check_compatible(first, state_dict, f"checkpoint {count - 1}{name}")
-        _accumulate(total, state_dict)
+        _check_compatible(first, state_dict, f"checkpoint {count - 1}"
+                          + (f" ({names[count - 1]!r})" if names is not None else ""))
+        for name, tensor in state_dict.items():
+            if total[name].is_floating_point():
+                total[name] += tensor.detach().to(torch.float64)
+            else:
+                total[name] = tensor.detach().clone()
         del state_dict  # before the next one is loaded
     if first is None:
         raise ValueError("no state dicts to average: pass at least one.")
-    return _finish(total, first, count)
+    return {name: (summed / count).to(first[name].dtype).contiguous() if summed.is_floating_point() else summed
+            for name, summed in total.items()}
 
 
 def _is_checkpoint_name(name: str) -> bool:
@@ -139,14 +92,15 @@ def _is_checkpoint_name(name: str) -> bool:
 
 
 def is_complete_checkpoint(checkpoint_dir: str | Path) -> bool:
-    """Whether a Trainer `checkpoint-<step>` folder was written to the end.
-
-    The Trainer writes a checkpoint straight into its final folder, in this order: code, config,
-    weights, optimizer, scheduler, RNG state, and `trainer_state.json` last (transformers 5.24,
-    `Trainer._save_checkpoint`). A run killed while saving therefore leaves a folder without
-    `trainer_state.json`, whose weights may be missing or cut short.
-    """
+    """Whether a `checkpoint-<step>` folder was written to the end: a run killed while saving leaves
+    one without `trainer_state.json`, the Trainer's last file, whose weights may be cut short."""
     return (Path(checkpoint_dir) / TRAINER_STATE_NAME).is_file()
+
+
+def _refuse_incomplete(checkpoint_dir: Path, advice: str) -> None:
+    if not is_complete_checkpoint(checkpoint_dir):
+        raise ValueError(f"checkpoint {str(checkpoint_dir)!r} is incomplete (no {TRAINER_STATE_NAME}, which the "
+                         f"Trainer writes last): the run was probably stopped while saving it. {advice}")
 
 
 def check_resumable_checkpoint(checkpoint_dir: str | Path) -> Path:
@@ -154,24 +108,12 @@ def check_resumable_checkpoint(checkpoint_dir: str | Path) -> Path:
     checkpoint_dir = Path(checkpoint_dir)
     if not checkpoint_dir.is_dir():
         raise FileNotFoundError(f"checkpoint folder {str(checkpoint_dir)!r} does not exist or is not a folder.")
-    if not is_complete_checkpoint(checkpoint_dir):
-        raise ValueError(
-            f"checkpoint {str(checkpoint_dir)!r} is incomplete (no {TRAINER_STATE_NAME}, which the Trainer writes "
-            "last): the run was probably stopped while saving it. Resume from the checkpoint before it, or delete it."
-        )
+    _refuse_incomplete(checkpoint_dir, "Resume from the checkpoint before it, or delete it.")
     return checkpoint_dir
 
 
 def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]:
-    """(complete, incomplete): a run's `checkpoint-<step>` folders, the complete ones oldest first.
-
-    Folders are ordered by their step number (so checkpoint-10 comes after checkpoint-9), as the
-    Trainer orders them itself (`sort_checkpoints`); incomplete ones (see `is_complete_checkpoint`)
-    are only named.
-
-    Raises:
-        FileNotFoundError: if `output_dir` is not a folder.
-    """
+    """(complete, incomplete names): a run's `checkpoint-<step>` folders by step, as the Trainer sorts them."""
     if not Path(output_dir).is_dir():
         raise FileNotFoundError(f"run folder {str(output_dir)!r} does not exist or is not a folder.")
     folders = [path for path in map(Path, sort_checkpoints(str(output_dir))) if _is_checkpoint_name(path.name)]
@@ -180,14 +122,8 @@ def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]
 
 
 def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
-    """The last `last` complete `checkpoint-<step>` folders of a training run, oldest first.
-
-    Ordered as `complete_checkpoints` orders them; incomplete folders are skipped with a warning.
-
-    Raises:
-        FileNotFoundError: if `output_dir` is not a folder.
-        ValueError: if `last` is not a positive integer or the run has fewer complete checkpoints.
-    """
+    """The last `last` complete checkpoints of a run, oldest first; incomplete ones are skipped with a warning.
+    ValueError when `last` is not a positive integer or there are fewer."""
     if isinstance(last, bool) or not isinstance(last, int) or last < 1:
         raise ValueError(f"last must be a positive integer (the paper averages 5 or 20), got {last!r}.")
     found, incomplete = complete_checkpoints(output_dir)
@@ -195,30 +131,19 @@ def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> li
         logger.warning("skipping incomplete checkpoints (no %s): %s", TRAINER_STATE_NAME, ", ".join(incomplete))
     if len(found) < last:
         skipped = f" (skipped incomplete: {', '.join(incomplete)})" if incomplete else ""
-        raise ValueError(
-            f"asked for the last {last} checkpoints but {str(output_dir)!r} holds only {len(found)} complete "
-            f"checkpoint-<step> folders{skipped}; lower the number or train longer."
-        )
+        raise ValueError(f"asked for the last {last} checkpoints but {str(output_dir)!r} holds only {len(found)} "
+                         f"complete checkpoint-<step> folders{skipped}; lower the number or train longer.")
     return found[-last:]
 
 
 def _weights_file(checkpoint_dir: Path) -> Path:
     if not checkpoint_dir.is_dir():
         raise FileNotFoundError(f"checkpoint folder {str(checkpoint_dir)!r} does not exist or is not a folder.")
-    weights = checkpoint_dir / WEIGHTS_NAME
-    if weights.is_file():
-        return weights
-    if (checkpoint_dir / f"{WEIGHTS_NAME}.index.json").is_file():
-        raise ValueError(
-            f"{str(checkpoint_dir)!r} holds sharded weights (model.safetensors.index.json); only a "
-            "single model.safetensors file is supported. Re-save the model unsharded."
-        )
-    if any(checkpoint_dir.glob("pytorch_model*.bin")):
-        raise ValueError(
-            f"{str(checkpoint_dir)!r} holds pickled weights (pytorch_model.bin), which are not loaded "
-            "for safety; re-save the model with safetensors."
-        )
-    raise FileNotFoundError(f"checkpoint folder {str(checkpoint_dir)!r} has no {WEIGHTS_NAME}.")
+    check_weights_file(checkpoint_dir)  # safetensors, never pickles
+    if not (checkpoint_dir / WEIGHTS_NAME).is_file():
+        raise ValueError(f"{str(checkpoint_dir)!r} holds sharded weights (model.safetensors.index.json); only a "
+                         "single model.safetensors file is supported. Re-save the model unsharded.")
+    return checkpoint_dir / WEIGHTS_NAME
 
 
 def _load_weights(checkpoint_dir: Path) -> dict[str, torch.Tensor]:
@@ -230,7 +155,7 @@ def _load_weights(checkpoint_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:
-    """Refuse checkpoints whose config.json differ in any field that describes the model, or of which only some
+    """Refuse checkpoints whose config.json differ in a field that describes the model, or of which only some
     have one."""
     configs = [(path, read_json(path / "config.json") if (path / "config.json").is_file() else None)
                for path in checkpoint_dirs]
@@ -242,32 +167,17 @@ def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:
                                           + SAME_MODEL)
         for key in sorted(set(config or {}) | set(first or {})):
             if key not in _CONFIG_KEYS_NOT_COMPARED and config.get(key) != first.get(key):
-                raise CheckpointMismatchError(
-                    f"config.json of {str(path)!r} has {key}={config.get(key)!r} but {str(first_path)!r} "
-                    f"has {key}={first.get(key)!r}; {SAME_MODEL}"
-                )
+                raise CheckpointMismatchError(f"config.json of {str(path)!r} has {key}={config.get(key)!r} but "
+                                              f"{str(first_path)!r} has {key}={first.get(key)!r}; {SAME_MODEL}")
 
 
 def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path,
                         flag: str = "output_dir") -> Path:
-    """Average the weights of several checkpoint folders into a loadable model folder (§6.1).
-
-    Reads `model.safetensors` from each folder, averages them with the rules of
-    `average_state_dicts`, and writes `output_dir/model.safetensors`. Every other file of the
-    last checkpoint that describes the model (config.json, generation_config.json, tokenizer
-    files, code files) is copied too, so `from_pretrained(output_dir)` works; optimizer,
-    scheduler, RNG and trainer state are left behind.
-
-    Returns:
-        The path of the written `model.safetensors`.
-
-    Raises:
-        FileNotFoundError: if a folder or its `model.safetensors` is missing.
-        ValueError: if no folders are given, one is given twice, `output_dir` (named `flag` in errors)
-            is, holds or lies inside one of them (`outputs.OutputClashError`), a `checkpoint-<step>`
-            folder is incomplete, a weights file cannot be read or is sharded, or (as
-            `CheckpointMismatchError`) the checkpoints differ in a config.json field, tensor names or
-            shapes.
+    """Average the weights of checkpoint folders into a folder `from_pretrained` loads (§6.1); the path of
+    its model.safetensors. The last checkpoint's other model files (config, generation config, tokenizer,
+    code) are copied, its training state is not. Refused: no folders, one given twice, an `output_dir`
+    (named `flag`) that clashes with them (outputs.claim), an incomplete checkpoint, missing, sharded or
+    unreadable weights, and checkpoints of different models (`CheckpointMismatchError`).
     """
     checkpoint_dirs = [Path(path) for path in checkpoint_dirs]
     if not checkpoint_dirs:
@@ -275,11 +185,8 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
     output_dir = Path(output_dir)
     for path in checkpoint_dirs:
         _weights_file(path)  # fail on a missing file before reading gigabytes of the others
-        if _is_checkpoint_name(path.name) and not is_complete_checkpoint(path):
-            raise ValueError(
-                f"checkpoint {str(path)!r} is incomplete (no {TRAINER_STATE_NAME}, which the Trainer writes last): "
-                "the run was probably stopped while saving it, so its weights may be cut short. Leave it out."
-            )
+        if _is_checkpoint_name(path.name):
+            _refuse_incomplete(path, "Its weights may be cut short; leave it out.")
     seen = {}
     for path in checkpoint_dirs:
         if (twice := seen.setdefault(path.resolve(), path)) is not path:
@@ -287,14 +194,10 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
                              "would weigh it double. Give each checkpoint once.")
     claim(flag, output_dir, [("checkpoint", path) for path in checkpoint_dirs], folder=True)
     _check_configs(checkpoint_dirs)
-
-    # Loaded one at a time (two, with the first, plus the running sum), so 20 big checkpoints fit.
     averaged = average_state_dicts(map(_load_weights, checkpoint_dirs), names=[str(p) for p in checkpoint_dirs])
-
     with write_folder(output_dir) as folder:  # whole or not at all; an earlier one is replaced only at the end
         for item in sorted(checkpoint_dirs[-1].iterdir()):
-            if item.is_file() and not any(fnmatch.fnmatch(item.name, p) for p in _TRAINING_STATE_PATTERNS):
+            if item.is_file() and not any(fnmatch.fnmatch(item.name, p) for p in _NOT_COPIED):
                 shutil.copy2(item, folder / item.name)
-        # The "format" metadata is what transformers checks when loading a safetensors file.
-        save_file(averaged, str(folder / WEIGHTS_NAME), metadata={"format": "pt"})
+        save_file(averaged, str(folder / WEIGHTS_NAME), metadata={"format": "pt"})  # what transformers checks
     return output_dir / WEIGHTS_NAME

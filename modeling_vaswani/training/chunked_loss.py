@@ -1,31 +1,22 @@
-"""§3.4's pre-softmax projection and §5.4's loss, a few rows at a time (not from the paper: speed).
-
-The model's forward projects every decoder state to V logits, the loss turns them into
-log-probabilities, and backward writes their gradient softmax − q: (N, V) float32 tensors of
-N · V · 4 bytes each (64 MB for 2,048 positions and 8,000 tokens): fresh pages on every step,
-each written and read again from memory, not cache. Here the same sums run over `rows`
-positions at a time, whose logits stay in cache: each chunk's logits give its loss and, at once, its gradient softmax − q, which is
-multiplied into the gradients of the decoder states and of the projection matrix before the
-next chunk; backward only scales those two by the upstream gradient. Padding positions
-(label −100) are left out before the product, not zeroed after it.
-
-The loss is label_smoothing.label_smoothed_cross_entropy's, written with z_y and Σ z instead of
-log-probabilities: with c = ε/(V − 1) and q(y) = 1 − ε,
+"""§3.4's pre-softmax projection and §5.4's loss a few rows at a time, without (N, V) logits (speed,
+not the paper): each chunk's logits stay in cache and give its loss and, at once, its gradient
+softmax − q (model/fast_loss.py), multiplied into the gradients of the decoder states and of the
+projection before the next chunk. With c = ε/(V − 1) and q(y) = 1 − ε the loss is written as
 
     H(q, p) = logsumexp(z) − (q(y) − c) · z_y − c · Σ_j z_j.
 
-`training_loss` is the model's forward with labels (its `loss`) computed this way; the
-Trainer uses it for training steps (trainer.py).
+The Trainer takes `training_loss` for its training steps (trainer.py).
 """
 
 from __future__ import annotations
 
 import torch
 
+from ..model.fast_loss import smoothed_gradient_
+
 IGNORE_INDEX = -100
-# exp() below this is clamped: exp(−80) ≈ 1.8e−35 is still a normal float, while exp(z) in (−103, −87)
-# gives subnormals, which a CPU computes some 30× slower (a confident model's logits can span that
-# much). The probabilities changed are below 1e−35: nothing at float32 precision.
+# exp() below this is clamped: exp(z) in (−103, −87) gives subnormals, some 30× slower on a CPU;
+# the probabilities changed are below 1e−35, nothing at float32 precision.
 EXP_FLOOR = -80.0
 # Logits per chunk: 2^20 floats (4 MB) stay in a CPU's L2/L3 and under malloc's mmap threshold.
 CHUNK_LOGITS = 1 << 20
@@ -43,10 +34,8 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, labels, epsilon, rows, matmul_dtype):
-        # hidden (N, d) decoder states; weight (V, d) the projection; bias (V,) or None, not trained;
-        # labels (N,) gold ids, IGNORE_INDEX at padding.
-        vocab = weight.shape[0]
-        other = epsilon / (vocab - 1) if epsilon > 0 else 0.0  # q(j) for j ≠ y
+        # hidden (N, d); weight (V, d); bias (V,) or None, not trained; labels (N,), IGNORE_INDEX at padding.
+        other = epsilon / (weight.shape[0] - 1) if epsilon > 0 else 0.0  # c = q(j) for j ≠ y
         gold_weight = 1.0 - epsilon - other  # q(y) − c: the coefficient of z_y
         kept = (labels != IGNORE_INDEX).nonzero().squeeze(1)  # (M,) real positions
         states, gold = hidden.index_select(0, kept), labels.index_select(0, kept)  # (M, d), (M,)
@@ -57,11 +46,11 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
         total = hidden.new_zeros((), dtype=torch.float32)
         for start in range(0, states.shape[0], rows):
             h = states[start : start + rows].detach().to(matmul_dtype)  # (n, d)
-            y = gold[start : start + rows].unsqueeze(1)  # (n, 1)
+            y = gold[start : start + rows]  # (n,)
             z = torch.mm(h, w.t()).float()  # (n, V) logits
             if bias is not None:
                 z += bias.float()
-            z_gold = z.gather(1, y).squeeze(1)
+            z_gold = z.gather(1, y.unsqueeze(1)).squeeze(1)
             z_sum = z.sum(1) if other else None
             top = z.amax(1, keepdim=True)  # (n, 1), for a softmax that cannot overflow
             p = z.sub_(top).clamp_(min=EXP_FLOOR).exp_()  # unnormalised softmax, in the logits' memory
@@ -72,11 +61,7 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
             total += loss.sum()
             if not grads:
                 continue
-            g = p.div_(norm)  # softmax(z)
-            if other:
-                g.sub_(other)
-            g.scatter_add_(1, y, g.new_full(y.shape, -gold_weight))  # softmax − q
-            g = g.to(matmul_dtype)
+            g = smoothed_gradient_(p.div_(norm), y, epsilon).to(matmul_dtype)  # softmax − q, (n, V)
             grad_states[start : start + rows] = torch.mm(g, w).float()  # ∂/∂h = (softmax − q) W
             grad_weight += torch.mm(g.t(), h).float()  # ∂/∂W = (softmax − q)ᵀ h
         if grads:
@@ -97,14 +82,8 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
 def projected_smoothed_loss(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, epsilon: float,
                             bias: torch.Tensor | None = None, rows: int | None = None,
                             matmul_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """Σ_positions H(q, softmax(hidden · weightᵀ + bias)) with §5.4's q, over positions whose label is not −100.
-
-    hidden (..., d), labels (...); the products run in `matmul_dtype` (default: autocast's dtype
-    when autocast is on, else float32), the softmax and the sums in float32.
-
-    Raises:
-        ValueError: on a label outside [0, V) that is not −100.
-    """
+    """Σ_positions H(q, softmax(hidden · weightᵀ + bias)) over labels ≠ −100; hidden (..., d), labels (...).
+    Products in `matmul_dtype` (default: autocast's dtype when it is on, else float32), sums in float32."""
     vocab = weight.shape[0]
     labels = labels.reshape(-1)
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= vocab))
@@ -119,8 +98,8 @@ def projected_smoothed_loss(hidden: torch.Tensor, weight: torch.Tensor, labels: 
 
 
 def fast_path_applies(model, inputs: dict) -> bool:
-    """Whether `training_loss` computes this batch's loss: a batch of the collator's keys with labels, and
-    the model itself on the CPU (a data-parallel or compiled wrapper must run its own forward)."""
+    """Whether `training_loss` computes this batch's loss: the collator's keys with labels, and the model
+    itself on the CPU (a data-parallel or compiled wrapper must run its own forward)."""
     from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 
     return (type(model) is VaswaniForConditionalGeneration and inputs.get("labels") is not None
@@ -128,12 +107,11 @@ def fast_path_applies(model, inputs: dict) -> bool:
 
 
 def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
-    """The `loss` of `model(**inputs)` (the mean of §5.4's loss over the labelled positions, or its sum
-    over `num_items_in_batch`), without the (B, T, V) logits."""
+    """The `loss` of `model(**inputs)` (its mean over labelled positions, or its sum over
+    `num_items_in_batch`), without the (B, T, V) logits."""
     labels = inputs["labels"]
     decoder_input_ids = inputs.get("decoder_input_ids")
-    if decoder_input_ids is None:
-        # §3.1: "the output embeddings are offset by one position" (teacher forcing).
+    if decoder_input_ids is None:  # §3.1: "the output embeddings are offset by one position"
         decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
     states = model.model(input_ids=inputs.get("input_ids"), attention_mask=inputs.get("attention_mask"),
                          decoder_input_ids=decoder_input_ids,

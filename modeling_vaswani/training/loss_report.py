@@ -1,13 +1,7 @@
-"""The loss on reference translations, as people compare it.
-
-What a model is trained on (§5.4's label-smoothed H(q, p)) is not what most papers and toolkits
-report. `LossSums` adds up, over every reference token of an evaluation set read with teacher
-forcing, the two things the other numbers need: H(q, p) and −log p(reference token); its `metrics`
-are then `label_smoothing.comparable_losses`: loss, kl_loss = H(q, p) − H(q), nll_loss and ppl, each
-the mean over all the set's reference tokens (not a mean of per-batch means).
-
-`VaswaniTrainer` reads the sums off the logits of its evaluation's own forward passes
-(`LossSums.watching`); `reference_losses` measures a saved model on (source, reference) pairs.
+"""The loss on reference translations as people compare it: `LossSums` adds up H(q, p) (§5.4) and
+−log p(y) over every reference token of a set, and gives `label_smoothing.comparable_losses` (loss,
+kl_loss, nll_loss, ppl), each a mean over all tokens, not of per-batch means. `VaswaniTrainer` reads
+the sums off its evaluation's forward passes (`watching`); `reference_losses` measures a saved model.
 """
 
 from __future__ import annotations
@@ -67,11 +61,8 @@ class LossSums:
 @torch.inference_mode()
 def reference_losses(model, tokenizer, sources: list[str], references: list[str], batch_size: int = 64,
                      max_length: int = 256) -> dict[str, float]:
-    """`comparable_losses` of `model` on the reference translations of `sources`, and their token count.
-
-    Each reference is read with teacher forcing (the decoder sees the reference before each token),
-    its end-of-sentence token included; pairs are cut at `max_length` tokens, as scripts/train.py cuts them.
-    """
+    """`comparable_losses` of `model` on the references of `sources` (teacher forcing, </s> included; pairs cut
+    at `max_length` tokens as scripts/train.py cuts them), and their token count."""
     sums = LossSums(model.config.label_smoothing, model.config.vocab_size)
     model.eval()
     for start in range(0, len(sources), batch_size):

@@ -1,20 +1,15 @@
 """§5 written out: the training loop, by hand, to read beside the paper.
 
-`VaswaniTrainer` runs this same procedure inside Hugging Face's `Seq2SeqTrainer`, with everything
-a long run needs (checkpoints, resuming, evaluation, several processes, mixed precision). Here is
-only what §5 says, top to bottom:
+`VaswaniTrainer` runs this same procedure with what a long run needs (checkpoints, resuming,
+evaluation, processes, mixed precision); here is only what §5 says:
 
-    §5.1  batches of sentence pairs of similar length, about `max_tokens` tokens a side
-          (batching.TokenBudgetBatchSampler, a new arrangement every epoch);
-    §5.3  Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9, its learning rate set by Eq. (3) before
-          every update (optimization.create_adam, optimization.get_noam_schedule);
-    §5.4  the loss: cross-entropy against the label-smoothed target, the formula of
-          model/label_smoothing.py (autograd takes its gradient);
-    §6.1  optionally, the weights of the last checkpoints averaged (checkpoint_averaging).
+    §5.1  batches of similar length, about `max_tokens` tokens a side (batching.TokenBudgetBatchSampler);
+    §5.3  Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9, its rate set by Eq. (3) before every update;
+    §5.4  cross-entropy against the label-smoothed target (model/label_smoothing.py; autograd's gradient);
+    §6.1  optionally, the last checkpoints' weights averaged.
 
-Given the same model and batches it ends on the Trainer's weights, to float tolerance
-(tests/training/test_paper_loop.py): the Trainer adds machinery, not a different procedure.
-Dropout (§5.4) is inside the model, active because the model is put in training mode.
+On the same model and batches it ends on the Trainer's weights to float tolerance
+(tests/training/test_paper_loop.py). Dropout (§5.4) is in the model, on in training mode.
 """
 
 from __future__ import annotations
@@ -40,22 +35,11 @@ def train(
     average_last: int = 0,
     checkpoint_every: int = 10,
 ) -> list[dict]:
-    """Train `model` in place for `steps` updates; returns the log, one entry every `log_every` steps.
-
-    Args:
-        model: a `VaswaniForConditionalGeneration` (its config gives d_model and ε_ls).
-        dataset: examples with "input_ids" (source) and "labels" (target, ending in </s>).
-        collate: turns a list of examples into padded tensors, labels padded with -100
-            (`DataCollatorForSeq2Seq`, say).
-        max_tokens: the §5.1 budget, padded tokens per batch on each side (the paper: 25,000).
-        warmup_steps: Eq. (3)'s warmup_steps (the paper: 4000).
-        seed: the arrangement of the batches (epoch e uses seed + e).
-        average_last: with k > 0, keep a copy of the weights every `checkpoint_every` steps and
-            end on the average of the last k copies (§6.1: 5 for the base model).
-
-    Each log entry holds "step", the mean "loss" (H(q, p) per target token) and "kl_loss" of the
-    steps since the last entry, and the "learning_rate" the entry's step was taken with.
-    """
+    """Train `model` in place for `steps` updates on `dataset` ("input_ids", "labels" ending in </s>), batched
+    by `collate` (labels padded with -100), §5.1's `max_tokens` a side (the paper: 25,000), epoch e arranged
+    by seed + e. With `average_last` k, end on the mean of the last k copies taken every `checkpoint_every`
+    steps (§6.1). Returns a log entry every `log_every` steps: "step", the mean "loss" and "kl_loss" since
+    the last entry, and the "learning_rate" of that step."""
     # §5.1: sentence pairs batched by approximate length, max_tokens padded tokens a side.
     sampler = TokenBudgetBatchSampler([len(example["input_ids"]) for example in dataset],
                                       [len(example["labels"]) for example in dataset],

@@ -1,15 +1,10 @@
 """The precision a training run computes in, and whether this CPU does it fast (not from the paper).
 
-`scripts/train.py --bf16` trains under the Trainer's CPU autocast: matrix products in bfloat16,
-weights and Adam in float32. On a CPU without AMX or AVX512-BF16 that is slower than float32
-(bf16_speed.py), so a run asked for bf16 there says so in one warning line, and still runs.
-`report_precision` logs the precision with the CPU's bf16 support and returns both for the run record.
-
-Whether bf16 pays depends on more than the CPU's flags: at a small model's widths the casts and
-element-wise work can outweigh faster products. So before a run asked for bf16 on the CPU,
-`probe_precision` times the run's own training step (forward and backward of chunked_loss's
-loss, without Adam, which is float32 in both) on a first batch of its data, in both precisions,
-and the run keeps bf16 only where it measured faster; the log says which and why.
+`--bf16` trains under the Trainer's CPU autocast (products in bfloat16, weights and Adam in float32).
+Whether that pays depends on more than the CPU's flags (machine.slow_bf16_warning): at a small
+model's widths the casts can outweigh faster products. So `probe_precision` times the run's own
+step (forward and backward of chunked_loss's loss) on a first batch in both precisions and keeps
+bf16 only where it measured faster.
 """
 
 from __future__ import annotations
@@ -21,25 +16,23 @@ import logging
 import statistics
 import time
 
-from ..bf16_speed import slow_bf16_warning
-from ..machine import bf16_support
+from ..machine import bf16_support, slow_bf16_warning
 from .chunked_loss import training_loss
 
 logger = logging.getLogger(__name__)
+# Probe: timed steps per precision, alternating, after one untimed step each.
+PROBE_STEPS = 3
 
 
 def training_precision(training_args) -> str:
     """"bf16", "fp16" or "fp32": what the Trainer's autocast computes the matrix products in."""
     if getattr(training_args, "bf16", False):
         return "bf16"
-    if getattr(training_args, "fp16", False):
-        return "fp16"
-    return "fp32"
+    return "fp16" if getattr(training_args, "fp16", False) else "fp32"
 
 
 def on_cpu(training_args) -> bool:
-    device = getattr(training_args, "device", None)
-    return getattr(device, "type", "cpu") == "cpu"
+    return getattr(getattr(training_args, "device", None), "type", "cpu") == "cpu"
 
 
 def report_precision(training_args, log: logging.Logger = logger) -> dict:
@@ -49,10 +42,6 @@ def report_precision(training_args, log: logging.Logger = logger) -> dict:
     if precision == "bf16" and on_cpu(training_args) and (message := slow_bf16_warning(support=support)):
         log.warning(message)
     return {"precision": precision, "cpu_bf16": support}
-
-
-# Probe: timed steps per precision, alternating, after one untimed step each.
-PROBE_STEPS = 3
 
 
 def probe_step_seconds(model, batch: dict, steps: int = PROBE_STEPS) -> dict:
@@ -76,9 +65,8 @@ def probe_step_seconds(model, batch: dict, steps: int = PROBE_STEPS) -> dict:
 
 
 def probe_precision(training_args, model, make_batch, log: logging.Logger = logger) -> dict:
-    """With --bf16 on the CPU (one process): time the step on `make_batch()` in both precisions and keep bf16
-    only if it is faster, switching `training_args.bf16` off otherwise. Logs the choice; returns the probe's
-    numbers for the run record ({} when there was nothing to probe)."""
+    """With --bf16 on the CPU (one process): keep bf16 only if the step on `make_batch()` is faster in it,
+    switching `training_args.bf16` off otherwise; the probe's numbers for the run record ({} if none)."""
     if training_precision(training_args) != "bf16" or not on_cpu(training_args) or training_args.world_size > 1:
         return {}
     batch = make_batch()
@@ -92,8 +80,8 @@ def probe_precision(training_args, model, make_batch, log: logging.Logger = logg
 
 
 def first_batch(dataset, collator, max_tokens: int) -> dict:
-    """The probe's batch: the first examples of `dataset` (a Dataset or a stream), as many as fit `max_tokens`
-    per side once padded (at least one), through the run's collator."""
+    """The probe's batch: the first examples of `dataset` (a Dataset or a stream) that fit `max_tokens` per
+    side once padded (at least one), through the run's collator."""
     rows, longest = [], 0
     for row in itertools.islice(iter(dataset), max_tokens):
         longest = max(longest, len(row["input_ids"]), len(row["labels"]))

@@ -1,11 +1,7 @@
-"""The clocks of a training run (not from the paper), as Trainer callbacks counting from the same
-start: `RunClock` keeps the run record's minutes up to date, `TimeBudget` ends training so that the
-whole run fits in --max_train_minutes, `SaveEveryMinutes` writes a checkpoint every
---save_every_minutes (§6.1); `run_clocks` wires them from scripts/train.py's flags.
-
-The clocks count from the moment scripts/train.py started, so loading the data, tokenizing and the
-closing work all count. Under several data-parallel processes the main process decides when to
-stop or save, for all.
+"""The clocks of a training run (not from the paper), Trainer callbacks counting from the moment
+scripts/train.py started (loading and closing work count): `RunClock` keeps the run record's minutes,
+`TimeBudget` fits the whole run in --max_train_minutes, `SaveEveryMinutes` checkpoints every
+--save_every_minutes (§6.1). Under data parallelism process 0 decides when to stop or save, for all.
 """
 
 from __future__ import annotations
@@ -24,12 +20,7 @@ logger = logging.getLogger("train")  # the script's own log: its lines read "tra
 
 
 class TrainingClock(TrainerCallback):
-    """Wall-clock minutes of this invocation: the one clock of RunClock, TimeBudget and SaveEveryMinutes.
-
-    It counts from `start` (a `time.monotonic()` reading; scripts/train.py takes it when it starts,
-    so that loading data, evaluating and saving count too) or, without one, from the moment
-    training begins.
-    """
+    """Wall-clock minutes since `start` (a time.monotonic() reading), or else since training began."""
 
     def __init__(self, start: float | None = None):
         self.start = start
@@ -44,17 +35,12 @@ class TrainingClock(TrainerCallback):
 
 
 def agree_across_processes(decision: bool, device=None) -> bool:
-    """The main process's `decision`, on every data-parallel process.
-
-    A decision taken from each process's own clock (stop now, save now) can differ by a step
-    between processes; the one that stops would leave the others waiting forever for its share of
-    the next gradient all-reduce. Each process calls this at the same step; all get process 0's answer.
-    """
+    """Process 0's `decision` on every data-parallel process: each one's own clock could stop it a step
+    apart from the others, which would then wait forever in the next all-reduce."""
     import torch
 
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        return decision
-    if torch.distributed.get_world_size() == 1:
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
+            or torch.distributed.get_world_size() == 1:
         return decision
     flag = torch.tensor([int(decision)], device=device if device is not None else "cpu")
     torch.distributed.broadcast(flag, src=0)
@@ -90,22 +76,11 @@ CLOSING_MARGIN = 1.25
 
 
 class TimeBudget(TrainingClock):
-    """Ends training so that the run, its closing work included, fits in `minutes` of wall-clock time.
-
-    The closing work is what follows the last step: a checkpoint, `evaluations_after` evaluations
-    (the final one, and that of the averaged model) and `saves_after` more saves or reads of a
-    model's size (the final model folder, checkpoint averaging). Before each step the budget asks
-    whether that step and then the closing work still fit; once they do not, training stops at
-    this step, with a checkpoint, an evaluation (when evaluation is on) and a logged loss.
-
-    The durations are timed as training goes: a step (from its start to its end), an evaluation and
-    a save (each from the step's end, or the work before it, to the Trainer's on_evaluate/on_save).
-    Until an evaluation has been timed, `evaluation_seconds` (an estimate) stands in; until a save
-    has, the model's size at `DISK_BYTES_PER_SECOND`. Under several processes the main process
-    decides, for all (`agree_across_processes`).
-
-    Eq. (3) does not depend on the total number of steps, so stopping early leaves a model
-    trained exactly as a longer run would have been up to that point.
+    """Ends training (with a checkpoint, an evaluation when on, a logged loss) once the next step and the
+    closing work would not fit in `minutes`: a checkpoint, `evaluations_after` evaluations and `saves_after`
+    saves of a model's size. Steps, evaluations and saves are timed as training goes; until then
+    `evaluation_seconds` and the model's size at DISK_BYTES_PER_SECOND stand in. Eq. (3) does not depend
+    on the total steps, so an early stop leaves the model a longer run would have had at that step.
     """
 
     def __init__(self, minutes: float, start: float | None = None, evaluations_after: int = 0,
@@ -113,21 +88,16 @@ class TimeBudget(TrainingClock):
         super().__init__(start)
         if not minutes > 0:
             raise ValueError(f"the time budget must be a positive number of minutes, got {minutes}.")
-        self.budget = minutes
-        self.evaluations_after = evaluations_after
-        self.saves_after = saves_after
-        self.evaluation_seconds = evaluation_seconds
-        self.save_seconds = None
-        self.step_seconds = 0.0
+        self.budget, self.evaluations_after, self.saves_after = minutes, evaluations_after, saves_after
+        self.evaluation_seconds, self.save_seconds, self.step_seconds = evaluation_seconds, None, 0.0
         self._step_start = None
         self._mark = None  # when the work now being timed (an evaluation, a save) began
         self.stopped_at = None  # (step, minutes) once the budget ended training
 
     def closing_seconds(self) -> float:
         """The estimated duration of the work after the last step: a checkpoint, then the closing work."""
-        evaluation = self.evaluation_seconds or 0.0
-        save = self.save_seconds or 0.0
-        return CLOSING_MARGIN * ((1 + self.saves_after) * save + self.evaluations_after * evaluation)
+        return CLOSING_MARGIN * ((1 + self.saves_after) * (self.save_seconds or 0.0)
+                                 + self.evaluations_after * (self.evaluation_seconds or 0.0))
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         super().on_train_begin(args, state, control, **kwargs)
@@ -153,9 +123,7 @@ class TimeBudget(TrainingClock):
         elapsed = now - self.start
         stop = elapsed + next_step + self.closing_seconds() >= 60 * self.budget
         if agree_across_processes(stop, getattr(args, "device", None)):
-            control.should_training_stop = True
-            control.should_save = True
-            control.should_log = True
+            control.should_training_stop = control.should_save = control.should_log = True
             control.should_evaluate = args.eval_strategy != "no"
             self.stopped_at = (getattr(state, "global_step", None), elapsed / 60)
         return control
@@ -177,20 +145,14 @@ class TimeBudget(TrainingClock):
 
 
 class SaveEveryMinutes(TrainingClock):
-    """A checkpoint whenever `minutes` of wall-clock time have passed since the last one (§6.1).
-
-    The paper's base models "used a single model obtained by averaging the last 5 checkpoints,
-    which were written at 10-minute intervals". The last step of training is saved too, so the
-    final weights are the last checkpoint. Under several processes the main process decides, for
-    all (`agree_across_processes`): a save is a collective step.
-    """
+    """A checkpoint every `minutes` of wall-clock time and at the last step (§6.1: "checkpoints, which were
+    written at 10-minute intervals")."""
 
     def __init__(self, minutes: float):
         super().__init__()
         if not minutes > 0:
             raise ValueError(f"the checkpoint interval must be a positive number of minutes, got {minutes}.")
-        self.interval = minutes
-        self.last_save = None
+        self.interval, self.last_save = minutes, None
 
     def on_train_begin(self, args, state, control, **kwargs):
         super().on_train_begin(args, state, control, **kwargs)
@@ -232,9 +194,8 @@ def run_clocks(options, output_dir, evaluating: bool, start: float) -> RunClocks
 
 
 def time_one_evaluation(clocks: RunClocks, trainer, options) -> None:
-    """Give the budget its first estimate of an evaluation's duration (nothing without a budget),
-    timed on the validation split's first batch. The model is untrained, so every translation runs
-    to the length limit: an overestimate that the first real evaluation replaces."""
+    """The budget's first estimate of an evaluation, timed on the validation split's first batch (an untrained
+    model translates to the length limit: an overestimate the first real evaluation replaces)."""
     if clocks.budget is None:
         return
     dataset = trainer.eval_dataset

@@ -1,29 +1,15 @@
-"""The output folder of scripts/train.py (not from the paper): the run's record, what an earlier run
-left in it, and a lock that keeps two runs out of it at the same time.
+"""The output folder of scripts/train.py (not from the paper): the run's record, what an earlier run left
+in it, and a lock that keeps two runs out of it at once.
 
-The record, `<output_dir>/run_info.json`, says how a model was made, for its card (the paper reports
-its training time, §5.2: 12 hours for the base models on 8 P100 GPUs). A run is often made of
-several invocations: one that was stopped or killed, then `--resume_from_checkpoint`. Each adds a
-*segment* with its command, machine and wall-clock minutes, so the card can give every command and
-the total time:
-
-    {"parameters": "2,875,392", "torch": "...", "transformers": "...",
-     "segments": [{"command": "python scripts/train.py ...", "hardware": "CPU: ..., 2 threads, bf16: amx",
-                   "minutes": 115.2}, ...]}
-
-A segment's minutes are rewritten by `run_clocks.RunClock` at every checkpoint save and at the end
-of training, so a killed invocation still counts the time up to its last checkpoint. Older records
-without "segments" (one top-level "command" and "hardware") are read as a single segment.
-Ours, as no library keeps one: the Trainer's trainer_state.json has no command, machine or minutes.
-
-A run refused on its flags leaves no trace; a run asked to replace an earlier one deletes exactly
-what a run writes (its checkpoints, averaged/, logs and results), and other files stay.
-
-Standard library only at import, so scripts/train.py loads it before torch.
+`<output_dir>/run_info.json` says how a model was made, for its card (§5.2 reports training time):
+one *segment* per invocation (a first run, then each --resume_from_checkpoint) with its command,
+hardware line and minutes, which run_clocks.RunClock rewrites at every save. Ours: trainer_state.json
+has no command, machine or minutes. Standard library only at import (scripts/train.py loads it first).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -32,16 +18,14 @@ import time
 from pathlib import Path
 
 from ..model.strict_json import read_json
-from ..outputs import claim
+from ..outputs import claim, write_file
 
 RUN_INFO_NAME = "run_info.json"
 
 
 def _write(path: Path, info: dict) -> None:
-    # Write then rename: a run killed mid-write keeps the previous, complete record.
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    with write_file(path, encoding="utf-8") as handle:  # a run killed mid-write keeps the previous record
+        handle.write(json.dumps(info, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_run_info(run_dir: str | os.PathLike) -> dict:
@@ -74,10 +58,7 @@ def set_segment_minutes(output_dir: str | os.PathLike, minutes: float) -> None:
 
 
 def summarize(info: dict) -> dict:
-    """One command block, one hardware line and the total minutes, for a model card.
-
-    Minutes are summed over the segments that know theirs; None if none does.
-    """
+    """One command block, one hardware line and the minutes summed over the segments that know theirs."""
     segments = info["segments"]
     known = [s["minutes"] for s in segments if s.get("minutes") is not None]
     hardware = [s["hardware"] for s in segments]
@@ -129,9 +110,7 @@ def clear_earlier_run(output_dir: str | os.PathLike) -> None:
 
 
 def _checkpoints(output_dir: Path) -> tuple[list[Path], list[str]]:
-    # Imported here: the one discovery of checkpoints, with transformers (torch) behind it, is needed
-    # only once a run claims its folder, after the command line has been parsed.
-    from .checkpoint_averaging import complete_checkpoints
+    from .checkpoint_averaging import complete_checkpoints  # here: transformers only once the flags are parsed
 
     return complete_checkpoints(output_dir)
 
@@ -146,18 +125,14 @@ def _process_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # alive, someone else's
-        return True
+        pass
     return True
 
 
 class RunLock:
-    """`<output_dir>/.train.lock` for as long as a run uses the folder, so that two runs never share one.
-    Ours, not filelock's: a refusal names the process and host that hold the folder.
-
-    The file holds the process id and host. A lock whose process is gone (a run that was killed)
-    is taken over. On release, a folder this lock created and nothing else filled is removed
-    again, so a run refused on its flags leaves no trace.
-    """
+    """`<output_dir>/.train.lock` (pid and host) while a run uses the folder. Ours, not filelock's: a refusal
+    names the process and host, a killed run's lock is taken over, and a folder the lock created and nothing
+    filled is removed on release (a run refused on its flags leaves no trace)."""
 
     def __init__(self, output_dir: str | os.PathLike, flag: str = "output_dir"):
         self.output_dir = Path(output_dir)
@@ -198,10 +173,8 @@ class RunLock:
 
     def _forget_folder(self) -> None:
         if self.created_folder:
-            try:
+            with contextlib.suppress(OSError):
                 self.output_dir.rmdir()  # only if empty
-            except OSError:
-                pass
 
     def release(self) -> None:
         if self.held:

@@ -1,31 +1,9 @@
-"""§5 Training, wired into Hugging Face's `Seq2SeqTrainer`.
-
-`VaswaniTrainer` is a `Seq2SeqTrainer` that trains the way §5 describes:
-- §5.1 about `max_tokens` source and `max_tokens` target tokens per optimizer step, sentences
-  grouped by length, instead of a fixed number of sentences (`budget_loading.TokenBudgetLoading`);
-- §5.3 Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9 and the learning rate of Eq. (3)
-  (`optimization.create_adam`, `optimization.get_noam_schedule`);
-- §5.4 label smoothing ε_ls: the model's own loss (`label_smoothing.label_smoothed_cross_entropy`
-  with `config.label_smoothing`), so the Trainer's `label_smoothing_factor`, which smooths
-  differently, must stay 0;
-- §6.1 evaluation by BLEU of generated translations (`predict_with_generate`, `scoring`).
-
-Beside the label-smoothed loss H(q, p), the logs carry the numbers other implementations report
-(`label_smoothing.comparable_losses`): kl_loss = H(q, p) − H(q) for training, and for evaluation
-also nll_loss (−log p of each reference token) and its perplexity ppl, all four per reference
-token of the whole evaluation set (`loss_report.LossSums`).
-
-The paper describes no gradient clipping (tensor2tensor, its code, clips none by default); the
-Trainer clips at max_grad_norm=1.0 unless told otherwise, so pass `max_grad_norm=0` for the
-paper's procedure (scripts/train.py does; training/paper_loop.py, §5 written out, clips nothing).
-
-Two guards keep a run from repeating work: a model is never evaluated twice at one step (the
-budget's stop, the end of an epoch and a script's final `evaluate()` can all ask for it; the second
-call returns the first's metrics), nor checkpointed twice at one step. The last step's loss is
-always logged, so a run shorter than `logging_steps` still shows how training went.
-
-Everything else — mixed precision, checkpoints, resuming, logging, data-parallel processes — is
-the Trainer's own.
+"""§5 Training, wired into Hugging Face's `Seq2SeqTrainer`: §5.1 token-budget batches
+(budget_loading.py), §5.3 Adam and Eq. (3) (optimization.py), §5.4 the model's own label-smoothed loss
+(so the Trainer's `label_smoothing_factor`, which smooths differently, must stay 0), §6.1 BLEU of
+generated translations. Logs carry the losses others report (label_smoothing.comparable_losses,
+loss_report.LossSums). The paper clips no gradients: pass max_grad_norm=0 (scripts/train.py does).
+A step is never evaluated or checkpointed twice, and the last step's loss is always logged.
 """
 
 import copy
@@ -62,29 +40,21 @@ class LogLastStep(TrainerCallback):
 class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
     """`Seq2SeqTrainer` with the paper's batching, optimizer, schedule and loss.
 
-    Args (besides the Trainer's):
-        max_tokens: token budget per optimizer step on each side, all processes and accumulated
-            batches together (§5.1 used 25,000); None keeps the Trainer's fixed
-            `per_device_train_batch_size`.
-        noam_scale: a factor on Eq. (3) (1.0 = the paper's rate).
-        warmup_steps: Eq. (3)'s warmup_steps (default: the paper's 4000).
-        shuffle_buffer: with `max_tokens` and a streamed (iterable) training set, the examples
-            read, sorted by length and cut into batches at a time.
+    max_tokens: tokens per optimizer step and side, all processes and accumulated batches together
+    (§5.1: 25,000; None: the Trainer's fixed batch size); noam_scale: a factor on Eq. (3);
+    warmup_steps: Eq. (3)'s (default 4000); shuffle_buffer: examples sorted into batches at a time
+    from a streamed training set.
     """
 
     def __init__(self, *args, max_tokens: int | None = None, noam_scale: float = 1.0,
                  warmup_steps: int | None = None, shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER, **kwargs):
         super().__init__(*args, **kwargs)
         if self.args.label_smoothing_factor:
-            raise ValueError(
-                "VaswaniTrainer uses the model's §5.4 label smoothing (config.label_smoothing); set "
-                "label_smoothing_factor=0 and pass the smoothing rate to the model config instead."
-            )
+            raise ValueError("VaswaniTrainer uses the model's §5.4 label smoothing (config.label_smoothing); set "
+                             "label_smoothing_factor=0 and pass the smoothing rate to the model config instead.")
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive number of tokens per batch, got {max_tokens}.")
-        self.max_tokens = max_tokens
-        self.shuffle_buffer = shuffle_buffer
-        self.noam_scale = noam_scale
+        self.max_tokens, self.shuffle_buffer, self.noam_scale = max_tokens, shuffle_buffer, noam_scale
         self.warmup_steps = warmup_steps if warmup_steps is not None else WARMUP_STEPS
         self._evaluated = {}  # (step, metric prefix) -> metrics, see `evaluate`
         self._checkpointed_step = None
@@ -101,20 +71,14 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         if self.lr_scheduler is None:
             optimizer = optimizer if optimizer is not None else self.optimizer
-            self.lr_scheduler = get_noam_schedule(
-                optimizer, self.model.config.d_model, self.warmup_steps, scale=self.noam_scale
-            )
+            self.lr_scheduler = get_noam_schedule(optimizer, self.model.config.d_model, self.warmup_steps,
+                                                  scale=self.noam_scale)
         return self.lr_scheduler
 
     # §6.1 evaluation -------------------------------------------------------------------------
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
-        """`Seq2SeqTrainer.prediction_step`, leaving the model's generation config as it was.
-
-        The parent fills every one of generate's fallback values (max_length 20, num_beams 1, ...)
-        into `model.generation_config`, and each checkpoint saved afterwards would carry them as if
-        chosen. Restoring it keeps the saved generation_config.json to what was really set
-        (beam 4, α = 0.6; the length limit of §6.1 applies when none is chosen).
-        """
+        """The parent's, but the parent fills generate's fallbacks (max_length 20, ...) into the model's
+        generation config, which later checkpoints would save as if chosen: it is put back."""
         kept = copy.deepcopy(self.model.generation_config)
         try:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
@@ -123,9 +87,8 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
 
     # §5.4's loss, faster ---------------------------------------------------------------------
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """The model's loss; in a training step of one process, computed without the (B, T, V) logits
-        (chunked_loss.py: same loss and gradients, less time). Evaluation, which wants the logits, and
-        data-parallel or compiled wrappers, which must run their own forward, take the model's forward."""
+        """The model's loss; a training step of one process takes it without the (B, T, V) logits
+        (chunked_loss.py); evaluation and data-parallel or compiled wrappers run the model's forward."""
         if return_outputs or not model.training or self.accelerator.num_processes > 1 \
                 or not fast_path_applies(model, inputs):
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
@@ -135,11 +98,8 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
 
     # Work done once per step ------------------------------------------------------------------
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval", **gen_kwargs):
-        """`Seq2SeqTrainer.evaluate`, but the default evaluation set is scored once per step.
-
-        A second call at the same step with the same prefix and no other dataset or generation
-        settings returns the first call's metrics: the weights have not changed in between.
-        """
+        """The parent's, but a second call at one step (same prefix, default set, no generation settings)
+        returns the first's metrics: the weights have not changed."""
         key = (self.state.global_step, metric_key_prefix)
         if eval_dataset is None and not gen_kwargs and key in self._evaluated:
             if self.is_world_process_zero():
@@ -207,8 +167,7 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
 
 @contextmanager
 def refused_pickles(checkpoint):
-    """A state file holding pickled objects other than tensors and numbers ends resuming with one line
-    that names the checkpoint, and never suggests loading it unrestricted."""
+    """A state file with pickled objects other than tensors ends resuming in one line naming the checkpoint."""
     try:
         yield
     except Exception as error:
@@ -232,11 +191,7 @@ def bleu_metrics_fn(tokenizer):
         hypotheses = [t.strip() for t in tokenizer.batch_decode(predictions, skip_special_tokens=True)]
         references = [t.strip() for t in tokenizer.batch_decode(labels, skip_special_tokens=True)]
         scores = compute_bleu(hypotheses, references)
-        return {
-            "bleu": scores["bleu"],
-            "bleu_lowercase_tokenized": scores["bleu_lowercase_tokenized"],
-            "chrf": scores["chrf"],
-            "gen_len": float(np.mean([np.count_nonzero(p != tokenizer.pad_token_id) for p in predictions])),
-        }
+        return {**{name: scores[name] for name in ("bleu", "bleu_lowercase_tokenized", "chrf")},
+                "gen_len": float(np.mean([np.count_nonzero(p != tokenizer.pad_token_id) for p in predictions]))}
 
     return compute_metrics

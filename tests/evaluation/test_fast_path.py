@@ -9,7 +9,7 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 from modeling_vaswani.cli import ArgumentParser, add_engine_arguments, check_engine_arguments
 from modeling_vaswani.evaluation.fast_path import FastPath, FastPathError, precision_warning
 from modeling_vaswani.evaluation.translation import load_translator, translate
-from modeling_vaswani.bf16_speed import slow_bf16_warning
+from modeling_vaswani.machine import slow_bf16_warning
 from modeling_vaswani.training.precision import report_precision, training_precision
 
 SENTENCES = ["A dog runs.", "Two young men are playing soccer in a park.", "People walk down the street."]
@@ -67,7 +67,7 @@ def test_combinations_that_cannot_run_are_refused_in_one_line(fast_path, device,
 
 
 def test_bf16_on_a_cpu_without_amx_or_avx512_bf16_warns_in_one_line(monkeypatch, caplog):
-    monkeypatch.setattr("modeling_vaswani.bf16_speed.bf16_support", lambda: "none")
+    monkeypatch.setattr("modeling_vaswani.machine.bf16_support", lambda: "none")
     with caplog.at_level(logging.WARNING):
         FastPath("bfloat16").check(torch.device("cpu"))
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

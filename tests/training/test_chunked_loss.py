@@ -1,5 +1,4 @@
-"""Tests for modeling_vaswani.training.chunked_loss: the training step without the (B, T, V) logits
-gives the loss and gradients of the model's own forward with labels (§3.4's projection, §5.4's loss)."""
+"""chunked_loss: the training step without (B, T, V) logits gives the loss and gradients of the model's forward."""
 
 import pytest
 import torch
@@ -9,12 +8,12 @@ from modeling_vaswani.training.chunked_loss import fast_path_applies, projected_
 MODEL = dict(vocab_size=300, num_heads=2, num_layers=1, dropout=0.0)
 
 
-def _batch(seed=0, batch=4, source=7, target=6, vocab=300):
-    generator = torch.Generator().manual_seed(seed)
-    input_ids = torch.randint(3, vocab, (batch, source), generator=generator)
+def _batch():
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(3, 300, (4, 7), generator=generator)
     attention_mask = torch.ones_like(input_ids)
     attention_mask[0, 4:] = 0  # a padded source
-    labels = torch.randint(3, vocab, (batch, target), generator=generator)
+    labels = torch.randint(3, 300, (4, 6), generator=generator)
     labels[1, 3:] = -100  # a padded target
     return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
@@ -53,40 +52,30 @@ def test_chunks_of_any_size_sum_to_the_same_loss_and_gradients():
         loss = projected_smoothed_loss(hidden, weight, labels, 0.1, rows=rows)
         (3.0 * loss).backward()  # the upstream gradient scales both
         results.append((loss.detach(), hidden.grad.clone(), weight.grad.clone()))
-    for loss, grad_hidden, grad_weight in results[1:]:
-        torch.testing.assert_close(loss, results[0][0])
-        torch.testing.assert_close(grad_hidden, results[0][1])
-        torch.testing.assert_close(grad_weight, results[0][2])
+    for result in results[1:]:
+        torch.testing.assert_close(result, results[0])
     assert results[0][1][5].abs().max() == 0  # the ignored position gets no gradient
 
 
-def test_sum_over_num_items_in_batch(make_model):
+def test_sum_over_num_items_in_batch_and_bf16_products(make_model):
     model = make_model(**MODEL, label_smoothing=0.1).train()
     batch = _batch()
     with torch.no_grad():
         expected = model(**batch, num_items_in_batch=torch.tensor(1000)).loss
-        loss = training_loss(model, batch, num_items_in_batch=torch.tensor(1000))
-    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+        assert training_loss(model, batch, torch.tensor(1000)).item() == pytest.approx(expected.item(), rel=1e-6)
+        plain = training_loss(model, batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16):  # products in bf16, sums in float32
+            loss = training_loss(model, batch)
+    assert loss.dtype == torch.float32 and loss.item() != plain.item()
+    assert loss.item() == pytest.approx(plain.item(), rel=2e-2)
 
 
 @pytest.mark.parametrize("bad", [300, -5])
 def test_a_label_outside_the_vocabulary_is_refused(make_model, bad):
-    model = make_model(**MODEL)
     batch = _batch()
     batch["labels"][2, 1] = bad
     with pytest.raises(ValueError, match=str(bad)):
-        training_loss(model, batch)
-
-
-def test_bf16_autocast_computes_the_products_in_bf16_and_stays_close(make_model):
-    model = make_model(**MODEL, label_smoothing=0.1).train()
-    batch = _batch()
-    with torch.no_grad():
-        expected = training_loss(model, batch)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = training_loss(model, batch)
-    assert loss.dtype == torch.float32 and loss.item() != expected.item()
-    assert loss.item() == pytest.approx(expected.item(), rel=2e-2)
+        training_loss(make_model(**MODEL), batch)
 
 
 def test_fast_path_is_for_the_model_itself_and_the_collators_keys(make_model):

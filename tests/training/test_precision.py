@@ -1,5 +1,4 @@
-"""Tests for modeling_vaswani.training.precision: --bf16 on the CPU is kept only where a probe of the
-training step measures it faster, and the log says which precision the run uses."""
+"""precision: --bf16 on the CPU is kept only where a probe of the training step measures it faster."""
 
 import logging
 from types import SimpleNamespace

@@ -1,5 +1,4 @@
-"""run_folder: the record of how a run was made (kept across resumed invocations), what an earlier run
-left in a folder, and the lock that keeps two runs out of one."""
+"""run_folder: the record of a run across invocations, what an earlier run left, the lock on the folder."""
 
 import json
 import os
@@ -36,40 +35,33 @@ def test_a_resumed_run_appends_a_segment_and_a_fresh_run_starts_over(tmp_path):
     assert [s["command"] for s in info["segments"]] == [CPU["command"], RESUMED["command"]]
     assert [s["minutes"] for s in info["segments"]] == [100.04, 12.26]
     assert info["parameters"] == "1,234"
-    assert not list(tmp_path.glob("*.tmp"))  # written through a temporary file, then renamed
+    assert sorted(p.name for p in tmp_path.iterdir()) == [RUN_INFO_NAME]  # no temporary left
 
     start_segment(tmp_path, CPU, ABOUT, resuming=False)
     assert read_run_info(tmp_path)["segments"] == [{**CPU, "minutes": 0.0}]
 
 
-def test_summary_adds_up_the_minutes_and_lists_every_command(tmp_path):
+@pytest.mark.parametrize("second, hardware", [
+    (RESUMED, "CPU: X, 1 thread for 115 minutes; then CPU: X, 2 threads for 12 minutes"),
+    ({**CPU, "command": "again"}, CPU["hardware"])])  # one machine is named once
+def test_summary_adds_up_the_minutes_and_lists_every_command(tmp_path, second, hardware):
     start_segment(tmp_path, CPU, ABOUT, resuming=False)
     set_segment_minutes(tmp_path, 115)
-    start_segment(tmp_path, RESUMED, ABOUT, resuming=True)
+    start_segment(tmp_path, second, ABOUT, resuming=True)
     set_segment_minutes(tmp_path, 12)
     summary = summarize(read_run_info(tmp_path))
-    assert summary["minutes"] == 127
-    assert summary["command"] == f"{CPU['command']}\n{RESUMED['command']}"
-    assert summary["hardware"] == "CPU: X, 1 thread for 115 minutes; then CPU: X, 2 threads for 12 minutes"
+    assert summary["minutes"] == 127 and summary["command"] == f"{CPU['command']}\n{second['command']}"
+    assert summary["hardware"] == hardware
     assert summary["parameters"] == "1,234" and len(summary["segments"]) == 2
 
 
-def test_one_machine_is_named_once(tmp_path):
-    start_segment(tmp_path, CPU, ABOUT, resuming=False)
-    start_segment(tmp_path, {**CPU, "command": "again"}, ABOUT, resuming=True)
-    assert summarize(read_run_info(tmp_path))["hardware"] == CPU["hardware"]
-
-
-def test_an_older_record_reads_as_one_segment_without_minutes(tmp_path):
+def test_an_older_record_reads_as_one_segment_and_a_missing_one_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run_info.json"):
+        read_run_info(tmp_path)
     (tmp_path / RUN_INFO_NAME).write_text(json.dumps({**CPU, **ABOUT}))
     info = read_run_info(tmp_path)
     assert info["segments"] == [{**CPU, "minutes": None}]
     assert summarize(info)["minutes"] is None
-
-
-def test_a_missing_record_says_where_it_looked(tmp_path):
-    with pytest.raises(FileNotFoundError, match="run_info.json: not found"):
-        read_run_info(tmp_path)
 
 
 def _earlier_run(folder):
@@ -108,14 +100,10 @@ def test_the_lock_keeps_a_second_run_out_and_goes_with_the_first(tmp_path):
     assert not (folder / LOCK_NAME).exists() and (folder / "model.safetensors").exists()
 
 
-def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path):
+def test_a_killed_runs_lock_is_taken_over_and_a_refused_run_leaves_no_folder(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
     with RunLock(tmp_path):
         assert json.loads((tmp_path / LOCK_NAME).read_text())["pid"] == os.getpid()
-
-
-def test_a_refused_run_leaves_no_folder_behind(tmp_path):
-    lock = RunLock(tmp_path / "new").acquire()
-    lock.release()
+    RunLock(tmp_path / "new").acquire().release()
     assert not (tmp_path / "new").exists()
