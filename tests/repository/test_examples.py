@@ -88,6 +88,7 @@ def _run_jobs(jobs: list[dict]) -> None:
                     os.environ["EXAMPLES_OUTPUT_DIR"] = str(out)
                     os.chdir(out)
                     sys.argv = [job["script"], *job["args"]]
+                    sys.path.insert(0, str(Path(job["script"]).parent))  # as `python <script>` does
                     runpy.run_path(job["script"], run_name="__main__")
                     code = 0
                 except SystemExit as exit_:
