@@ -13,7 +13,8 @@ from common import plt, save
 from modeling_vaswani.training.optimization import create_adam, get_noam_schedule, noam_lr
 
 STEPS = range(1, 40_001)
-SETTINGS = [(512, 4000), (512, 8000), (512, 2000), (1024, 4000), (256, 4000)]  # (d_model, warmup): base first, big fourth
+# (d_model, warmup_steps): the base model first, the big one fourth
+SETTINGS = [(512, 4000), (512, 8000), (512, 2000), (1024, 4000), (256, 4000)]
 
 print(f"{'d_model':>7} {'warmup':>7} {'peak step':>9} {'peak rate':>10} {'(d·w)^-0.5':>11} {'rate @ 40k':>10}")
 curves = {}
