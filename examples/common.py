@@ -8,13 +8,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # draw to files; no display needed
-import matplotlib.pyplot as plt  # noqa: E402,F401  (the examples draw with it)
-from transformers.utils import logging as hf_logging  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: F401  (the examples draw with it)
+from transformers.utils import logging as hf_logging
 
-from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path  # noqa: E402
-from modeling_vaswani.cli import run_main  # noqa: E402
-from modeling_vaswani.tokenizer_loading import load_tokenizer  # noqa: E402
-from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines  # noqa: E402
+from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
+from modeling_vaswani.cli import run_main
+from modeling_vaswani.tokenizer_loading import load_tokenizer
+from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 
