@@ -3,9 +3,8 @@
     python docs/import_graph.py            # rewrite the diagrams in docs/architecture.md
     python docs/import_graph.py --check    # exit 1 if the committed diagrams are out of date
 
-Generated, so that they cannot drift from the code (tests/repository/test_docs.py compares them): every
-import of a package module is read from the syntax tree, nothing is run. Solid arrows are imports at module
-level, dotted ones imports inside a function; one Mermaid subgraph per folder.
+Generated, so that they cannot drift from the code: every import of a package module is read from the
+syntax tree (nothing is run); solid arrows are imports at module level, dotted ones inside a function.
 """
 
 import argparse
@@ -123,19 +122,10 @@ def room_diagram(modules, edges) -> list[str]:
 
 def circles(edges) -> list[str]:
     """The modules that import themselves through others (dotted imports included)."""
-    imported = {}
-    for source, target in edges:
-        imported.setdefault(source, set()).add(target)
-
-    def loads(module):  # every module that loading `module` may load in turn
-        seen, todo = set(), list(imported.get(module, ()))
-        while todo:
-            if (found := todo.pop()) not in seen:
-                seen.add(found)
-                todo += imported.get(found, ())
-        return seen
-
-    return sorted(module for module in imported if module in loads(module))
+    reach = {s: {t for s2, t in edges if s2 == s} for s, _ in edges}  # grown until closed: all it may load
+    while (grown := {s: r.union(*(reach.get(t, ()) for t in r)) for s, r in reach.items()}) != reach:
+        reach = grown
+    return sorted(s for s, r in reach.items() if s in r)
 
 
 def render() -> str:

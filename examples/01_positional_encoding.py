@@ -1,10 +1,8 @@
 """Example 01 — §3.5 positional encoding: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(…).
 
-Draws the PE matrix (fast stripes on the left, wavelengths up to 10000·2π on the right), a few
-dimensions against the position, and PE(p)·PE(q), which depends on p − q only. It checks the paper's
-claim that PE(pos + k) is a linear function of PE(pos): each (sin, cos) pair at frequency ω turns by
-the angle ω·k, so PE(pos + k) = M_k · PE(pos), M_k block-diagonal and the same for every pos.
-Code: `modeling_vaswani/model/positional_encoding.py` (`sinusoidal_table`).
+Draws the PE matrix, a few dimensions against the position, and PE(p)·PE(q), which depends on p − q only;
+checks that PE(pos + k) is a linear function of PE(pos), as §3.5 claims: each (sin, cos) pair at frequency
+ω turns by ω·k, so PE(pos + k) = M_k · PE(pos) with M_k block-diagonal. Code: `model/positional_encoding.py`.
 """
 
 import torch
@@ -16,9 +14,8 @@ D_MODEL, POSITIONS = 64, 128
 
 
 def rotation_for_offset(k: int, d_model: int) -> torch.Tensor:
-    """M_k: for each pair (2i, 2i+1) the rotation by ω_i·k, ω_i = 10000^(−2i/d_model); nothing in it depends on pos.
-
-    With s = sin(ω·pos), c = cos(ω·pos): sin(ω(pos+k)) = cos(ωk)·s + sin(ωk)·c, cos(ω(pos+k)) = −sin(ωk)·s + cos(ωk)·c.
+    """M_k: per pair (2i, 2i+1) the rotation by ω_i·k, ω_i = 10000^(−2i/d_model), the same for every pos:
+    with s = sin(ω·pos), c = cos(ω·pos): sin(ω(pos+k)) = cos(ωk)·s + sin(ωk)·c, cos(ω(pos+k)) = −sin(ωk)·s + cos(ωk)·c
     """
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     for two_i in range(0, d_model, 2):
@@ -43,8 +40,7 @@ for k in (1, 5, 17, 64):
     print(f"  k = {k:3d}: max |M_k·PE(pos) − PE(pos+k)| = {error:.2e}")
     assert error < 1e-9, "the rotation identity must hold to float64 precision"
 
-# Nearby positions have similar encodings, a property attention can exploit.
-similarity = pe[:POSITIONS] @ pe[:POSITIONS].T
+similarity = pe[:POSITIONS] @ pe[:POSITIONS].T  # nearby positions have similar encodings
 print("\nPE(10)·PE(10+k) for k = 0, 1, 5, 20: " + ", ".join(f"{similarity[10, 10 + k]:.2f}" for k in (0, 1, 5, 20))
       + "  (a sum of cos(ω·k): it depends on the offset k only, not on the position)")
 

@@ -1,12 +1,9 @@
 """Example 03 — §3.2.2: MultiHead = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
-On one encoder self-attention layer of the trained model (the shipped one unless --model names
-another), it prints the shape of every tensor inside the attention; shows that the module's "all heads
-in one Linear, then reshape" is the paper's h separate projections, by slicing the Linear weights per
-head, running Eq. (1) head by head and comparing; and draws every head's map: after training each
-head looks at the sentence differently (in the shipped model's layer 2, head 2 sends every word but the
-first to an earlier word, head 4 nearly every word to a later one). The weights come from Eq. (1)
-written out, the eager path. Code: `modeling_vaswani/model/attention.py` (`MultiHeadAttention`).
+On an encoder self-attention layer of the trained model: the shape of every tensor inside; the module's
+"all heads in one Linear, then reshape" equals the paper's h separate projections (the Linear sliced per
+head, Eq. (1) head by head); and every head's map, each looking differently after training (shipped
+model, layer 2: head 2 sends words to an earlier word, head 4 to a later one). Code: `model/attention.py`.
 
     python examples/03_multi_head_attention.py --model outputs/multi30k-en-de --layer 1
 """
@@ -21,6 +18,7 @@ from common import load_trained, model_parser, plt, run, save
 SENTENCE = "Two dogs are playing in the snow."
 
 
+@torch.no_grad()
 def main():
     parser = model_parser(__doc__)
     parser.add_argument("--layer", type=int, default=2, help="which encoder layer, from 1 (default 2)")
@@ -36,18 +34,15 @@ def main():
 
     encoded = tokenizer(SENTENCE, return_tensors="pt")
     words = [token.lstrip("▁") for token in tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])]
-    module_output = []
-    attention.register_forward_hook(lambda module, inputs, output: module_output.append(
-        output[0] if isinstance(output, tuple) else output))
-    with torch.no_grad():
-        outputs = encoder(**encoded, output_attentions=True, output_hidden_states=True)
+    module_output = []  # what the module itself returns
+    attention.register_forward_hook(lambda module, inputs, output: module_output.append(output[0]))
+    outputs = encoder(**encoded, output_attentions=True, output_hidden_states=True)
     x = outputs.hidden_states[args.layer - 1]  # this layer's input (B=1, T, d_model)
     module_weights = outputs.attentions[args.layer - 1]  # (B, h, T, T)
     B, T = x.shape[:2]
 
     print(f"\nShapes inside the self-attention of encoder layer {args.layer} on {SENTENCE!r} (T = {T} tokens):")
-    with torch.no_grad():
-        q = attention.q_proj(x)
+    q = attention.q_proj(x)
     print(f"  x                          {tuple(x.shape)}   (B, T, d_model)")
     print(f"  x W^Q (all heads at once)  {tuple(q.shape)}   (B, T, h·d_k)")
     q_heads = q.view(B, T, h, d_k).transpose(1, 2)  # (B, T, h·d_k) → (B, h, T, d_k): no weights, no arithmetic
@@ -57,16 +52,15 @@ def main():
     def project(linear, rows):  # x W_i: head i's rows of the Linear (and of its bias, if any; §3.2.2 has none)
         return F.linear(x, linear.weight[rows], None if linear.bias is None else linear.bias[rows])
 
-    with torch.no_grad():
-        # The paper's view: separate matrices W_i^Q (d_model × d_k), ... for each head i.
-        heads, weights = [], []
-        for i in range(h):
-            rows_k, rows_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
-            q_i, k_i = project(attention.q_proj, rows_k), project(attention.k_proj, rows_k)
-            weights.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1))  # Eq. (1)
-            heads.append(weights[-1] @ project(attention.v_proj, rows_v))
-        concat = torch.cat(heads, dim=-1)  # Concat(head_1, …, head_h)
-        by_hand = attention.out_proj(concat)  # · W^O
+    # The paper's view: separate matrices W_i^Q (d_model × d_k), ... for each head i.
+    heads, weights = [], []
+    for i in range(h):
+        rows_k, rows_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
+        q_i, k_i = project(attention.q_proj, rows_k), project(attention.k_proj, rows_k)
+        weights.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1))  # Eq. (1)
+        heads.append(weights[-1] @ project(attention.v_proj, rows_v))
+    concat = torch.cat(heads, dim=-1)  # Concat(head_1, …, head_h)
+    by_hand = attention.out_proj(concat)  # · W^O
     print(f"  heads' outputs             {tuple(heads[0].shape)} × {h}   (B, T, d_v) each")
     print(f"  Concat(head_1 … head_h)    {tuple(concat.shape)}   (B, T, h·d_v)")
     print(f"  · W^O                      {tuple(by_hand.shape)}   (B, T, d_model)")

@@ -1,10 +1,9 @@
 """Example 04 — §3.3, Eq. (2): the position-wise feed-forward network FFN(x) = max(0, x W_1 + b_1) W_2 + b_2.
 
-"Applied to each position separately and identically": the whole sequence gives what each position
-alone gives, shuffling the positions only shuffles the outputs, and the same vector at two positions
-gives the same output (all mixing between positions happens in attention). The same map is also two
-convolutions with kernel size 1, the paper's other description. The picture: input, hidden layer after
-the ReLU (about half exactly zero) and output. Code: `modeling_vaswani/model/feed_forward.py`.
+"Applied to each position separately and identically": the whole sequence gives what each position gives
+alone, shuffled positions give shuffled outputs, equal vectors equal outputs (only attention mixes
+positions); it is also two kernel-size-1 convolutions. Drawn: input, hidden layer after the ReLU (about
+half exactly zero), output. Code: `modeling_vaswani/model/feed_forward.py`.
 """
 
 import torch

@@ -1,11 +1,10 @@
 """Example 05 — §3.2.3 masks: hiding padding and hiding the future.
 
-No query attends to `<pad>` (encoder self-attention, encoder–decoder attention); in decoder
-self-attention position i sees only positions ≤ i, which keeps the decoder auto-regressive; padded
-targets need both. The masks are additive: 0 where allowed, else `torch.finfo(dtype).min` (−3.4e38 in
-float32) added to Q Kᵀ / √d_k; the paper writes −∞, the finite value gives hidden keys the same weight 0
-and a row with nothing visible no NaN. Shown for two sentences, with the weights of equal scores and a
-cache-style mask. Code: `modeling_vaswani/model/masking.py`.
+No query attends to `<pad>`; in decoder self-attention position i sees only positions ≤ i (auto-regressive);
+padded targets need both. The masks are additive: 0 where allowed, else `torch.finfo(dtype).min` added to
+Q Kᵀ / √d_k (the paper's −∞; the finite value also gives hidden keys weight 0, and a row with nothing
+visible no NaN). Shown for two sentences, with the weights of equal scores and a mask under a key/value
+cache. Code: `modeling_vaswani/model/masking.py`.
 """
 
 import numpy as np

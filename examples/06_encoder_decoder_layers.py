@@ -1,11 +1,9 @@
 """Example 06 — §3.1: one encoder layer and one decoder layer, followed tensor by tensor.
 
-A small model (d_model 32, h 4, d_ff 64, 2 layers) runs on 2 padded source sentences with a forward
-hook on every step of the first encoder and decoder layer, printing each output shape in the order it
-finishes. Every sub-layer returns (B, length, d_model), which lets the residual add x + Sublayer(x);
-only cross-attention mixes the two lengths (T queries, S keys and values). The picture draws both
-layers' data flow, post-LN as §3.1 and §5.4 describe it: LayerNorm(x + Dropout(Sublayer(x))), with the
-shapes of this run. Code: `modeling_vaswani/model/encoder.py`, `decoder.py`, `sublayer.py`.
+A small model runs on 2 padded sentences with a forward hook on every step of its first encoder and decoder
+layer, printing each output shape in the order it finishes: every sub-layer returns (B, length, d_model),
+so the residual can add x + Sublayer(x), and only cross-attention mixes the two lengths. The picture is
+both layers' data flow, post-LN (§3.1, §5.4), with this run's shapes. Code: `model/encoder.py`, `decoder.py`.
 """
 
 import torch
