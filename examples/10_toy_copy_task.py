@@ -1,17 +1,13 @@
 """Example 10 — the copy task: the first experiment to run on a new Transformer.
 
-A model that cannot copy its input cannot translate: it reads random digit strings ("3 1 4 1 5 9")
-and writes them back, then </s>. That needs every part of §3: cross-attention must look at source
-position i while writing position i, which only the positional encodings allow, and the causal mask and
-right shift keep the decoder from peeking. It trains as §5 prescribes, by `training/paper_loop.py`
-(token-budget batches, Adam and Eq. (3), §5.4 label smoothing, §6.1's average of the last 5
-checkpoints; `VaswaniTrainer` ends on the same weights), then copies held-out strings with `generate`.
-The loss stops near 0.58, the entropy H(q) of the smoothed target; tensor2tensor logs H(q, p) − H(q),
-which goes to 0. The 59,072-parameter model trains on one CPU thread (`threads.py`; 30 to 50 s on a
-busy 2-core machine, more threads only wait for each other), which also makes a rerun end the same way.
+A model that cannot copy random digit strings ("3 1 4 1 5 9", then </s>) cannot translate. Copying needs
+all of §3: cross-attention must find source position i through the positional encodings, and the causal
+mask and right shift keep the decoder from peeking. It trains as §5 says, by `training/paper_loop.py`
+(token-budget batches, Adam, Eq. (3), label smoothing, §6.1's average of the last 5 checkpoints), then
+copies held-out strings with `generate`. The loss stops near H(q) = 0.58, the smoothed target's entropy
+(tensor2tensor logs H(q, p) − H(q), which reaches 0). Under 60,000 parameters: one CPU thread
+(`threads.py`) is fastest, 30 to 50 s on a busy 2-core machine, and ends the same way on every rerun.
 """
-
-from __future__ import annotations
 
 import os
 import random
@@ -32,22 +28,20 @@ from modeling_vaswani.threads import choose_threads, use_threads
 from modeling_vaswani.training import paper_loop
 from modeling_vaswani.training.optimization import noam_lr
 
-DIGITS = "0123456789"
+DIGITS, MIN_LENGTH, MAX_LENGTH = "0123456789", 4, 10
 WARMUP_STEPS = 100  # Eq. (3); the paper's 4000 is for 100,000 steps, this task takes 600
-MIN_LENGTH, MAX_LENGTH = 4, 10
 STEPS = 600
 MAX_TOKENS = 1024  # §5.1's budget per side, scaled down: about 125 strings a batch
 TRAINING_STRINGS = 76_800  # about 610 batches of MAX_TOKENS: no string is seen twice in 600 steps
-# §6.1: the model kept is the average of the last 5 checkpoints, here one every 10 steps. Batches of
-# one string length each (§5.1) make the last updates jumpy; the average smooths them out.
+# §6.1's average of the last 5 checkpoints (one every 10 steps) smooths batches of one length each (§5.1) out.
 AVERAGE_LAST, CHECKPOINT_EVERY = 5, 10
 
 
 def digit_tokenizer() -> PreTrainedTokenizerFast:
     """One token per digit, the package's special ids (<pad> 0, <s> 1, </s> 2, <unk> 3), and </s> appended
     to every sequence as the translation tokenizer does: the decoder must learn to end the copy."""
-    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, **{d: 4 + i for i, d in enumerate(DIGITS)}}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer = Tokenizer(models.WordLevel({"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3,
+                                            **{d: 4 + i for i, d in enumerate(DIGITS)}}, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
@@ -82,10 +76,8 @@ def train_copy_model(seed: int = 0, steps: int = STEPS, max_tokens: int = MAX_TO
     tokenizer = digit_tokenizer()
     model = VaswaniForConditionalGeneration(VaswaniConfig(
         vocab_size=len(tokenizer), d_model=d_model, d_ff=4 * d_model,  # the base model's d_ff / d_model = 2048 / 512
-        num_heads=4, num_layers=2, max_position_embeddings=64,
-        dropout=0.0,  # nothing to over-fit: every training string is new
-        label_smoothing=0.1,  # §5.4
-    ))
+        num_heads=4, num_layers=2, max_position_embeddings=64, label_smoothing=0.1,  # §5.4
+        dropout=0.0))  # nothing to over-fit: every training string is new
     encoded = tokenizer(training_strings(seed))
     dataset = [{"input_ids": ids, "attention_mask": mask, "labels": ids}  # the copy: labels are the input
                for ids, mask in zip(encoded["input_ids"], encoded["attention_mask"])]
@@ -109,21 +101,20 @@ def generate(model, tokenizer, strings: list[str]):
 
 def copy_strings(model, tokenizer, strings: list[str]) -> list[str]:
     """The decoded copies (digits separated by spaces)."""
-    generated = generate(model, tokenizer, strings)[1]
-    return [text.strip() for text in tokenizer.batch_decode(generated, skip_special_tokens=True)]
+    return [text.strip() for text in tokenizer.batch_decode(generate(model, tokenizer, strings)[1],
+                                                             skip_special_tokens=True)]
 
 
 def exact_match(model, tokenizer, strings: list[str]) -> float:
     """Fraction copied exactly, on ids up to the first </s>: a copy that never stops, or stops early, is wrong."""
     batch, generated = generate(model, tokenizer, strings)
-    correct = 0
-    for source, output in zip(batch["input_ids"].tolist(), generated.tolist()):
-        target = source[: source.index(tokenizer.eos_token_id) + 1]  # digits + </s>
-        produced = output[1:]  # drop the decoder start token <s>
-        if tokenizer.eos_token_id in produced:
-            produced = produced[: produced.index(tokenizer.eos_token_id) + 1]
-        correct += produced == target
-    return correct / len(strings)
+    eos = tokenizer.eos_token_id
+
+    def upto_eos(ids):
+        return ids[: ids.index(eos) + 1] if eos in ids else ids
+
+    pairs = zip(batch["input_ids"].tolist(), generated.tolist())  # generated rows start with <s>
+    return sum(upto_eos(output[1:]) == upto_eos(source) for source, output in pairs) / len(strings)
 
 
 def plot_training(log, config: VaswaniConfig, warmup_steps: int, path: Path) -> None:
@@ -155,10 +146,10 @@ if __name__ == "__main__":
     print(f"model: {model.num_parameters():,} parameters (d_model {config.d_model}, d_ff {config.d_ff}, "
           f"h {config.num_heads}, N {config.num_layers}), {STEPS} steps of at most {MAX_TOKENS} tokens a side "
           f"in {time.monotonic() - began:.0f} s on {threads} CPU thread{'s' * (threads > 1)} ({why})")
-    floor = target_entropy(config.label_smoothing, config.vocab_size)
     print(f"training loss H(q, p): {first['loss']:.3f} (step {first['step']}) → {last['loss']:.3f} "
-          f"(step {last['step']}); floor H(q) with ε_ls = {config.label_smoothing}: {floor:.3f}; "
-          f"H(q, p) − H(q) (kl_loss): {last['kl_loss']:.3f}")
+          f"(step {last['step']}); floor H(q) with ε_ls = {config.label_smoothing}: "
+          f"{target_entropy(config.label_smoothing, config.vocab_size):.3f}; H(q, p) − H(q) (kl_loss): "
+          f"{last['kl_loss']:.3f}")
     held_out = held_out_strings(200, training_strings(0))
     print("\nheld-out strings and their copies:")
     for source, copy in zip(held_out[:6], copy_strings(model, tokenizer, held_out[:6])):
