@@ -88,22 +88,13 @@ attention_mask = (input_ids != config.pad_token_id).long()
 labels = torch.tensor([[21, 34, 55, 2, 0], [17, 28, 39, 61, 2]])
 decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)  # [<s>, y_1, …, y_{T−1}]
 print(f"input_ids {tuple(input_ids.shape)} (B, S); decoder_input_ids {tuple(decoder_input_ids.shape)} (B, T)")
-print(f"labels[0]            = {labels[0].tolist()}")
-print(f"decoder_input_ids[0] = {decoder_input_ids[0].tolist()}   (shifted right, starts with <s> = 1)")
+print(f"labels[0]            = {labels[0].tolist()}\n"
+      f"decoder_input_ids[0] = {decoder_input_ids[0].tolist()}   (shifted right, starts with <s> = 1)")
 
-modules = dict(model.named_modules())
-trace = []  # (name, shape) in the order the modules finish
-
-
-def record(name):
-    def hook(module, inputs, output):
-        tensor = output[0] if isinstance(output, tuple) else getattr(output, "last_hidden_state", output)
-        trace.append((name, tuple(tensor.shape)))
-    return hook
-
-
-for name in STEPS:
-    modules[name].register_forward_hook(record(name))
+trace = []  # (name, output shape) in the order the modules finish
+for name in STEPS:  # an output is a tensor, a tuple (output first) or a model output (last_hidden_state)
+    model.get_submodule(name).register_forward_hook(lambda module, inputs, out, name=name: trace.append((name, tuple(
+        (out[0] if isinstance(out, tuple) else getattr(out, "last_hidden_state", out)).shape))))
 with torch.no_grad():
     logits = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids).logits
 

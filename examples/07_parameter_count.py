@@ -18,20 +18,13 @@ from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 
 VOCAB = 37000  # §5.1: "a shared source-target vocabulary of about 37000 tokens"
 
-# Table 3 rows with a reported size: (label, changes from base, millions of parameters in the paper)
-TABLE_3_ROWS = [
-    ("base", {}, 65),
-    ("(B) d_k=16", {"d_k": 16}, 58),
-    ("(B) d_k=32", {"d_k": 32}, 60),
-    ("(C) N=2", {"num_layers": 2}, 36),
-    ("(C) N=4", {"num_layers": 4}, 50),
-    ("(C) N=8", {"num_layers": 8}, 80),
-    ("(C) d_model=256", {"d_model": 256, "d_k": 32, "d_v": 32}, 28),
-    ("(C) d_model=1024", {"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
-    ("(C) d_ff=1024", {"d_ff": 1024}, 53),
-    ("(C) d_ff=4096", {"d_ff": 4096}, 90),
-    ("big", None, 213),
-]
+# Table 3 rows with a reported size: (label, changes from base (None: big), millions of parameters in the paper)
+TABLE_3_ROWS = [("base", {}, 65), ("(B) d_k=16", {"d_k": 16}, 58), ("(B) d_k=32", {"d_k": 32}, 60),
+                ("(C) N=2", {"num_layers": 2}, 36), ("(C) N=4", {"num_layers": 4}, 50),
+                ("(C) N=8", {"num_layers": 8}, 80),
+                ("(C) d_model=256", {"d_model": 256, "d_k": 32, "d_v": 32}, 28),
+                ("(C) d_model=1024", {"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
+                ("(C) d_ff=1024", {"d_ff": 1024}, 53), ("(C) d_ff=4096", {"d_ff": 4096}, 90), ("big", None, 213)]
 
 
 def build_on_meta(config):
@@ -44,23 +37,14 @@ def count(module) -> int:
 
 
 def components(model) -> dict:
-    encoder, decoder = model.model.encoder, model.model.decoder
-
-    def per_stack(layers, kind):
-        return sum(count(getattr(layer, kind)) for layer in layers)
-
-    def norms(layers):
-        return sum(count(m) for layer in layers for m in layer.modules() if isinstance(m, torch.nn.LayerNorm))
-
-    parts = {
-        "embeddings (shared ×3)": count(model.model.shared),
-        "encoder self-attention": per_stack(encoder.layers, "self_attn"),
-        "encoder FFN": per_stack(encoder.layers, "feed_forward"),
-        "decoder self-attention": per_stack(decoder.layers, "self_attn"),
-        "decoder enc–dec attention": per_stack(decoder.layers, "cross_attn"),
-        "decoder FFN": per_stack(decoder.layers, "feed_forward"),
-        "LayerNorms": norms(encoder.layers) + norms(decoder.layers),
-    }
+    enc, dec = model.model.encoder.layers, model.model.decoder.layers
+    parts = {"embeddings (shared ×3)": count(model.model.shared)}
+    for name, layers, kind in (("encoder self-attention", enc, "self_attn"), ("encoder FFN", enc, "feed_forward"),
+                               ("decoder self-attention", dec, "self_attn"),
+                               ("decoder enc–dec attention", dec, "cross_attn"), ("decoder FFN", dec, "feed_forward")):
+        parts[name] = sum(count(getattr(layer, kind)) for layer in layers)
+    parts["LayerNorms"] = sum(count(m) for layer in [*enc, *dec] for m in layer.modules()
+                              if isinstance(m, torch.nn.LayerNorm))
     assert model.lm_head.weight is model.model.shared.weight, "§3.4: the projection is the embedding matrix"
     assert sum(parts.values()) == count(model), "the components must add up to the whole model"
     return parts
