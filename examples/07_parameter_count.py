@@ -1,12 +1,10 @@
 """Example 07 — Table 3: where the parameters of the base (65M) and big (213M) models are.
 
-Both models are built on PyTorch's "meta" device (shapes, no memory or values, so even big takes a
-moment) with §5.1's vocabulary of about 37,000 tokens, and counted by component: the embedding once
-(both embeddings and the pre-softmax projection share it, §3.4); per layer, attention 4·d_model² (no
-biases, §3.2.2), FFN 2·d_model·d_ff + d_ff + d_model, LayerNorms. The other Table 3 rows with a size
-follow, and for each the vocabulary at which our count rounds to the paper's: every row derived from
-base fits one embedding of about 41,100 rows, big only about 35,900, so no one vocabulary gives both.
-Code: `modeling_vaswani/model/configuration_vaswani.py` (`VaswaniConfig.from_preset`).
+Built on the "meta" device (shapes, no memory) with §5.1's 37,000-token vocabulary and counted by part:
+the embedding once (shared by both embeddings and the pre-softmax projection, §3.4), attention 4·d_model²
+per layer (no biases), FFN 2·d_model·d_ff + d_ff + d_model. For every Table 3 row with a size it finds the
+vocabulary at which our count rounds to the paper's: about 41,100 rows for all rows from base, 35,900 for
+big, so no one vocabulary gives both. Code: `model/configuration_vaswani.py` (`VaswaniConfig.from_preset`).
 """
 
 import math

@@ -1,13 +1,10 @@
 """Example 13 — Table 3 in miniature, read beside the paper's.
 
-Table 3 changes one thing at a time in the base model (heads at equal compute A, key size B, depth and
-width C, dropout and label smoothing D, learned positions E) and reports dev perplexity and BLEU.
-scripts/table3.py re-trains those rows scaled to a laptop into docs/table3/results.json (docs/table3.md).
-This prints each row beside the paper's, each change from the base read as "as the paper", "opposite to
-the paper" or "within noise" (the base seeds' spread), and draws our change against the paper's (shaded
-quadrants: moved the paper's way). With no results it first runs a tiny two-row table (the base and A1)
-for a few steps, whose numbers only show that the harness works.
-Code: `benchmarks/table3/` (rows.py, runs.py, scoring.py, report.py).
+Table 3 changes one thing at a time in the base model (heads A, key size B, depth and width C, dropout and
+label smoothing D, learned positions E); scripts/table3.py re-trains those rows at laptop scale into
+docs/table3/results.json (docs/table3.md). This prints each row and its change from the base beside the
+paper's, read as "as the paper", "opposite" or "within noise" (the base seeds' spread), and draws ours
+against the paper's. Without results it first runs a tiny two-row table, which only shows the harness works.
 
     python examples/13_table3.py --results /tmp/table3/results.json
 """
