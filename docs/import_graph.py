@@ -71,18 +71,15 @@ def _targets(module: str, is_package: bool, node, modules) -> list[str]:
 def find_imports(modules: dict[str, Path]) -> dict[tuple[str, str], bool]:
     """(importer, imported) → True if any of those imports runs at module level."""
     edges: dict[tuple[str, str], bool] = {}
-
-    def visit(module, is_package, node, in_function):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                for target in _targets(module, is_package, child, modules):
-                    if target != module:
-                        edges[module, target] = edges.get((module, target), False) or not in_function
-            visit(module, is_package, child,
-                  in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
-
     for module, path in modules.items():
-        visit(module, path.name == "__init__.py", ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+        deferred = {id(n) for f in ast.walk(tree) if isinstance(f, functions) for n in ast.walk(f)}  # run when called
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _targets(module, path.name == "__init__.py", node, modules):
+                    if target != module:
+                        edges[module, target] = edges.get((module, target), False) or id(node) not in deferred
     return edges
 
 
@@ -167,11 +164,10 @@ def main(argv=None) -> int:
     committed, fresh = current(text), render()
     if committed != fresh and args.check:
         print(f"{TARGET.relative_to(REPO)} is out of date: run python docs/import_graph.py", file=sys.stderr)
-        return 1
-    if committed != fresh:
+    elif committed != fresh:
         TARGET.write_text(text.replace(committed, fresh), encoding="utf-8")
         print(f"rewrote the import graph in {TARGET.relative_to(REPO)}")
-    return 0
+    return int(committed != fresh and args.check)
 
 
 if __name__ == "__main__":

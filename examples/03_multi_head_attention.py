@@ -4,8 +4,6 @@ On an encoder self-attention layer of the trained model: the shape of every tens
 "all heads in one Linear, then reshape" equals the paper's h separate projections (the Linear sliced per
 head, Eq. (1) head by head); and every head's map, each looking differently after training (shipped
 model, layer 2: head 2 sends words to an earlier word, head 4 to a later one). Code: `model/attention.py`.
-
-    python examples/03_multi_head_attention.py --model outputs/multi30k-en-de --layer 1
 """
 
 import math
@@ -43,11 +41,11 @@ def main():
 
     print(f"\nShapes inside the self-attention of encoder layer {args.layer} on {SENTENCE!r} (T = {T} tokens):")
     q = attention.q_proj(x)
-    print(f"  x                          {tuple(x.shape)}   (B, T, d_model)")
-    print(f"  x W^Q (all heads at once)  {tuple(q.shape)}   (B, T, h·d_k)")
     q_heads = q.view(B, T, h, d_k).transpose(1, 2)  # (B, T, h·d_k) → (B, h, T, d_k): no weights, no arithmetic
-    print(f"  split into heads           {tuple(q_heads.shape)}   (B, h, T, d_k)  a reshape: no weights, no arithmetic")
-    print(f"  scores Q Kᵀ / √d_k         {tuple(module_weights.shape)}   (B, h, T, T)  one T×T map per head")
+    for name, tensor, note in (("x", x, "(B, T, d_model)"), ("x W^Q (all heads at once)", q, "(B, T, h·d_k)"),
+                               ("split into heads", q_heads, "(B, h, T, d_k)  a reshape: no weights, no arithmetic"),
+                               ("scores Q Kᵀ / √d_k", module_weights, "(B, h, T, T)  one T×T map per head")):
+        print(f"  {name:<26} {tuple(tensor.shape)}   {note}")
 
     def project(linear, rows):  # x W_i: head i's rows of the Linear (and of its bias, if any; §3.2.2 has none)
         return F.linear(x, linear.weight[rows], None if linear.bias is None else linear.bias[rows])

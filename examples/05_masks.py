@@ -30,12 +30,11 @@ causal = causal_mask(L, L, attention_mask.device, DTYPE)  # (1, 1, L, L)
 both = decoder_self_attention_mask(L, L, attention_mask, attention_mask.device, DTYPE)  # (B, 1, L, L)
 print(f"\npadding_mask shape {tuple(pad.shape)}, causal_mask {tuple(causal.shape)}, "
       f"decoder_self_attention_mask {tuple(both.shape)}; hidden entries hold {torch.finfo(DTYPE).min:.3e}")
-print("\nsentence 1, padding mask (rows: queries, columns: keys):")
-print(as_grid(pad[0, 0].expand(L, L)))
-print("causal mask (query i sees keys ≤ i):")
-print(as_grid(causal[0, 0]))
-print("sentence 1, causal ∧ padding (decoder self-attention):")
-print(as_grid(both[0, 0]))
+print()
+for title, mask in (("sentence 1, padding mask (rows: queries, columns: keys)", pad[0, 0].expand(L, L)),
+                    ("causal mask (query i sees keys ≤ i)", causal[0, 0]),
+                    ("sentence 1, causal ∧ padding (decoder self-attention)", both[0, 0])):
+    print(f"{title}:\n{as_grid(mask)}")
 
 # Equal scores everywhere: the softmax spreads evenly over the visible keys only.
 weights = torch.softmax(torch.zeros(B, 1, L, L) + both, dim=-1)

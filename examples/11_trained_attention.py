@@ -5,8 +5,6 @@ and values come from the output of the encoder" (§3.2.3). The script translates
 sentence (§6.1 beam search), runs the model again on its own translation with `output_attentions=True`
 (eager attention returns the weights), prints each output token's most-attended source token and draws
 every decoder layer's weights averaged over the heads; trained, they line up like an alignment.
-
-    python examples/11_trained_attention.py --model outputs/multi30k-en-de --index 3
 """
 
 import torch

@@ -6,8 +6,6 @@ is |Y|^α; the paper's α belongs to GNMT's ((5 + |Y|) / 6)^α [38], which favou
 validation sentences are decoded both ways and scored with |Y|^α (beam: `sequences_scores`; greedy: the same
 formula over `compute_transition_scores`); then the first --scan with each formula's own search, counting
 where they differ and scoring the first such pair under both formulas.
-
-    python examples/12_greedy_vs_beam.py --model outputs/multi30k-en-de --count 8
 """
 
 import torch

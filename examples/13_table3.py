@@ -5,8 +5,6 @@ label smoothing D, learned positions E); scripts/table3.py re-trains those rows 
 docs/table3/results.json (docs/table3.md). This prints each row and its change from the base beside the
 paper's, read as "as the paper", "opposite" or "within noise" (the base seeds' spread), and draws ours
 against the paper's. Without results it first runs a tiny two-row table, which only shows the harness works.
-
-    python examples/13_table3.py --results /tmp/table3/results.json
 """
 
 from __future__ import annotations
