@@ -30,8 +30,7 @@ def logits_with_gold_probability(p_gold: float) -> torch.Tensor:
 logits = torch.zeros(V, requires_grad=True)
 label_smoothed_cross_entropy(logits[None], labels, eps).backward()
 q = torch.softmax(logits.detach(), -1) - logits.grad
-print(f"ε_ls = {eps}, V = {V}, reference token y = {GOLD}")
-print(f"smoothed target q = {q.numpy().round(4)}")
+print(f"ε_ls = {eps}, V = {V}, reference token y = {GOLD}\nsmoothed target q = {q.numpy().round(4)}")
 print(f"  q(y) = {q[GOLD]:.4f} = 1 − ε;  every other q(j) = {q[0]:.4f} = ε/(V−1) = {eps / (V - 1):.4f};"
       f"  Σ q = {q.sum():.4f}")
 assert abs(q[GOLD] - (1 - eps)) < 1e-6 and abs(q[0] - eps / (V - 1)) < 1e-6
@@ -50,13 +49,11 @@ print(f"  and the smallest possible smoothed loss is the entropy of q: {-(q * q.
 
 grid = torch.linspace(0.3, 0.9999, 400, dtype=torch.float64)
 ours = f"ε = {eps} (this package, over V−1)"
-curves = {"ε = 0": [], ours: [], f"ε = {eps}, F.cross_entropy (uniform over V)": []}
-for p_gold in grid.tolist():
-    logits = logits_with_gold_probability(p_gold)[None]
-    values = (label_smoothed_cross_entropy(logits, labels, 0.0), label_smoothed_cross_entropy(logits, labels, eps),
-              F.cross_entropy(logits, labels, label_smoothing=eps))
-    for curve, value in zip(curves.values(), values):
-        curve.append(value.item())
+losses = {"ε = 0": lambda z: label_smoothed_cross_entropy(z, labels, 0.0),
+          ours: lambda z: label_smoothed_cross_entropy(z, labels, eps),
+          f"ε = {eps}, F.cross_entropy (uniform over V)": lambda z: F.cross_entropy(z, labels, label_smoothing=eps)}
+curves = {name: [loss(logits_with_gold_probability(p)[None]).item() for p in grid.tolist()]
+          for name, loss in losses.items()}
 print("\nwhere each loss is smallest, as p(y) varies (the rest spread evenly):")
 minima = {name: grid[min(range(len(values)), key=values.__getitem__)].item() for name, values in curves.items()}
 for name, p_best in minima.items():
@@ -65,9 +62,9 @@ print(f"  expected: 1, 1 − ε = {1 - eps:.3f}, and 1 − ε + ε/V = {1 - eps 
 assert abs(minima[ours] - (1 - eps)) < 0.005
 
 fig, axes = plt.subplots(1, 2, figsize=(14, 4.5))
-axes[0].bar([i - 0.2 for i in range(V)], [float(i == GOLD) for i in range(V)], width=0.4,
-            label="one-hot target (ε = 0)")
-axes[0].bar([i + 0.2 for i in range(V)], q.numpy(), width=0.4, label=f"smoothed target q (ε = {eps})")
+for shift, target, label in ((-0.2, [float(i == GOLD) for i in range(V)], "one-hot target (ε = 0)"),
+                             (0.2, q.numpy(), f"smoothed target q (ε = {eps})")):
+    axes[0].bar([i + shift for i in range(V)], target, width=0.4, label=label)
 axes[0].set(xlabel="token id", ylabel="target probability", title=f"target for reference token {GOLD}")
 axes[0].set_xticks(range(V))
 axes[0].legend()
