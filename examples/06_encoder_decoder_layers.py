@@ -36,14 +36,12 @@ STEPS = {  # module inside VaswaniForConditionalGeneration: what the step is
 }
 
 
-def node(axis, x, y, text, color="white"):
-    """A box of text centred on (x, y)."""
+def node(axis, x, y, text, color="white"):  # a box of text centred on (x, y)
     return axis.text(x, y, text, ha="center", va="center", fontsize=8.5,
                      bbox=dict(boxstyle="round,pad=0.4", fc=color, ec="0.3", alpha=0.9))
 
 
-def link(axis, lower, upper):
-    """An arrow from the top of one box to the bottom of the next."""
+def link(axis, lower, upper):  # an arrow from the top of one box to the bottom of the next
     axis.annotate("", xy=(0.5, 0), xycoords=upper, xytext=(0.5, 1), textcoords=lower,
                   arrowprops=dict(arrowstyle="-|>", color="0.2"))
 
