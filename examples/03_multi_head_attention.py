@@ -1,103 +1,64 @@
-"""Example 03 — §3.2.2 multi-head attention: h heads, each Eq. (1) in its own d_k-sized subspace.
+"""Example 03 — §3.2.2: MultiHead = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
-    MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,   head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
-
-What this script shows, on one encoder self-attention layer of the trained model (the shipped one
-in hub_card/ unless --model names another):
-1. the shape of every tensor inside the layer's attention: projection, split into h heads,
-   scores, weights, concatenation, W^O;
-2. that the module's "all heads in one Linear, then reshape" is exactly the paper's h separate
-   projections W_i^Q, W_i^K, W_i^V: the script slices the Linear weights into per-head matrices,
-   runs Eq. (1) head by head, concatenates, multiplies by W^O and compares with the module;
-3. the attention maps of all heads: after training, each head looks at the sentence differently
-   (in the shipped model's layer 2, head 2 sends every word but the first to an earlier word, head 4
-   nearly every word to a later one),
-   which is the point of having several ("to jointly attend to information from different
-   representation subspaces").
-
-The weights come from Eq. (1) written out, the module's default (a model passes it the fused
-"sdpa" kernel unless `output_attentions=True`; that kernel computes the same output, not the weights).
-
-Code: `modeling_vaswani/model/attention.py` (`MultiHeadAttention`, `scaled_dot_product_attention`).
-
-    python examples/03_multi_head_attention.py                      # the shipped model, layer 2
-    python examples/03_multi_head_attention.py --model outputs/multi30k-en-de --layer 1
+On an encoder self-attention layer of the trained model: the shape of every tensor inside; the module's
+"all heads in one Linear, then reshape" equals the paper's h separate projections (the Linear sliced per
+head, Eq. (1) head by head); and every head's map, each looking differently after training (shipped
+model, layer 2: head 2 sends words to an earlier word, head 4 to a later one). Code: `model/attention.py`.
 """
 
-import argparse
 import math
-import os
-import sys
-from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from transformers.utils import logging as hf_logging
 
-from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
-from modeling_vaswani.cli import run_main
-from modeling_vaswani.tokenizer_loading import load_tokenizer
+from common import load_trained, model_parser, plt, run, save
 
-OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 SENTENCE = "Two dogs are playing in the snow."
 
 
+@torch.no_grad()
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="a saved model folder (default: the shipped model, hub_card/)")
+    parser = model_parser(__doc__)
     parser.add_argument("--layer", type=int, default=2, help="which encoder layer, from 1 (default 2)")
     args = parser.parse_args()
-    folder = args.model or shipped_model_path()
-    if not all((Path(folder) / name).is_file() for name in ("config.json", "model.safetensors")):
-        raise FileNotFoundError(f"no trained model in {folder} (config.json and model.safetensors needed)")
-    hf_logging.disable_progress_bar()
-    model = VaswaniForConditionalGeneration.from_pretrained(folder, attn_implementation="eager").eval()
-    tokenizer = load_tokenizer(folder)
+    model, tokenizer = load_trained(args.model, attn_implementation="eager")
     config, encoder = model.config, model.model.encoder
     if not 1 <= args.layer <= len(encoder.layers):
         raise ValueError(f"--layer must be in [1, {len(encoder.layers)}], got {args.layer}")
     attention = encoder.layers[args.layer - 1].self_attn
     h, d_k, d_v = config.num_heads, config.d_k, config.d_v
-    print(f"{folder}: d_model = {config.d_model}, h = {h} heads, d_k = d_v = {d_k}  (§3.2.2: 512 / 8 = 64 in base)")
+    print(f"{config.name_or_path}: d_model = {config.d_model}, h = {h} heads, d_k = d_v = {d_k}  "
+          "(§3.2.2: 512 / 8 = 64 in base)")
 
     encoded = tokenizer(SENTENCE, return_tensors="pt")
     words = [token.lstrip("▁") for token in tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])]
-    module_output = []
-    attention.register_forward_hook(lambda module, inputs, output: module_output.append(
-        output[0] if isinstance(output, tuple) else output))
-    with torch.no_grad():
-        outputs = encoder(**encoded, output_attentions=True, output_hidden_states=True)
+    module_output = []  # what the module itself returns
+    attention.register_forward_hook(lambda module, inputs, output: module_output.append(output[0]))
+    outputs = encoder(**encoded, output_attentions=True, output_hidden_states=True)
     x = outputs.hidden_states[args.layer - 1]  # this layer's input (B=1, T, d_model)
     module_weights = outputs.attentions[args.layer - 1]  # (B, h, T, T)
     B, T = x.shape[:2]
 
     print(f"\nShapes inside the self-attention of encoder layer {args.layer} on {SENTENCE!r} (T = {T} tokens):")
-    with torch.no_grad():
-        q = attention.q_proj(x)
-    print(f"  x                          {tuple(x.shape)}   (B, T, d_model)")
-    print(f"  x W^Q (all heads at once)  {tuple(q.shape)}   (B, T, h·d_k)")
+    q = attention.q_proj(x)
     q_heads = q.view(B, T, h, d_k).transpose(1, 2)  # (B, T, h·d_k) → (B, h, T, d_k): no weights, no arithmetic
-    print(f"  split into heads           {tuple(q_heads.shape)}   (B, h, T, d_k)  a reshape: no weights, no arithmetic")
-    print(f"  scores Q Kᵀ / √d_k         {tuple(module_weights.shape)}   (B, h, T, T)  one T×T map per head")
+    for name, tensor, note in (("x", x, "(B, T, d_model)"), ("x W^Q (all heads at once)", q, "(B, T, h·d_k)"),
+                               ("split into heads", q_heads, "(B, h, T, d_k)  a reshape: no weights, no arithmetic"),
+                               ("scores Q Kᵀ / √d_k", module_weights, "(B, h, T, T)  one T×T map per head")):
+        print(f"  {name:<26} {tuple(tensor.shape)}   {note}")
 
     def project(linear, rows):  # x W_i: head i's rows of the Linear (and of its bias, if any; §3.2.2 has none)
         return F.linear(x, linear.weight[rows], None if linear.bias is None else linear.bias[rows])
 
-    with torch.no_grad():
-        # The paper's view: separate matrices W_i^Q (d_model × d_k), ... for each head i.
-        heads, weights = [], []
-        for i in range(h):
-            rows_k, rows_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
-            q_i, k_i = project(attention.q_proj, rows_k), project(attention.k_proj, rows_k)
-            v_i = project(attention.v_proj, rows_v)
-            weights.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1))  # Eq. (1)
-            heads.append(weights[-1] @ v_i)
-        concat = torch.cat(heads, dim=-1)  # Concat(head_1, …, head_h)
-        by_hand = attention.out_proj(concat)  # · W^O
+    # The paper's view: separate matrices W_i^Q (d_model × d_k), ... for each head i.
+    heads, weights = [], []
+    for i in range(h):
+        rows_k, rows_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
+        q_i, k_i = project(attention.q_proj, rows_k), project(attention.k_proj, rows_k)
+        weights.append(torch.softmax(q_i @ k_i.transpose(-2, -1) / math.sqrt(d_k), dim=-1))  # Eq. (1)
+        heads.append(weights[-1] @ project(attention.v_proj, rows_v))
+    concat = torch.cat(heads, dim=-1)  # Concat(head_1, …, head_h)
+    by_hand = attention.out_proj(concat)  # · W^O
     print(f"  heads' outputs             {tuple(heads[0].shape)} × {h}   (B, T, d_v) each")
     print(f"  Concat(head_1 … head_h)    {tuple(concat.shape)}   (B, T, h·d_v)")
     print(f"  · W^O                      {tuple(by_hand.shape)}   (B, T, d_model)")
@@ -117,18 +78,11 @@ def main():
         axis.imshow(module_weights[0, i].numpy(), cmap="Blues", vmin=0, vmax=1)
         axis.set_xticks(range(T), words, rotation=90)
         axis.set_yticks(range(T), words)
-        axis.set_title(f"head {i + 1}")
-        axis.set_xlabel("key (attended to)")
+        axis.set(title=f"head {i + 1}", xlabel="key (attended to)")
     axes[0][0].set_ylabel("query")
     fig.suptitle(f"Self-attention weights of the {h} heads of encoder layer {args.layer}, trained model "
                  f"(d_model={config.d_model})")
-    fig.tight_layout()
-    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    path = OUTPUT_DIR / "03_multi_head_attention.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    print(f"\nsaved {path}")
+    save(fig, "03_multi_head_attention.png")
 
 
-if __name__ == "__main__":
-    run_main(main)
-    sys.exit(0)
+run(main)

@@ -1,75 +1,47 @@
 """Example 06 — §3.1: one encoder layer and one decoder layer, followed tensor by tensor.
 
-Encoder layer:  x → LayerNorm(x + Dropout(SelfAttention(x))) → LayerNorm(x + Dropout(FFN(x)))
-Decoder layer:  y → LayerNorm(y + Dropout(MaskedSelfAttention(y)))
-                  → LayerNorm(y + Dropout(EncoderDecoderAttention(y, z)))   (z: encoder output)
-                  → LayerNorm(y + Dropout(FFN(y)))
-
-What this script shows: a small model (d_model 32, h 4, d_ff 64, 2 layers per stack) translating
-a batch of 2 padded source sentences, with a forward hook on every step of the first encoder
-layer and the first decoder layer. Each step prints its output shape in the order it finishes,
-so you can follow ids → embeddings → layers → logits. Notice that every sub-layer returns
-(B, length, d_model): that is what lets the residual connections add x + Sublayer(x), and it is
-why the paper makes "all sub-layers ... produce outputs of dimension d_model". Only the
-cross-attention mixes the two lengths: queries from T target positions, keys and values from S
-source positions. The picture draws the data flow of both layers as §3.1 and §5.4 describe it
-(post-LN: each sub-layer's output goes through dropout, is added to its input, then normalised),
-with the shapes measured in this run.
-
-Code: `modeling_vaswani/model/encoder.py` (`EncoderLayer`, `Encoder`), `modeling_vaswani/model/decoder.py`
-(`DecoderLayer`, `Decoder`), `modeling_vaswani/model/sublayer.py` (`SublayerConnection`).
-
-    python examples/06_encoder_decoder_layers.py
+A small model runs on 2 padded sentences with a forward hook on every step of its first encoder and decoder
+layer, printing each output shape in the order it finishes: every sub-layer returns (B, length, d_model),
+so the residual can add x + Sublayer(x), and only cross-attention mixes the two lengths. The picture is
+both layers' data flow, post-LN (§3.1, §5.4), with this run's shapes. Code: `model/encoder.py`, `decoder.py`.
 """
 
-import os
-from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 
+from common import plt, save
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 
-OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
-
-# (module path inside VaswaniForConditionalGeneration, what the step is)
-ENCODER_STEPS = [
-    ("model.encoder.embed_tokens", "token embedding × √d_model (§3.4)"),
-    ("model.encoder.embed_positions", "positional encoding (§3.5), one row per position"),
-    ("model.encoder.layers.0.self_attn.q_proj", "self-attention: Q = x W^Q, all heads"),
-    ("model.encoder.layers.0.self_attn", "self-attention output, heads concatenated · W^O"),
-    ("model.encoder.layers.0.self_attn_sublayer", "LayerNorm(x + Dropout(SelfAttn(x)))"),
-    ("model.encoder.layers.0.feed_forward.linear_1", "FFN inner layer x W_1 + b_1 (d_ff wide)"),
-    ("model.encoder.layers.0.feed_forward", "FFN output (Eq. 2)"),
-    ("model.encoder.layers.0.feed_forward_sublayer", "LayerNorm(x + Dropout(FFN(x)))  = layer 1 output"),
-    ("model.encoder", "encoder output z after N layers (no final LayerNorm in post-LN)"),
-]
-DECODER_STEPS = [
-    ("model.decoder.embed_tokens", "target embedding × √d_model (inputs shifted right)"),
-    ("model.decoder.embed_positions", "positional encoding (§3.5)"),
-    ("model.decoder.layers.0.self_attn", "masked self-attention (causal mask)"),
-    ("model.decoder.layers.0.self_attn_sublayer", "LayerNorm(y + Dropout(MaskedSelfAttn(y)))"),
-    ("model.decoder.layers.0.cross_attn.q_proj", "cross-attention queries from the decoder"),
-    ("model.decoder.layers.0.cross_attn.k_proj", "cross-attention keys from the encoder output z"),
-    ("model.decoder.layers.0.cross_attn", "encoder–decoder attention output"),
-    ("model.decoder.layers.0.cross_attn_sublayer", "LayerNorm(y + Dropout(CrossAttn(y, z)))"),
-    ("model.decoder.layers.0.feed_forward.linear_1", "FFN inner layer (d_ff wide)"),
-    ("model.decoder.layers.0.feed_forward_sublayer", "LayerNorm(y + Dropout(FFN(y)))  = layer 1 output"),
-    ("lm_head", "pre-softmax projection to the vocabulary (tied, §3.4)"),
-]
+E, D = "model.encoder.layers.0.", "model.decoder.layers.0."
+STEPS = {  # module inside VaswaniForConditionalGeneration: what the step is
+    "model.encoder.embed_tokens": "token embedding × √d_model (§3.4)",
+    "model.encoder.embed_positions": "positional encoding (§3.5), one row per position",
+    E + "self_attn.q_proj": "self-attention: Q = x W^Q, all heads",
+    E + "self_attn": "self-attention output, heads concatenated · W^O",
+    E + "self_attn_sublayer": "LayerNorm(x + Dropout(SelfAttn(x)))",
+    E + "feed_forward.linear_1": "FFN inner layer x W_1 + b_1 (d_ff wide)",
+    E + "feed_forward": "FFN output (Eq. 2)",
+    E + "feed_forward_sublayer": "LayerNorm(x + Dropout(FFN(x)))  = layer 1 output",
+    "model.encoder": "encoder output z after N layers (no final LayerNorm in post-LN)",
+    "model.decoder.embed_tokens": "target embedding × √d_model (inputs shifted right)",
+    "model.decoder.embed_positions": "positional encoding (§3.5)",
+    D + "self_attn": "masked self-attention (causal mask)",
+    D + "self_attn_sublayer": "LayerNorm(y + Dropout(MaskedSelfAttn(y)))",
+    D + "cross_attn.q_proj": "cross-attention queries from the decoder",
+    D + "cross_attn.k_proj": "cross-attention keys from the encoder output z",
+    D + "cross_attn": "encoder–decoder attention output",
+    D + "cross_attn_sublayer": "LayerNorm(y + Dropout(CrossAttn(y, z)))",
+    D + "feed_forward.linear_1": "FFN inner layer (d_ff wide)",
+    D + "feed_forward_sublayer": "LayerNorm(y + Dropout(FFN(y)))  = layer 1 output",
+    "lm_head": "pre-softmax projection to the vocabulary (tied, §3.4)",
+}
 
 
-def node(axis, x, y, text, color="white"):
-    """A box of text centred on (x, y)."""
+def node(axis, x, y, text, color="white"):  # a box of text centred on (x, y)
     return axis.text(x, y, text, ha="center", va="center", fontsize=8.5,
                      bbox=dict(boxstyle="round,pad=0.4", fc=color, ec="0.3", alpha=0.9))
 
 
-def link(axis, lower, upper):
-    """An arrow from the top of one box to the bottom of the next."""
+def link(axis, lower, upper):  # an arrow from the top of one box to the bottom of the next
     axis.annotate("", xy=(0.5, 0), xycoords=upper, xytext=(0.5, 1), textcoords=lower,
                   arrowprops=dict(arrowstyle="-|>", color="0.2"))
 
@@ -102,77 +74,58 @@ def sublayer(axis, x, y, below, text, color, side, memory=None):
     return norm
 
 
-def main():
-    torch.manual_seed(0)
-    config = VaswaniConfig(vocab_size=100, d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.1)
-    model = VaswaniForConditionalGeneration(config).eval()
-    print(f"config: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
-          f"d_k=d_v={config.d_k}, vocabulary {config.vocab_size}")
+torch.manual_seed(0)
+config = VaswaniConfig(vocab_size=100, d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.1)
+model = VaswaniForConditionalGeneration(config).eval()
+print(f"config: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
+      f"d_k=d_v={config.d_k}, vocabulary {config.vocab_size}")
 
-    # Two source sentences (S = 7, the first padded) and their targets (T = 5).
-    input_ids = torch.tensor([[15, 27, 33, 48, 2, 0, 0], [12, 19, 44, 51, 66, 70, 2]])
-    attention_mask = (input_ids != config.pad_token_id).long()
-    labels = torch.tensor([[21, 34, 55, 2, 0], [17, 28, 39, 61, 2]])
-    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)  # [<s>, y_1, …, y_{T−1}]
-    print(f"input_ids {tuple(input_ids.shape)} (B, S); decoder_input_ids {tuple(decoder_input_ids.shape)} (B, T)")
-    print(f"labels[0]            = {labels[0].tolist()}")
-    print(f"decoder_input_ids[0] = {decoder_input_ids[0].tolist()}   (shifted right, starts with <s> = 1)")
+# Two source sentences (S = 7, the first padded) and their targets (T = 5).
+input_ids = torch.tensor([[15, 27, 33, 48, 2, 0, 0], [12, 19, 44, 51, 66, 70, 2]])
+attention_mask = (input_ids != config.pad_token_id).long()
+labels = torch.tensor([[21, 34, 55, 2, 0], [17, 28, 39, 61, 2]])
+decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)  # [<s>, y_1, …, y_{T−1}]
+print(f"input_ids {tuple(input_ids.shape)} (B, S); decoder_input_ids {tuple(decoder_input_ids.shape)} (B, T)")
+print(f"labels[0]            = {labels[0].tolist()}\n"
+      f"decoder_input_ids[0] = {decoder_input_ids[0].tolist()}   (shifted right, starts with <s> = 1)")
 
-    modules = dict(model.named_modules())
-    descriptions = dict(ENCODER_STEPS + DECODER_STEPS)
-    trace = []  # (name, shape) in the order the modules finish
+trace = []  # (name, output shape) in the order the modules finish
+for name in STEPS:  # an output is a tensor, a tuple (output first) or a model output (last_hidden_state)
+    model.get_submodule(name).register_forward_hook(lambda module, inputs, out, name=name: trace.append((name, tuple(
+        (out[0] if isinstance(out, tuple) else getattr(out, "last_hidden_state", out)).shape))))
+with torch.no_grad():
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids).logits
 
-    def record(name):
-        def hook(module, inputs, output):
-            tensor = output[0] if isinstance(output, tuple) else getattr(output, "last_hidden_state", output)
-            trace.append((name, tuple(tensor.shape)))
-        return hook
+print("\nstep by step (B = 2, S = 7 source positions, T = 5 target positions):")
+for name, shape in trace:
+    print(f"  {str(shape):>13}  {STEPS[name]:<66} [{name}]")
+print(f"\nlogits {tuple(logits.shape)} = (B, T, vocabulary): one next-token distribution per target position")
+shapes = dict(trace)
+assert shapes["model.encoder"] == (2, 7, config.d_model)
+assert shapes[D + "cross_attn"] == (2, 5, config.d_model)
+assert shapes[D + "cross_attn.k_proj"] == (2, 7, config.num_heads * config.d_k)
 
-    for name in descriptions:
-        modules[name].register_forward_hook(record(name))
-    with torch.no_grad():
-        logits = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids).logits
-
-    print("\nstep by step (B = 2, S = 7 source positions, T = 5 target positions):")
-    for name, shape in trace:
-        print(f"  {str(shape):>13}  {descriptions[name]:<66} [{name}]")
-    print(f"\nlogits {tuple(logits.shape)} = (B, T, vocabulary): one next-token distribution per target position")
-    shapes = dict(trace)
-    assert shapes["model.encoder"] == (2, 7, config.d_model)
-    assert shapes["model.decoder.layers.0.cross_attn"] == (2, 5, config.d_model)
-    assert shapes["model.decoder.layers.0.cross_attn.k_proj"] == (2, 7, config.num_heads * config.d_k)
-
-    # The picture: the data flow of encoder layer 1 and decoder layer 1 (Figure 1), with the shapes above.
-    fig, axis = plt.subplots(figsize=(12, 10))
-    enc, dec = "model.encoder.layers.0.", "model.decoder.layers.0."
-    x = node(axis, 2.5, 0, f"x: embeddings × √d_model + PE, dropout\n"
-                           f"{shapes['model.encoder.embed_tokens']} (B, S, d_model)")
-    x = sublayer(axis, 2.5, 0, x, "multi-head self-attention\nQ = K = V = x, padding mask", "tab:orange", -1)
-    x = sublayer(axis, 2.5, 4, x, f"feed-forward (Eq. 2)\ninner {shapes[enc + 'feed_forward.linear_1']} (B, S, d_ff)",
-                 "tab:green", -1)
-    z = node(axis, 2.5, 8.8, f"layer output {shapes[enc + 'feed_forward_sublayer']}\n"
-                             "→ layer 2 … N; after N layers: z")
-    link(axis, x, z)
-    y = node(axis, 8, 0, f"y: target embeddings (shifted right) × √d_model + PE,\n"
-                         f"dropout {shapes['model.decoder.embed_tokens']} (B, T, d_model)")
-    y = sublayer(axis, 8, 0, y, "masked multi-head self-attention\nQ = K = V = y, causal mask", "tab:orange", 1)
-    y = sublayer(axis, 8, 4, y, f"encoder–decoder attention\nQ from y {shapes[dec + 'cross_attn.q_proj']}, "
-                                f"K, V from z {shapes[dec + 'cross_attn.k_proj']}", "tab:orange", 1, memory=z)
-    y = sublayer(axis, 8, 8, y, f"feed-forward (Eq. 2)\ninner {shapes[dec + 'feed_forward.linear_1']} (B, T, d_ff)",
-                 "tab:green", 1)
-    link(axis, y, node(axis, 8, 12.8, f"layer output {shapes[dec + 'feed_forward_sublayer']}\n"
-                                      "→ layer 2 … N; after N: lm_head → logits"))
-    axis.set(xlim=(-0.5, 11), ylim=(-0.6, 13.3))
-    axis.axis("off")
-    fig.suptitle("Encoder layer (left) and decoder layer (right), post-LN as in §3.1: "
-                 "LayerNorm(x + Dropout(Sublayer(x)))\n"
-                 f"shapes of this run: B = 2, S = 7, T = 5, d_model = {config.d_model}, d_ff = {config.d_ff}")
-    fig.tight_layout()
-    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    path = OUTPUT_DIR / "06_encoder_decoder_layers.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    print(f"saved {path}")
-
-
-if __name__ == "__main__":
-    main()
+# The picture: the data flow of encoder layer 1 and decoder layer 1 (Figure 1), with the shapes above.
+fig, axis = plt.subplots(figsize=(12, 10))
+x = node(axis, 2.5, 0, "x: embeddings × √d_model + PE, dropout\n"
+                       f"{shapes['model.encoder.embed_tokens']} (B, S, d_model)")
+x = sublayer(axis, 2.5, 0, x, "multi-head self-attention\nQ = K = V = x, padding mask", "tab:orange", -1)
+x = sublayer(axis, 2.5, 4, x, f"feed-forward (Eq. 2)\ninner {shapes[E + 'feed_forward.linear_1']} (B, S, d_ff)",
+             "tab:green", -1)
+z = node(axis, 2.5, 8.8, f"layer output {shapes[E + 'feed_forward_sublayer']}\n→ layer 2 … N; after N layers: z")
+link(axis, x, z)
+y = node(axis, 8, 0, f"y: target embeddings (shifted right) × √d_model + PE,\n"
+                     f"dropout {shapes['model.decoder.embed_tokens']} (B, T, d_model)")
+y = sublayer(axis, 8, 0, y, "masked multi-head self-attention\nQ = K = V = y, causal mask", "tab:orange", 1)
+y = sublayer(axis, 8, 4, y, f"encoder–decoder attention\nQ from y {shapes[D + 'cross_attn.q_proj']}, "
+                            f"K, V from z {shapes[D + 'cross_attn.k_proj']}", "tab:orange", 1, memory=z)
+y = sublayer(axis, 8, 8, y, f"feed-forward (Eq. 2)\ninner {shapes[D + 'feed_forward.linear_1']} (B, T, d_ff)",
+             "tab:green", 1)
+link(axis, y, node(axis, 8, 12.8, f"layer output {shapes[D + 'feed_forward_sublayer']}\n"
+                                  "→ layer 2 … N; after N: lm_head → logits"))
+axis.set(xlim=(-0.5, 11), ylim=(-0.6, 13.3))
+axis.axis("off")
+fig.suptitle("Encoder layer (left) and decoder layer (right), post-LN as in §3.1: "
+             "LayerNorm(x + Dropout(Sublayer(x)))\n"
+             f"shapes of this run: B = 2, S = 7, T = 5, d_model = {config.d_model}, d_ff = {config.d_ff}")
+save(fig, "06_encoder_decoder_layers.png")

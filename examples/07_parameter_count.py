@@ -1,59 +1,28 @@
-"""Example 07 — Table 3: where the parameters of the base and big models are.
+"""Example 07 — Table 3: where the parameters of the base (65M) and big (213M) models are.
 
-Table 3 lists 65M parameters for the base model (N = 6, d_model = 512, d_ff = 2048, h = 8) and
-213M for the big one (d_model = 1024, d_ff = 4096, h = 16), with a shared source–target BPE
-vocabulary of about 37,000 tokens (§5.1). This script builds both models on PyTorch's "meta"
-device — every tensor has a shape but no memory and no values, so even the big model is built in
-a moment — and counts the parameters of each component:
-
-- the embedding matrix, stored once: both embedding layers and the pre-softmax projection share
-  it (§3.4), so the output projection adds no parameters;
-- per encoder layer: self-attention 4·d_model² (W^Q, W^K, W^V, W^O: matrices without biases,
-  §3.2.2), FFN 2·d_model·d_ff + d_ff + d_model (Eq. (2) has biases b_1, b_2), two LayerNorms;
-- per decoder layer: the same plus a second (encoder–decoder) attention and a third LayerNorm.
-
-It then counts the other Table 3 rows that report a size, changing the config fields the paper
-changes (rows B and C), and finds for each row the vocabulary sizes at which our count rounds to
-the paper's. The paper says neither how it counted nor its exact vocabulary. Biases and LayerNorms
-are 0.1% of the model, too little to matter. Every row derived from base fits one shared
-embedding of about 41,100 rows, so the layers are counted alike and base's gap (63.0M against
-65M) is in the embedding; big (214.2M against 213M) fits only about 35,900 rows, so no one
-vocabulary gives both of the paper's counts.
-
-Code: `modeling_vaswani/model/configuration_vaswani.py` (`VaswaniConfig.from_preset`, `PRESETS`).
-
-    python examples/07_parameter_count.py
+Built on the "meta" device (shapes, no memory) with §5.1's 37,000-token vocabulary and counted by part:
+the embedding once (shared by both embeddings and the pre-softmax projection, §3.4), attention 4·d_model²
+per layer (no biases), FFN 2·d_model·d_ff + d_ff + d_model. For every Table 3 row with a size it finds the
+vocabulary at which our count rounds to the paper's: about 41,100 rows for all rows from base, 35,900 for
+big, so no one vocabulary gives both. Code: `model/configuration_vaswani.py` (`VaswaniConfig.from_preset`).
 """
 
 import math
-import os
-from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 
+from common import plt, save
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 
-OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 VOCAB = 37000  # §5.1: "a shared source-target vocabulary of about 37000 tokens"
 
-# Table 3 rows with a reported size: (label, changes from base, millions of parameters in the paper)
-TABLE_3_ROWS = [
-    ("base", {}, 65),
-    ("(B) d_k=16", {"d_k": 16}, 58),
-    ("(B) d_k=32", {"d_k": 32}, 60),
-    ("(C) N=2", {"num_layers": 2}, 36),
-    ("(C) N=4", {"num_layers": 4}, 50),
-    ("(C) N=8", {"num_layers": 8}, 80),
-    ("(C) d_model=256", {"d_model": 256, "d_k": 32, "d_v": 32}, 28),
-    ("(C) d_model=1024", {"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
-    ("(C) d_ff=1024", {"d_ff": 1024}, 53),
-    ("(C) d_ff=4096", {"d_ff": 4096}, 90),
-    ("big", None, 213),
-]
+# Table 3 rows with a reported size: (label, changes from base (None: big), millions of parameters in the paper)
+TABLE_3_ROWS = [("base", {}, 65), ("(B) d_k=16", {"d_k": 16}, 58), ("(B) d_k=32", {"d_k": 32}, 60),
+                ("(C) N=2", {"num_layers": 2}, 36), ("(C) N=4", {"num_layers": 4}, 50),
+                ("(C) N=8", {"num_layers": 8}, 80),
+                ("(C) d_model=256", {"d_model": 256, "d_k": 32, "d_v": 32}, 28),
+                ("(C) d_model=1024", {"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
+                ("(C) d_ff=1024", {"d_ff": 1024}, 53), ("(C) d_ff=4096", {"d_ff": 4096}, 90), ("big", None, 213)]
 
 
 def build_on_meta(config):
@@ -66,90 +35,72 @@ def count(module) -> int:
 
 
 def components(model) -> dict:
-    encoder, decoder = model.model.encoder, model.model.decoder
-
-    def per_stack(layers, kind):
-        return sum(count(getattr(layer, kind)) for layer in layers)
-
-    def norms(layers):
-        return sum(count(m) for layer in layers for m in layer.modules() if isinstance(m, torch.nn.LayerNorm))
-
-    parts = {
-        "embeddings (shared ×3)": count(model.model.shared),
-        "encoder self-attention": per_stack(encoder.layers, "self_attn"),
-        "encoder FFN": per_stack(encoder.layers, "feed_forward"),
-        "decoder self-attention": per_stack(decoder.layers, "self_attn"),
-        "decoder enc–dec attention": per_stack(decoder.layers, "cross_attn"),
-        "decoder FFN": per_stack(decoder.layers, "feed_forward"),
-        "LayerNorms": norms(encoder.layers) + norms(decoder.layers),
-    }
+    enc, dec = model.model.encoder.layers, model.model.decoder.layers
+    parts = {"embeddings (shared ×3)": count(model.model.shared)}
+    for name, layers, kind in (("encoder self-attention", enc, "self_attn"), ("encoder FFN", enc, "feed_forward"),
+                               ("decoder self-attention", dec, "self_attn"),
+                               ("decoder enc–dec attention", dec, "cross_attn"), ("decoder FFN", dec, "feed_forward")):
+        parts[name] = sum(count(getattr(layer, kind)) for layer in layers)
+    parts["LayerNorms"] = sum(count(m) for layer in [*enc, *dec] for m in layer.modules()
+                              if isinstance(m, torch.nn.LayerNorm))
     assert model.lm_head.weight is model.model.shared.weight, "§3.4: the projection is the embedding matrix"
     assert sum(parts.values()) == count(model), "the components must add up to the whole model"
     return parts
 
 
-def main():
-    breakdowns, vectors = {}, {}
-    for preset, paper in (("base", 65), ("big", 213)):
-        config = VaswaniConfig.from_preset(preset, vocab_size=VOCAB)
-        model = build_on_meta(config)
-        parts = breakdowns[preset] = components(model)
-        total = count(model)
-        print(f"{preset}: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
-              f"V={VOCAB:,} → {total:,} parameters ({total / 1e6:.1f}M; Table 3: {paper}M, "
-              f"{100 * (total / 1e6 - paper) / paper:+.1f}%)")
-        for name, value in parts.items():
-            print(f"    {name:<28} {value:>12,}  {100 * value / total:5.1f}%")
-        print(f"    {'lm_head (tied, no extra)':<28} {0:>12,}")
-        assert not config.attention_bias, "§3.2.2: W^Q, W^K, W^V and W^O have no biases"
-        vectors[preset] = sum(p.numel() for p in model.parameters() if p.dim() == 1)  # biases, LayerNorms
+breakdowns, vectors = {}, {}
+for preset, paper in (("base", 65), ("big", 213)):
+    config = VaswaniConfig.from_preset(preset, vocab_size=VOCAB)
+    model = build_on_meta(config)
+    parts = breakdowns[preset] = components(model)
+    total = count(model)
+    print(f"{preset}: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
+          f"V={VOCAB:,} → {total:,} parameters ({total / 1e6:.1f}M; Table 3: {paper}M, "
+          f"{100 * (total / 1e6 - paper) / paper:+.1f}%)")
+    for name, value in parts.items():
+        print(f"    {name:<28} {value:>12,}  {100 * value / total:5.1f}%")
+    print(f"    {'lm_head (tied, no extra)':<28} {0:>12,}")
+    assert not config.attention_bias, "§3.2.2: W^Q, W^K, W^V and W^O have no biases"
+    vectors[preset] = sum(p.numel() for p in model.parameters() if p.dim() == 1)  # biases, LayerNorms
 
-    # Which vocabulary would make each row's count round to the paper's? Layers + V·d_model within ±0.5M.
-    print("\nTable 3 rows with a reported size (same V), and the V at which ours gives the paper's count:")
-    fits, totals = {}, {}
-    for label, changes, paper in TABLE_3_ROWS:
-        config = (VaswaniConfig.from_preset("big", vocab_size=VOCAB) if changes is None
-                  else VaswaniConfig.from_preset("base", vocab_size=VOCAB, **changes))
-        total = totals[label] = count(build_on_meta(config))
-        layers = total - VOCAB * config.d_model
-        fits[label] = [math.ceil(((paper - 0.5) * 1e6 - layers) / config.d_model),
-                       math.floor(((paper + 0.5) * 1e6 - layers) / config.d_model)]
-        print(f"    {label:<18} ours {total / 1e6:6.1f}M   paper {paper:4d}M   difference {total / 1e6 - paper:+5.1f}M"
-              f"   fits V = {fits[label][0]:,}–{fits[label][1]:,}")
-    from_base = [fits[label] for label, changes, _ in TABLE_3_ROWS if changes is not None]
-    common = [max(low for low, _ in from_base), min(high for _, high in from_base)]
-    big_step = (totals["big"] - totals["(C) d_model=1024"]) / 1e6  # the same but d_ff doubled
-    print(f"    Biases and LayerNorms are too few to matter: {vectors['base']:,} in base, {vectors['big']:,} in big.\n"
-          f"    Every row derived from base fits one shared embedding of {common[0]:,}–{common[1]:,} rows: the\n"
-          f"    layers are counted alike, and the paper counts more embedding rows than the {VOCAB:,} here.\n"
-          f"    The big row fits only {fits['big'][0]:,}–{fits['big'][1]:,} rows: no one vocabulary gives 65M and\n"
-          f"    213M. Big adds {big_step:.1f}M to row (C) d_model=1024 here (d_ff doubled), {213 - 168}M in the paper.")
+# Which vocabulary would make each row's count round to the paper's? Layers + V·d_model within ±0.5M.
+print("\nTable 3 rows with a reported size (same V), and the V at which ours gives the paper's count:")
+fits, totals = {}, {}
+for label, changes, paper in TABLE_3_ROWS:
+    config = (VaswaniConfig.from_preset("big", vocab_size=VOCAB) if changes is None
+              else VaswaniConfig.from_preset("base", vocab_size=VOCAB, **changes))
+    total = totals[label] = count(build_on_meta(config))
+    layers = total - VOCAB * config.d_model
+    fits[label] = [math.ceil(((paper - 0.5) * 1e6 - layers) / config.d_model),
+                   math.floor(((paper + 0.5) * 1e6 - layers) / config.d_model)]
+    print(f"    {label:<18} ours {total / 1e6:6.1f}M   paper {paper:4d}M   difference {total / 1e6 - paper:+5.1f}M"
+          f"   fits V = {fits[label][0]:,}–{fits[label][1]:,}")
+from_base = [fits[label] for label, changes, _ in TABLE_3_ROWS if changes is not None]
+shared_fit = [max(low for low, _ in from_base), min(high for _, high in from_base)]
+big_step = (totals["big"] - totals["(C) d_model=1024"]) / 1e6  # the same but d_ff doubled
+print(f"    Biases and LayerNorms are too few to matter: {vectors['base']:,} in base, {vectors['big']:,} in big.\n"
+      f"    Every row derived from base fits one shared embedding of {shared_fit[0]:,}–{shared_fit[1]:,} rows: the\n"
+      f"    layers are counted alike, and the paper counts more embedding rows than the {VOCAB:,} here.\n"
+      f"    The big row fits only {fits['big'][0]:,}–{fits['big'][1]:,} rows: no one vocabulary gives 65M and\n"
+      f"    213M. Big adds {big_step:.1f}M to row (C) d_model=1024 here (d_ff doubled), {213 - 168}M in the paper.")
 
-    fig, axes = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 2]})
-    names = list(breakdowns["base"])
-    bottoms = [0.0, 0.0]
-    for name in names:
-        values = [breakdowns[p][name] / 1e6 for p in ("base", "big")]
-        axes[0].bar(["base", "big"], values, bottom=bottoms, label=name)
-        bottoms = [b + v for b, v in zip(bottoms, values)]
-    axes[0].scatter(["base", "big"], [65, 213], color="black", marker="_", s=900, zorder=3, label="Table 3")
-    axes[0].set(ylabel="parameters (millions)", title=f"by component (V = {VOCAB:,})")
-    axes[0].legend(fontsize=8, markerscale=0.3)
-    labels = list(fits)
-    for position, label in enumerate(labels):
-        low, high = fits[label]
-        axes[1].plot([position, position], [low, high], color="tab:red" if label == "big" else "tab:blue", lw=6)
-    axes[1].axhspan(*common, color="tab:blue", alpha=0.15, label="fits every row derived from base")
-    axes[1].axhline(VOCAB, color="black", linestyle="--", label=f"§5.1: about {VOCAB:,}")
-    axes[1].set_xticks(range(len(labels)), labels, rotation=35, ha="right")
-    axes[1].set(ylabel="vocabulary size V", title="V at which our count rounds to the paper's (one shared embedding)")
-    axes[1].legend()
-    fig.tight_layout()
-    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    path = OUTPUT_DIR / "07_parameter_count.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    print(f"\nsaved {path}")
-
-
-if __name__ == "__main__":
-    main()
+fig, axes = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 2]})
+names = list(breakdowns["base"])
+bottoms = [0.0, 0.0]
+for name in names:
+    values = [breakdowns[p][name] / 1e6 for p in ("base", "big")]
+    axes[0].bar(["base", "big"], values, bottom=bottoms, label=name)
+    bottoms = [b + v for b, v in zip(bottoms, values)]
+axes[0].scatter(["base", "big"], [65, 213], color="black", marker="_", s=900, zorder=3, label="Table 3")
+axes[0].set(ylabel="parameters (millions)", title=f"by component (V = {VOCAB:,})")
+axes[0].legend(fontsize=8, markerscale=0.3)
+labels = list(fits)
+for position, label in enumerate(labels):
+    low, high = fits[label]
+    axes[1].plot([position, position], [low, high], color="tab:red" if label == "big" else "tab:blue", lw=6)
+axes[1].axhspan(*shared_fit, color="tab:blue", alpha=0.15, label="fits every row derived from base")
+axes[1].axhline(VOCAB, color="black", linestyle="--", label=f"§5.1: about {VOCAB:,}")
+axes[1].set_xticks(range(len(labels)), labels, rotation=35, ha="right")
+axes[1].set(ylabel="vocabulary size V", title="V at which our count rounds to the paper's (one shared embedding)")
+axes[1].legend()
+save(fig, "07_parameter_count.png")

@@ -1,115 +1,52 @@
 """Example 12 — §6.1 decoding: greedy search against beam search (beam 4, length penalty α = 0.6).
 
-Greedy search takes the single most probable token at every step. Beam search keeps the 4 best
-partial translations at every step and finally picks the one with the best score
-
-    score(Y) = log P(Y | X) / |Y|^α          (Hugging Face's length penalty, α = 0.6)
-
-Dividing by a power of the length keeps the search from preferring short outputs just because
-every extra token lowers log P. The paper's α = 0.6 belongs to GNMT's penalty [38]
-
-    lp(Y) = ((5 + |Y|) / 6)^α          (the paper's, beam_search.py's default for new models)
-
-Hugging Face's |Y|^α is a different formula with the same purpose: it grows faster with |Y|, so it
-favours longer outputs more.
-
-What this script does: translates a few real Multi30k validation sentences both ways with
-`generate(..., output_scores=True, return_dict_in_generate=True)`, prints each translation with
-its log-probability and its length-normalised score — for beam search that is generate's own
-`sequences_scores`, for greedy search the same formula applied to the per-token log-probabilities
-from `compute_transition_scores` — and draws the scores side by side. Beam search usually finds a
-score at least as good, and sometimes a different translation. (These beam searches use Hugging
-Face's |Y|^α, whatever the model's generation config says, so that greedy's score is comparable.)
-
-Then the two length penalties: it tabulates both, decodes the first `--scan` validation sentences
-with the paper's search (GNMT's penalty, stopping by tensor2tensor's bound) and with Hugging Face's
-(|Y|^α, stopping once 4 hypotheses finished), counts the sentences where they choose different
-translations, and prints the first such sentence with both translations scored under both formulas.
-The second panel draws both penalties against |Y|.
-
-    python examples/12_greedy_vs_beam.py                       # the shipped model in hub_card/
-    python examples/12_greedy_vs_beam.py --model outputs/multi30k-en-de --count 8
+Greedy takes the most probable token at every step; beam search keeps the 4 best partial translations and
+picks the best log P(Y | X) / lp(Y), the penalty keeping it from preferring short outputs. Hugging Face's lp
+is |Y|^α; the paper's α belongs to GNMT's ((5 + |Y|) / 6)^α [38], which favours longer outputs less. A few
+validation sentences are decoded both ways and scored with |Y|^α (beam: `sequences_scores`; greedy: the same
+formula over `compute_transition_scores`); then the first --scan with each formula's own search, counting
+where they differ and scoring the first such pair under both formulas.
 """
 
-import argparse
-import os
-import sys
-from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
-from transformers.utils import logging as hf_logging
 
-from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
-from modeling_vaswani.cli import run_main
+from common import load_trained, model_parser, plt, run, save, validation_lines
 from modeling_vaswani.model.beam_search import gnmt_length_penalty
 from modeling_vaswani.model.generation import PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
-from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
-from modeling_vaswani.tokenizer_loading import load_tokenizer
 
-OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 NUM_BEAMS, ALPHA = 4, 0.6  # §6.1
 PENALTIES = {"gnmt": gnmt_length_penalty, "hf": lambda length, alpha: length ** alpha}  # Hugging Face's: |Y|^α
 SEARCHES = {"gnmt": PAPER_SEARCH, "hf": TRANSFORMERS_BEAM_SEARCH}  # the search that ranks by each
 
 
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="a saved model folder (default: the shipped model, hub_card/)")
+@torch.no_grad()
+def main():
+    parser = model_parser(__doc__)
     parser.add_argument("--count", type=int, default=5, help="how many validation sentences (default 5)")
     parser.add_argument("--scan", type=int, default=100,
                         help="how many validation sentences to search for a length-penalty difference (default 100)")
     parser.add_argument("--source_lang", default="en", help="the model's source language (default en)")
     parser.add_argument("--target_lang", default="de", help="the model's target language (default de)")
-    return parser.parse_args()
-
-
-def load_model(folder: str):
-    path = Path(folder)
-    if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
-        raise FileNotFoundError(
-            f"no trained model in {folder} (config.json and model.safetensors needed); "
-            "train one with `python scripts/train.py` and pass --model outputs/multi30k-en-de"
-        )
-    hf_logging.disable_progress_bar()
-    return VaswaniForConditionalGeneration.from_pretrained(str(path)).eval(), load_tokenizer(path)
-
-
-def greedy(model, encoded, pad_token_id):
-    """Greedy search; returns texts' ids, log P(Y|X) and |Y| (generated tokens up to and including </s>)."""
-    out = model.generate(**encoded, num_beams=1, do_sample=False, output_scores=True, return_dict_in_generate=True)
-    # out.scores holds one (B, V) tensor per step; normalize_logits turns them into log-probabilities.
-    token_log_probs = model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
-    generated = out.sequences[:, 1:]  # drop the start token
-    real = generated != pad_token_id  # finished sentences are padded after </s>
-    return out.sequences, (token_log_probs * real).sum(-1), real.sum(-1)
-
-
-def beam(model, encoded):
-    """Beam search (beam 4, α = 0.6); returns ids, log P(Y|X), |Y| and generate's sequences_scores."""
-    out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, do_sample=False,
-                         output_scores=True, return_dict_in_generate=True, **TRANSFORMERS_BEAM_SEARCH)
-    token_log_probs = model.compute_transition_scores(out.sequences, out.scores, out.beam_indices)
-    real = out.beam_indices[:, : token_log_probs.shape[1]] >= 0  # -1 marks steps after the hypothesis ended
-    return out.sequences, (token_log_probs * real).sum(-1), real.sum(-1), out.sequences_scores
-
-
-def main():
-    args = parse_args()
+    args = parser.parse_args()
     if args.count < 1:
         raise ValueError(f"--count must be at least 1, got {args.count}")
-    model, tokenizer = load_model(args.model or shipped_model_path())
-    stem = MULTI30K_SPLITS["validation"]
-    sources = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.source_lang}.gz")[: args.count]
-    references = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.target_lang}.gz")[: args.count]
+    model, tokenizer = load_trained(args.model)
+    sources = validation_lines(args.source_lang)[: args.count]
+    references = validation_lines(args.target_lang)[: args.count]
     encoded = tokenizer(sources, return_tensors="pt", padding=True)
 
-    with torch.no_grad():
-        greedy_ids, greedy_logp, greedy_len = greedy(model, encoded, tokenizer.pad_token_id)
-        beam_ids, beam_logp, beam_len, beam_scores = beam(model, encoded)
+    # Greedy: out.scores holds one (B, V) tensor per step; normalize_logits makes them log-probabilities.
+    out = model.generate(**encoded, num_beams=1, do_sample=False, output_scores=True, return_dict_in_generate=True)
+    greedy_ids = out.sequences
+    token_log_probs = model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
+    real = greedy_ids[:, 1:] != tokenizer.pad_token_id  # |Y|: after the start token, up to </s> (then padding)
+    greedy_logp, greedy_len = (token_log_probs * real).sum(-1), real.sum(-1)
+    out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, do_sample=False,
+                         output_scores=True, return_dict_in_generate=True, **TRANSFORMERS_BEAM_SEARCH)
+    beam_ids, beam_scores = out.sequences, out.sequences_scores
+    token_log_probs = model.compute_transition_scores(out.sequences, out.scores, out.beam_indices)
+    real = out.beam_indices[:, : token_log_probs.shape[1]] >= 0  # -1 marks steps after the hypothesis ended
+    beam_logp, beam_len = (token_log_probs * real).sum(-1), real.sum(-1)
     greedy_scores = greedy_logp / greedy_len.float() ** ALPHA  # the same score beam search ranks by
     # generate's own beam score must be log P / |Y|^α for the hypothesis it returns.
     assert torch.allclose(beam_scores, beam_logp / beam_len.float() ** ALPHA, atol=1e-4), (beam_scores, beam_logp)
@@ -118,18 +55,15 @@ def main():
     beam_texts = tokenizer.batch_decode(beam_ids, skip_special_tokens=True)
     print(f"score = log P(Y|X) / |Y|^{ALPHA}; higher is better. Beam size {NUM_BEAMS}.\n")
     for i, source in enumerate(sources):
-        print(f"[{i}] source:    {source}")
-        print(f"    reference: {references[i]}")
+        print(f"[{i}] source:    {source}\n    reference: {references[i]}")
         print(f"    greedy:    {greedy_texts[i].strip():<60}  log P {greedy_logp[i]:7.3f}  |Y| {int(greedy_len[i]):2d}"
               f"  score {greedy_scores[i]:7.3f}")
-        print(f"    beam {NUM_BEAMS}:    {beam_texts[i].strip():<60}  log P {beam_logp[i]:7.3f}  |Y| {int(beam_len[i]):2d}"
-              f"  score {beam_scores[i]:7.3f}  (sequences_scores)")
-    # The same output scored along two code paths (batched beams, a separate greedy pass) differs
-    # by float rounding, so compare with the tolerance of the check above.
+        print(f"    beam {NUM_BEAMS}:    {beam_texts[i].strip():<60}  log P {beam_logp[i]:7.3f}  "
+              f"|Y| {int(beam_len[i]):2d}  score {beam_scores[i]:7.3f}  (sequences_scores)")
+    # Scored along two code paths (batched beams, a separate greedy pass): float rounding, the tolerance above.
     better = int((beam_scores >= greedy_scores - 1e-4).sum())
     same = sum(g.strip() == b.strip() for g, b in zip(greedy_texts, beam_texts))
     print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences; identical text for {same}.")
-
     lengths_shown, differing = compare_length_penalties(model, tokenizer, args)
 
     fig, (axis, right) = plt.subplots(1, 2, figsize=(1.4 * len(sources) + 9, 4),
@@ -138,59 +72,45 @@ def main():
     axis.bar([p - 0.2 for p in positions], greedy_scores.numpy(), width=0.4, label="greedy")
     axis.bar([p + 0.2 for p in positions], beam_scores.numpy(), width=0.4, label=f"beam {NUM_BEAMS}, α = {ALPHA}")
     axis.set_xticks(list(positions), [f"val #{i}" for i in positions])
-    axis.set(ylabel=f"log P(Y|X) / |Y|^{ALPHA}  (higher is better)", title="Greedy vs beam search on Multi30k sentences")
+    axis.set(ylabel=f"log P(Y|X) / |Y|^{ALPHA}  (higher is better)",
+             title="Greedy vs beam search on Multi30k sentences")
     axis.axhline(0, color="black", lw=0.8)
     axis.legend(loc="lower right")  # the bars grow downwards from 0
-    lengths = list(range(1, 41))
     for name, label in (("gnmt", "GNMT (paper): ((5 + |Y|) / 6)^α"), ("hf", "Hugging Face: |Y|^α")):
-        right.plot(lengths, [PENALTIES[name](n, ALPHA) for n in lengths], label=label)
+        right.plot(range(1, 41), [PENALTIES[name](n, ALPHA) for n in range(1, 41)], label=label)
     for n in lengths_shown:
         right.axvline(n, color="grey", lw=0.8, ls=":")
     right.set(xlabel="|Y| (generated tokens, </s> included)", ylabel=f"lp(Y), α = {ALPHA}",
               title=f"Length penalties ({differing} of {args.scan} sentences decode differently)")
     right.legend(loc="upper left")
-    fig.tight_layout()
-    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    path = OUTPUT_DIR / "12_greedy_vs_beam.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    print(f"saved {path}")
-
-
-def generated_length(sequence, eos_token_id) -> int:
-    """|Y|: the tokens after the start token, up to and including the first </s> (all, if none)."""
-    tokens = sequence[1:].tolist()
-    return tokens.index(eos_token_id) + 1 if eos_token_id in tokens else len(tokens)
+    save(fig, "12_greedy_vs_beam.png")
 
 
 def compare_length_penalties(model, tokenizer, args):
-    """Decode `--scan` sentences with each formula; print the first whose translations differ.
+    """Decode `--scan` sentences with each formula's search; print the first whose translations differ.
     Returns the |Y| of that sentence's two translations (for the figure) and how many differ."""
     print(f"\nlength penalty with α = {ALPHA}:   |Y| " + "".join(f"{n:>7d}" for n in (1, 5, 10, 20, 40)))
     for name in PENALTIES:
         print(f"    {name:<4} " + " " * 22 + "".join(f"{PENALTIES[name](n, ALPHA):7.3f}" for n in (1, 5, 10, 20, 40)))
-    stem = MULTI30K_SPLITS["validation"]
-    sources = read_lines(DEFAULT_DATA_DIR / f"{stem}.{args.source_lang}.gz")[: args.scan]
-    results = {}
-    for name in PENALTIES:  # each formula with the search it belongs to
-        texts, scores, lengths = [], [], []
+    sources, eos = validation_lines(args.source_lang)[: args.scan], tokenizer.eos_token_id
+    results = {name: ([], [], []) for name in PENALTIES}  # texts, scores, |Y| (up to and including the first </s>)
+    for name, (texts, scores, lengths) in results.items():
         for start in range(0, len(sources), 32):
             encoded = tokenizer(sources[start:start + 32], return_tensors="pt", padding=True)
             out = model.generate(**encoded, num_beams=NUM_BEAMS, length_penalty=ALPHA, output_scores=True,
                                  return_dict_in_generate=True, **SEARCHES[name])
             texts += tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
             scores += out.sequences_scores.tolist()
-            lengths += [generated_length(seq, tokenizer.eos_token_id) for seq in out.sequences]
-        results[name] = texts, scores, lengths
+            lengths += [ids.index(eos) + 1 if eos in ids else len(ids) for ids in out.sequences[:, 1:].tolist()]
     differ = [i for i in range(len(sources)) if results["gnmt"][0][i].strip() != results["hf"][0][i].strip()]
     print(f"\nbeam {NUM_BEAMS}: the paper's search (GNMT's length penalty) and Hugging Face's (|Y|^α) choose "
           f"different translations for {len(differ)} of {len(sources)} validation sentences.")
     if not differ:
         return [], 0
-    i = differ[0]
-    print(f"[val #{i}] source: {sources[i]}")
+    print(f"[val #{differ[0]}] source: {sources[differ[0]]}")
     shown = []
     for name in PENALTIES:
-        text, score, length = (column[i] for column in results[name])
+        text, score, length = (column[differ[0]] for column in results[name])
         log_p = score * PENALTIES[name](length, ALPHA)  # the search's score is log P / lp(Y)
         under = "   ".join(f"{other}: {log_p / PENALTIES[other](length, ALPHA):7.3f}" for other in PENALTIES)
         print(f"    chosen with {name:<4}: {text.strip():<60}  log P {log_p:7.3f}  |Y| {length:2d}  score {under}")
@@ -199,6 +119,4 @@ def compare_length_penalties(model, tokenizer, args):
     return shown, len(differ)
 
 
-if __name__ == "__main__":
-    run_main(main)
-    sys.exit(0)
+run(main)

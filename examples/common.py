@@ -1,0 +1,54 @@
+"""What the numbered examples share: matplotlib without a display, where pictures go, and a trained model."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # draw to files; no display needed
+import matplotlib.pyplot as plt  # noqa: F401  (the examples draw with it)
+from transformers.utils import logging as hf_logging
+
+from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
+from modeling_vaswani.cli import run_main
+from modeling_vaswani.tokenizer_loading import load_tokenizer
+from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
+
+OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
+
+
+def save(fig, name: str) -> None:
+    """Lay out `fig` and write it as OUTPUT_DIR/name."""
+    fig.tight_layout()
+    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+    fig.savefig(OUTPUT_DIR / name, dpi=110, bbox_inches="tight")
+    print(f"\nsaved {OUTPUT_DIR / name}")
+
+
+def model_parser(doc: str) -> argparse.ArgumentParser:
+    """The flags of the examples that read a trained model; each adds its own."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="a saved model folder (default: the shipped model, hub_card/)")
+    return parser
+
+
+def load_trained(folder: str | None, **kwargs):
+    """The model in `folder` (default: the shipped one) and its tokenizer, or a one-line error if none is there."""
+    path = Path(folder or shipped_model_path())
+    if not all((path / name).is_file() for name in ("config.json", "model.safetensors")):
+        raise FileNotFoundError(f"no trained model in {path} (config.json and model.safetensors needed); "
+                                "train one with `python scripts/train.py` and pass --model outputs/multi30k-en-de")
+    hf_logging.disable_progress_bar()
+    return VaswaniForConditionalGeneration.from_pretrained(str(path), **kwargs).eval(), load_tokenizer(path)
+
+
+def validation_lines(language: str) -> list[str]:
+    return read_lines(DEFAULT_DATA_DIR / f"{MULTI30K_SPLITS['validation']}.{language}.gz")
+
+
+def run(main) -> None:
+    """`main()`, a user error (a missing model, a bad flag value) ending in one `error:` line."""
+    run_main(main)
+    sys.exit(0)
