@@ -1,47 +1,9 @@
-"""Our model as a CTranslate2 model folder, for fast CPU (and GPU) inference with int8 weights if wanted.
+"""Our model as a CTranslate2 model folder (optional: `pip install ctranslate2`), built straight from our
+weights into a `TransformerSpec` (the Marian route would assume Opus-MT's pad and start ids, which ours lack).
 
-CTranslate2 (`pip install ctranslate2`) is an inference engine for Transformer models; its
-`Translator` runs the encoder–decoder of §3 with its own kernels and its own beam search. It is
-optional: nothing in `modeling_vaswani/model/` needs it, and this module imports it only when a
-function here is called (a missing package is one `CTranslate2NotInstalledError` line saying
-`pip install ctranslate2`).
-
-How the folder is built: straight from our weights. CTranslate2 describes a model as a "spec"
-(`ctranslate2.specs.TransformerSpec`), a tree of named arrays that its runtime reads; this module
-fills that tree from our modules and saves it, with no intermediate model. (Going through
-`export_marian` and CTranslate2's Marian loader would need a loader of our own anyway: that
-loader assumes the Opus-MT layout — pad is the last vocabulary id, the decoder starts from a zero
-vector — which ours does not have.) Building the spec directly also keeps what Marian cannot hold:
-
-| ours                                          | the CTranslate2 spec                                    |
-|-----------------------------------------------|---------------------------------------------------------|
-| embeddings × √d_model (`scale_embedding`)     | `scale_embeddings` = the same factor (1 without it)     |
-| the position table of §3.5 (interleaved sin/  | stored as `position_encodings` (CTranslate2's built-in  |
-| cos) or learned positions (Table 3, row E)    | sinusoids are laid out differently), row 0 = position 0 |
-| W^Q, W^K, W^V (biases if `attention_bias`)    | one fused QKV Linear (self-attention); Q and a fused KV  |
-|                                               | Linear (encoder–decoder attention)                      |
-| post-LN (§3.1) or pre-LN (`norm_first`, with  | `pre_norm` false or true (the final LayerNorm of each   |
-| a final LayerNorm per stack)                  | stack then)                                             |
-| ReLU (Eq. 2) or "swish"                       | `Activation.RELU` or `Activation.SWISH`                 |
-| `layer_norm_eps`                              | `layer_norm_epsilon` in the config                      |
-| pre-softmax projection (+ `final_logits_bias`)| the decoder's `projection` (its bias)                   |
-| token ids of `<s>`, `</s>`, `<unk>`, the      | the same tokens by name; the vocabulary is the          |
-| decoder start token                           | tokenizer's, in id order                                |
-
-Refused with a `CTranslate2ConversionError`: heads narrower or wider than d_model / h
-(`d_k`, `d_v` set apart from it), and a vocabulary larger than the model's.
-
-The one table CTranslate2 holds that ours computes on demand is the sinusoid table: it is stored
-for max(max_position_embeddings, 1024) positions, more than the longest decoding of
-`modeling_vaswani.evaluation` (512 source tokens + 50 + the start token). Weights are written in
-float32, or quantized (`quantization="int8"`, "int8_float32", "int16", "float16", "bfloat16", ...;
-CTranslate2 quantizes each weight matrix row by row). In float32 the converted model's token
-log-probabilities equal ours to float rounding (about 1e-6), and its greedy and beam outputs are
-ours (see `modeling_vaswani.evaluation.ctranslate2_engine` for the decoding settings).
-
-The folder also holds the model's tokenizer (CTranslate2 takes tokens, not text), its
-generation_config.json (the decoding settings the engine adapter reads) and conversion.json (the
-source, its parameter count — which chooses the CPU threads, as for our model — and the weight type).
+The spec holds every setting of ours but d_k, d_v ≠ d_model / h (refused). The sinusoid table (§3.5) is
+stored for max(max_position_embeddings, 1024) rows, CTranslate2's own being laid out differently. In
+float32 log-probabilities equal ours to ~1e-6; `evaluation.ctranslate2_engine` decodes with it.
 """
 
 from __future__ import annotations

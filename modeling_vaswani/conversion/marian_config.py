@@ -1,28 +1,10 @@
 """Marian's config.json as ours, and back: each Marian setting a config option of ours or refused.
 
-`MarianMTModel` computes the Transformer of §3 — post-LN encoder and decoder stacks, multi-head
-attention with biased projections, a two-layer position-wise FFN, fixed sinusoids, one shared
-vocabulary — with a few settings of its own. Each is a config option of ours (off by default,
-flagged `Deviation:` where it acts in `modeling_vaswani/model/`) or refused with a one-line error:
-
-| Marian                                               | ours                                                  |
-|------------------------------------------------------|-------------------------------------------------------|
-| `activation_function` "swish"/"silu" or "relu"       | `activation_function` "swish" or "relu"               |
-| `final_logits_bias` (a buffer; zeros in many models) | `final_logits_bias=True` when it is not all zeros     |
-| biases in W^Q, W^K, W^V, W^O                         | `attention_bias=True` when they are not all zeros     |
-| LayerNorm ε = 1e-5 (fixed in transformers' code)     | `layer_norm_eps=1e-5`                                 |
-| `scale_embedding`                                    | `scale_embedding`                                     |
-| pad = decoder start token, `bos_token_id` None       | the same token ids                                    |
-| the decoding settings (generation_config.json)       | carried over as they are                              |
-| separate source/target vocabularies, an untied       | refused                                               |
-| output projection, encoder and decoder of different  |                                                       |
-| widths or heads, other activations, and the legacy   |                                                       |
-| `normalize_embedding`, `normalize_before`,           |                                                       |
-| `add_final_layer_norm`, `add_bias_logits` = true or  |                                                       |
-| `static_position_embeddings` = false                 |                                                       |
-
-Training-only settings that ours has no place for (`encoder_layerdrop`, `decoder_layerdrop`,
-`activation_dropout`, `init_std`) are dropped; a non-zero dropout among them is reported as a warning.
+Mapped: activation "swish"/"silu"/"relu", a non-zero final_logits_bias or attention bias, LayerNorm
+ε = 1e-5, scale_embedding, token ids, generation config. Refused: separate vocabularies, an untied
+output projection, different encoder/decoder widths or heads, other activations, and the legacy
+normalize_embedding, normalize_before, add_final_layer_norm, add_bias_logits, static_position_embeddings
+set against us. Dropped with a warning when non-zero: layerdrop and activation_dropout.
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
-"""Translating with CTranslate2 instead of PyTorch — the same tokenizer, batches and decoding limits.
+"""Translating with CTranslate2: a converted folder as a `CTranslate2Engine`, which has our model's
+`generate(input_ids, attention_mask, num_beams, length_penalty, max_new_tokens)`, so `translation` and
+`scoring` run it unchanged.
 
-A CTranslate2 folder (`modeling_vaswani.conversion.ctranslate2.convert_ctranslate2`) is loaded as a
-`CTranslate2Engine`, which stands in for our model in `translation.translate`, `translate_batches`
-and `scoring.score_model`: it has the model's `generate(input_ids, attention_mask, num_beams=...,
-length_penalty=..., max_new_tokens=...)`, so tokenizing, sorting by length, batching, cutting long
-sentences and detokenizing are the code that runs for our model. `generate` turns each batch into
-token strings and calls CTranslate2's `Translator.translate_batch`.
-
-The decoding settings map one to one. The defaults are those of the generation_config.json saved in
-the folder (§6.1 for our models: beam 4, α = 0.6, input length + 50), else `NUM_BEAMS`,
-`LENGTH_PENALTY` and `MAX_OUTPUT_LENGTH_OFFSET`:
-
-| ours (`generate`)                        | CTranslate2 (`translate_batch`)                           |
-|------------------------------------------|-----------------------------------------------------------|
-| `num_beams`                              | `beam_size`                                               |
-| `length_penalty` α                       | `length_penalty`: a finished hypothesis scores            |
-|                                          | log P(Y | X) / |Y|^α, transformers' formula, where |Y|    |
-|                                          | counts </s> with `return_end_token=True` (as transformers |
-|                                          | does; without it CTranslate2 leaves </s> out of |Y|)      |
-| `max_new_tokens`, by default the padded  | `max_decoding_length`, absolute: the same number, computed|
-| batch's input length + 50 (§6.1)         | for each batch from its longest (padded) input            |
-| `early_stopping=True` (done once k       | `patience=1` (done once beam_size × patience hypotheses   |
-| hypotheses finished)                     | finished); only the k best of 2k candidates may finish    |
-| no minimum length                        | `min_decoding_length=0` (CTranslate2's default, 1, would  |
-|                                          | forbid </s> as the first token)                           |
-
-So CTranslate2 decodes as `generate(..., **TRANSFORMERS_BEAM_SEARCH)` does: with a model saved with
-that search (no `length_penalty_formula` in its generation config, as the shipped hub_card) the
-outputs are ours, token for token, in float32. CTranslate2 has neither GNMT's length penalty
-((5 + |Y|) / 6)^α nor tensor2tensor's stopping rule, which models trained by this package decode
-with by default (model/beam_search.py); for those the engine says once, as a warning, that a few
-beam translations may differ. Greedy decoding (`num_beams=1`) is the same either way.
+Settings map one to one: num_beams → beam_size; α → length_penalty (log P / |Y|^α, |Y| counting </s>:
+`return_end_token=True`); max_new_tokens (default: input length + 50, §6.1) → max_decoding_length;
+early_stopping=True → patience=1; min_decoding_length=0 (CTranslate2's 1 would forbid </s> first).
+CTranslate2 lacks GNMT's penalty and the paper's stopping rule: a model decoding with them gets one
+warning that some beam translations may differ. Greedy decoding is the same either way.
 """
 
 from __future__ import annotations

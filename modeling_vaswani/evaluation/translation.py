@@ -1,22 +1,9 @@
-"""Translating text with a trained model — §6.1 decoding, end to end (tokenize → generate → detokenize).
+"""Translating text with a trained model — §6.1 decoding end to end (tokenize → generate → detokenize).
 
-The paper decodes with beam search (beam 4, length penalty α = 0.6, at most input length + 50
-tokens); a saved model carries those settings in its generation_config.json, so `translate`
-uses them unless told otherwise. Input is processed in batches of sentences sorted by length
-(less padding), and results come back in the input order. `translate_stream` (and
-`translate_batches`, a list per batch) reads a long file lazily, a batch at a time, so memory does
-not grow with the file.
-
-A sentence longer than `max_source_length` tokens is cut to that length before it is translated,
-so its translation covers only its beginning; each call says once, as a warning, how many were cut.
-
-`load_translator` loads quietly: transformers' progress bars and messages below errors are off
-while it loads (as they were afterwards), and a name that can only be a local path (./x, ../x, /x,
-x with no slash) but is not there is refused at once, without asking the Hub. Its `fast_path`
-(fast_path.py: bf16/fp16, int8 Linear layers, a compiled step) is the one loader of every script's
---dtype, --quantize and --compile; without it the model is exactly the saved float32 one. The translating
-functions take a `progress` callable, called with the number of sentences each finished batch
-adds, for a progress bar.
+Sentences go in batches sorted by length and come back in input order; `translate_batches` reads a
+stream lazily. A sentence over `max_source_length` tokens is cut, with one warning per call.
+`load_translator` loads quietly, refuses a local path that is not there without asking the Hub, and
+applies the `FastPath` (--dtype, --quantize, --compile).
 """
 
 import logging

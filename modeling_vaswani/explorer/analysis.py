@@ -1,10 +1,5 @@
-"""The numbers the explorer shows, all taken from the model for one sentence.
-
-`analyse` tokenizes the sentence, translates it with §6.1's beam search (GNMT's length penalty and the
-paper's stopping rule), recorded step by step (beam_search.py's `beam_trace`), and with transformers' own
-(|Y|^α, stop once k hypotheses finished: `generate(..., **TRANSFORMERS_BEAM_SEARCH)`), then runs the model once more on the paper's translation with
-`output_attentions=True`, which returns Eq. (1)'s weights as written out ("eager").
-"""
+"""The numbers the explorer shows for one sentence: §6.1's beam search traced step by step, transformers'
+search beside it, and one teacher-forced pass with `output_attentions=True` for Eq. (1)'s weights."""
 
 from dataclasses import dataclass
 

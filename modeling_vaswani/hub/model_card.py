@@ -1,23 +1,7 @@
-"""The Hub model card of a trained model, rendered from its measured results (not from the paper).
-
-`render_model_card(model_dir, results, repo_id)` fills `model_card_template.md` with the model's
-own config and a results dictionary (the `results.json` that evaluation writes beside a trained
-model), and puts the scores into the card's YAML metadata as a `model-index`, so the Hub shows
-them. Nothing in the card is typed in by hand: every number comes from `results` or the config.
-
-results.json holds:
-    {"source_lang": "en", "target_lang": "de", "example_source": "...", "decoding": "...",
-     "evaluations": [{"split": "test", "split_name": "test_2016_flickr", "sentences": 1000,
-                      "weights": "average of the last 5 checkpoints", "averaged": true,
-                      "num_beams": 4, "scores": {"bleu": ..., "signature": ..., "chrf": ...,
-                      "bleu_lowercase_tokenized": ..., "bleu_paper_tokenized": ...}}, ...],
-     "training": {"command": "...", "hardware": "...", "minutes": ..., "steps": ..., "epochs": ...,
-                  "procedure": "...", "log_history": [...]},
-     "losses": [{"split": "validation", "split_name": "val", "weights": "...", "averaged": true,
-                 "reference_tokens": ..., "loss": ..., "kl_loss": ..., "nll_loss": ..., "ppl": ...}, ...],
-                      # optional: training/loss_report.py's reference_losses of each model and split
-     "speed": {...}}   # optional: hub/speed.py's summary of a recorded benchmark
-The shipped configuration is the evaluation with `"averaged": true` and `"num_beams": 4`.
+"""The Hub model card, rendered from the model's config and its results.json (collect_results.py writes
+it; keys: source_lang, target_lang, evaluations, training, optional losses and speed). The shipped
+configuration is the evaluation with "averaged": true and "num_beams": 4; its scores go into the card's
+model-index. Nothing in the card is typed by hand.
 """
 
 from pathlib import Path

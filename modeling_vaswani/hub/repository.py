@@ -1,17 +1,6 @@
-"""A complete Hub model repository for a trained model: write it, check it (not from the paper).
-
-`write_repository` produces exactly what a user of the Hub expects to download: `save_pretrained`
-output (config.json with `auto_map` and `custom_pipelines`, model.safetensors,
-generation_config.json, the modeling code for `trust_remote_code`), the tokenizer files, the
-measured results.json and the model card README.md rendered from it.
-
-`validate_repository` checks such a folder the way a stranger would use it: every file present,
-the code it ships exactly the package's model code and the only code its configs point at, the
-card's YAML parses and carries the metrics, and — in a fresh Python process where this package
-cannot be imported — the folder loads with `trust_remote_code=True` and translates through both
-`generate` and `pipeline("translation")`. That process runs isolated (`python -I`: no current
-folder, user site-packages or PYTHONPATH on its path) in a folder made for it, so no module lying
-around (a json.py in the temporary folder, say) is imported in place of the real one.
+"""A complete Hub model repository: `write_repository` (save_pretrained, tokenizer, results.json, the card)
+and `validate_repository`, which checks files, shipped code and card, then loads and translates the folder
+with trust_remote_code in an isolated process (`python -I`) where this package cannot be imported.
 """
 
 import json

@@ -1,10 +1,6 @@
-"""A Hugging Face Space that runs the explorer (modeling_vaswani/explorer/) on a model pushed to the Hub.
-
-`write_space(space_dir, model_id)` writes what a Gradio Space runs: app.py (loads `model_id` and builds
-the page), requirements.txt, README.md (the Space's card, sdk: gradio) and, as the package is not on
-PyPI, a copy of the modules the page imports: modeling_vaswani's __init__ and cli, model/ and explorer/.
-`validate_space` imports app.py in a clean, isolated process (`python -I`, the Space folder as its
-only code), which loads the model and builds the page without serving it.
+"""A Gradio Space running the explorer on a Hub model: app.py, requirements.txt, README.md and a copy of
+the modules the page imports (the package is not on PyPI); `validate_space` imports app.py in an isolated
+process.
 """
 
 import json

@@ -1,11 +1,4 @@
-"""The model card's speed section, taken from a recorded benchmark (not from the paper).
-
-`benchmarks/run.py` translates the whole test set with every system and writes its measurements to
-results.json. `speed_from_benchmark` keeps what a reader of the card needs from that file (the
-machine, the settings, sentences/s and tokens/s of every system at every thread count) so that
-`collect_results.py --speed_from` can store it in the model's own results.json; `speed_section`
-renders it. Nothing is typed in by hand: a card without a benchmark has no speed section.
-"""
+"""The model card's speed section, from a recorded benchmark's results.json (benchmarks/run.py)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from transformers.models.marian.modeling_marian import MarianSinusoidalPositiona
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.marian import convert_marian, export_marian, from_marian, to_marian
 from modeling_vaswani.conversion.marian_config import MarianConversionError, config_from_marian, config_to_marian
-from modeling_vaswani.conversion.marian_weights import marian_order
+from modeling_vaswani.conversion.marian import marian_order
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 from modeling_vaswani.model.positional_encoding import sinusoidal_table
