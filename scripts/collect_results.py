@@ -138,7 +138,7 @@ def main(argv=None):
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
-    from modeling_vaswani.hub.speed import speed_from_benchmark
+    from modeling_vaswani.hub.model_card import speed_from_benchmark
     from modeling_vaswani.model.strict_json import read_json
     from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
 

@@ -3,7 +3,7 @@
 import pytest
 
 from checks import assert_names
-from modeling_vaswani.hub.speed import speed_from_benchmark, speed_section
+from modeling_vaswani.hub.model_card import speed_from_benchmark, speed_section
 
 
 @pytest.fixture()
