@@ -7,13 +7,10 @@
     python scripts/evaluate_model.py --model hub_card --engine ctranslate2 --ct2_compute_type int8
     python scripts/evaluate_model.py --quantize int8          # int8 Linear layers, BLEU beside the exact float32
 
-Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json: cased
-detokenized sacreBLEU with its signature, lowercased tokenized BLEU, the paper's tokenized BLEU
-with compound splitting, and chrF. The output folder defaults to ./evaluations/<model name>/ and is
-never a model folder (a folder with config.json or weights), so evaluating leaves the model as it was.
-The scores file also records the CPU threads used: 1 for a model under 20 million parameters, the
-fastest for it, else the cores the load average leaves idle (OMP_NUM_THREADS or --threads choose
-instead). A progress bar on stderr follows the translation when stderr is a terminal, without --quiet.
+Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json (cased sacreBLEU with
+its signature, lowercased tokenized BLEU, the paper's tokenized BLEU, chrF, and the CPU threads used). The
+output folder defaults to ./evaluations/<model name>/ and is never a model folder. A progress bar shows on
+a terminal, without --quiet.
 """
 
 import json
