@@ -14,7 +14,7 @@ from pathlib import Path
 from huggingface_hub import SpaceCard, SpaceCardData
 
 PACKAGE = Path(__file__).resolve().parents[1]
-SPACE_CODE = ("__init__.py", "cli.py", "model/*.py", "explorer/*.py")  # what `import modeling_vaswani.explorer.app` reads
+SPACE_CODE = ("__init__.py", "cli.py", "outputs.py", "model/*.py", "explorer/*.py")  # what `import modeling_vaswani.explorer.app` reads
 # The Space installs only these (the package's own pins, setup.cfg, and its [explorer] extra).
 REQUIREMENTS = ("torch>=2.4", "transformers>=5.0,<6", "tokenizers>=0.21,<1", "safetensors>=0.4,<1",
                 "huggingface_hub>=1.0,<3", "matplotlib>=3.7", "gradio>=6,<7")
