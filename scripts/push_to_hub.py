@@ -6,8 +6,9 @@
 
 The model folder must hold results.json (scripts/collect_results.py). The repository is written to
 --output_dir (default: a temporary folder) and validated: files, shipped code, card metadata, and a clean
-process that loads it with trust_remote_code and translates. --dry_run stops there (offline); a model that
-translates the example to an empty line passes it with a warning and is not uploaded. --space also
+process that loads it with trust_remote_code and translates. --dry_run stops there (offline); else it is
+uploaded (needs `hf auth login` or --token). A model that translates the example to an empty line passes
+--dry_run with a warning and is not uploaded. --space also
 writes, checks and uploads a Gradio Space running the explorer on the model (the [explorer] extra).
 """
 

@@ -92,30 +92,15 @@ def main(argv=None):
         cli.require_model("--model", args.model)
     # Only now the package, torch and transformers: --help and the checks above answer at once.
     from modeling_vaswani import shipped_model_path
-    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.progress import count_lines, progress_bar
-    from modeling_vaswani.evaluation.translation import as_one_line, load_translator, resolve_device, translate_batches
+    from modeling_vaswani.evaluation.translation import as_one_line, load_for_script, translate_batches
     from modeling_vaswani.training.data import iter_lines
     from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
 
     model_name = args.model or shipped_model_path()
     cli.check_engine_arguments(args)
     check_decoding(decoding_settings(vars(args)), "command line", args.batch_size)  # before the model loads
-    if args.engine == "ctranslate2":
-        from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
-
-        model, tokenizer = load_ctranslate2_for(model_name, args.ct2_model, args.device, args.ct2_compute_type,
-                                                threads=args.threads)
-        engine = f"ctranslate2, {model.threads} thread{'s' * (model.threads != 1)}"
-    else:
-        from modeling_vaswani.evaluation.fast_path import FastPath
-
-        device = resolve_device(args.device)  # a device that is not here is refused before the model loads
-        fast_path = FastPath(args.dtype, args.quantize, args.compile)
-        model, tokenizer = load_translator(model_name, str(device), fast_path=fast_path)
-        threads, _ = use_threads(model, args.threads)
-        engine = f"{threads} thread{'s' * (threads != 1)}"
-        engine = engine if fast_path.is_default else f"{fast_path.describe()}, {engine}"
+    model, tokenizer, _, _, engine = load_for_script(args, model_name, args.device)
     generate_kwargs = {k: v for k, v in (("num_beams", args.num_beams), ("max_new_tokens", args.max_new_tokens))
                        if v is not None}
 

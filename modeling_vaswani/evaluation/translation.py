@@ -121,6 +121,25 @@ def load_translator(model_name_or_path: str, device: str | None = None, quiet: b
     return model, tokenizer
 
 
+def load_for_script(args, model_name: str, device: str | None = None):
+    """(model, tokenizer, threads, why, words) for a script's --engine, --ct2_model, --ct2_compute_type,
+    --dtype, --quantize, --compile and --threads; `words` names the engine for its progress bar and summary."""
+    if args.engine == "ctranslate2":
+        from .ctranslate2_engine import load_ctranslate2_for
+
+        model, tokenizer = load_ctranslate2_for(model_name, args.ct2_model, device, args.ct2_compute_type,
+                                                threads=args.threads)
+        threads, why, prefix = model.threads, model.threads_chosen_by, "ctranslate2, "
+    else:
+        from ..threads import use_threads
+
+        fast_path = FastPath(args.dtype, args.quantize, args.compile)
+        model, tokenizer = load_translator(model_name, device, fast_path=fast_path)
+        threads, why = use_threads(model, args.threads)
+        prefix = "" if fast_path.is_default else f"{fast_path.describe()}, "
+    return model, tokenizer, threads, why, f"{prefix}{threads} thread{'s' * (threads != 1)}"
+
+
 def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_source_length: int = MAX_SOURCE_LENGTH,
               progress: Callable[[int], object] | None = None, **generate_kwargs) -> list[str]:
     """Translations of `sentences`; blank or invisible-only lines give "" without decoding. `progress(n)`
