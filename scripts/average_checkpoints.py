@@ -29,14 +29,9 @@ def build_parser() -> cli.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoints", nargs="+", metavar="DIR", help="checkpoint folders to average")
     source.add_argument("--run_dir", metavar="DIR", help="a Trainer output folder holding checkpoint-<step> folders")
-    parser.add_argument(
-        "--last",
-        type=cli.positive_int,
-        default=None,
-        metavar="K",
-        help=f"with --run_dir: how many of the latest checkpoints to average (default {BASE_CHECKPOINTS}, "
-        "the paper's base models, or all there are if fewer; the big models used 20)",
-    )
+    parser.add_argument("--last", type=cli.positive_int, default=None, metavar="K",
+                        help=f"with --run_dir: how many of the latest checkpoints to average (default "
+                        f"{BASE_CHECKPOINTS}, the paper's base models, or all there are if fewer; the big models used 20)")
     parser.add_argument("--output_dir", metavar="DIR",
                         help="folder to write the averaged model to (default with --run_dir: <run_dir>/averaged)")
     return parser

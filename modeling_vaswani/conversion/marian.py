@@ -41,37 +41,23 @@ def weight_names(num_layers: int, num_decoder_layers: int) -> list[tuple[str, st
     names = [(name, name, IN) for name in ("model.shared.weight", "model.encoder.embed_tokens.weight",
                                           "model.decoder.embed_tokens.weight", "lm_head.weight")]
 
-    def attention(ours: str, theirs: str):
-        for projection in ("q_proj", "k_proj", "v_proj"):
-            names.append((f"{ours}.{projection}.weight", f"{theirs}.{projection}.weight", IN))
-            names.append((f"{ours}.{projection}.bias", f"{theirs}.{projection}.bias", NONE))
-        names.append((f"{ours}.out_proj.weight", f"{theirs}.out_proj.weight", OUT))
-        names.append((f"{ours}.out_proj.bias", f"{theirs}.out_proj.bias", OUT))
+    def add(ours: str, theirs: str, weight: str, bias: str):
+        names.extend([(f"{ours}.weight", f"{theirs}.weight", weight), (f"{ours}.bias", f"{theirs}.bias", bias)])
 
-    def norm(ours: str, theirs: str):
-        names.append((f"{ours}.weight", f"{theirs}.weight", OUT))
-        names.append((f"{ours}.bias", f"{theirs}.bias", OUT))
-
-    def feed_forward(prefix: str):
-        names.append((f"{prefix}.feed_forward.linear_1.weight", f"{prefix}.fc1.weight", IN))
-        names.append((f"{prefix}.feed_forward.linear_1.bias", f"{prefix}.fc1.bias", NONE))
-        names.append((f"{prefix}.feed_forward.linear_2.weight", f"{prefix}.fc2.weight", OUT))
-        names.append((f"{prefix}.feed_forward.linear_2.bias", f"{prefix}.fc2.bias", OUT))
-
-    for i in range(num_layers):
-        prefix = f"model.encoder.layers.{i}"
-        attention(f"{prefix}.self_attn", f"{prefix}.self_attn")
-        norm(f"{prefix}.self_attn_sublayer.norm", f"{prefix}.self_attn_layer_norm")
-        feed_forward(prefix)
-        norm(f"{prefix}.feed_forward_sublayer.norm", f"{prefix}.final_layer_norm")
-    for i in range(num_decoder_layers):
-        prefix = f"model.decoder.layers.{i}"
-        attention(f"{prefix}.self_attn", f"{prefix}.self_attn")
-        norm(f"{prefix}.self_attn_sublayer.norm", f"{prefix}.self_attn_layer_norm")
-        attention(f"{prefix}.cross_attn", f"{prefix}.encoder_attn")
-        norm(f"{prefix}.cross_attn_sublayer.norm", f"{prefix}.encoder_attn_layer_norm")
-        feed_forward(prefix)
-        norm(f"{prefix}.feed_forward_sublayer.norm", f"{prefix}.final_layer_norm")
+    for stack, count in (("encoder", num_layers), ("decoder", num_decoder_layers)):
+        for i in range(count):
+            prefix = f"model.{stack}.layers.{i}"
+            blocks = [("self_attn", "self_attn", "self_attn_sublayer.norm", "self_attn_layer_norm")]
+            if stack == "decoder":
+                blocks.append(("cross_attn", "encoder_attn", "cross_attn_sublayer.norm", "encoder_attn_layer_norm"))
+            for ours, theirs, our_norm, their_norm in blocks:
+                for projection in ("q_proj", "k_proj", "v_proj"):
+                    add(f"{prefix}.{ours}.{projection}", f"{prefix}.{theirs}.{projection}", IN, NONE)
+                add(f"{prefix}.{ours}.out_proj", f"{prefix}.{theirs}.out_proj", OUT, OUT)
+                add(f"{prefix}.{our_norm}", f"{prefix}.{their_norm}", OUT, OUT)
+            add(f"{prefix}.feed_forward.linear_1", f"{prefix}.fc1", IN, NONE)
+            add(f"{prefix}.feed_forward.linear_2", f"{prefix}.fc2", OUT, OUT)
+            add(f"{prefix}.feed_forward_sublayer.norm", f"{prefix}.final_layer_norm", OUT, OUT)
     names.append(("final_logits_bias", "final_logits_bias", NONE))
     return names
 

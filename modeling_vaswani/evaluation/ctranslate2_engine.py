@@ -160,7 +160,7 @@ def load_ctranslate2_for(model_name_or_path: str, ct2_model: PathLike | None = N
 
 
 def cache_root() -> Path:
-    """$MODELING_VASWANI_CACHE, else $XDG_CACHE_HOME/modeling_vaswani, else ~/.cache/modeling_vaswani; + ctranslate2/."""
+    """$MODELING_VASWANI_CACHE or $XDG_CACHE_HOME/modeling_vaswani or ~/.cache/modeling_vaswani, + ctranslate2/."""
     base = os.environ.get("MODELING_VASWANI_CACHE")
     if not base:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modeling_vaswani"

@@ -111,13 +111,10 @@ def _eval_results(evaluation: dict, src: str, tgt: str) -> list[EvalResult]:
         dataset_config=f"{src}-{tgt}",
         dataset_split=evaluation["split"],
     )
-    return [
-        EvalResult(metric_type="bleu", metric_name="BLEU (cased, detokenized sacreBLEU)",
-                   metric_value=round(scores["bleu"], 2), metric_config=scores["signature"], **common),
-        EvalResult(metric_type="bleu", metric_name="BLEU (lowercased, tokenized)",
-                   metric_value=round(scores["bleu_lowercase_tokenized"], 2), **common),
-        EvalResult(metric_type="chrf", metric_name="chrF", metric_value=round(scores["chrf"], 2), **common),
-    ]
+    metrics = [("bleu", "BLEU (cased, detokenized sacreBLEU)", "bleu", {"metric_config": scores["signature"]}),
+               ("bleu", "BLEU (lowercased, tokenized)", "bleu_lowercase_tokenized", {}), ("chrf", "chrF", "chrf", {})]
+    return [EvalResult(metric_type=kind, metric_name=name, metric_value=round(scores[key], 2), **extra, **common)
+            for kind, name, key, extra in metrics]
 
 
 def _result_row(evaluation: dict) -> str:

@@ -104,7 +104,8 @@ def check_shipped_code(folder) -> None:
     references = []
     for file in ("config.json", "tokenizer_config.json"):
         if (folder / file).is_file():
-            references += [(f"{file} auto_map[{entry!r}]", ref) for entry, ref in _entries(read_json(folder / file).get("auto_map"))]
+            auto_map = read_json(folder / file).get("auto_map")
+            references += [(f"{file} auto_map[{entry!r}]", ref) for entry, ref in _entries(auto_map)]
     pipelines = read_json(folder / "config.json").get("custom_pipelines") or {}
     if not isinstance(pipelines, dict):
         raise ValueError(f"{folder}/config.json: custom_pipelines must map a task to its pipeline, got {pipelines!r}.")
