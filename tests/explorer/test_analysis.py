@@ -5,8 +5,7 @@ import torch
 
 from modeling_vaswani import shipped_model_path
 from modeling_vaswani.evaluation.translation import load_translator
-from modeling_vaswani.explorer.analysis import analyse
-from modeling_vaswani.explorer.inputs import MAX_CHARACTERS, InputRejected, check_text
+from modeling_vaswani.explorer.analysis import MAX_CHARACTERS, InputRejected, analyse, check_text
 from modeling_vaswani.explorer.views import attention_matrix, beam_html, message_html, pieces_html
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 
