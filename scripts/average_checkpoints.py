@@ -1,17 +1,11 @@
-r"""Average the last checkpoints of a training run into one model (§6.1).
-
-The paper evaluates a single model whose weights are the average of the last 5 checkpoints
-(base models) or the last 20 (big models), written at 10-minute intervals
-(`scripts/train.py --save_every_minutes 10`). This command does that for checkpoints written by
-the Hugging Face `Trainer`:
+r"""Average the last checkpoints of a training run into one model (§6.1: the last 5 checkpoints of the
+base models, 20 of the big ones, written every 10 minutes: scripts/train.py --save_every_minutes 10).
 
     python scripts/average_checkpoints.py --run_dir outputs/multi30k-en-de
-    python scripts/average_checkpoints.py --run_dir runs/base --last 5 --output_dir runs/base/averaged
     python scripts/average_checkpoints.py --checkpoints runs/base/checkpoint-900 runs/base/checkpoint-1000 \
         --output_dir runs/base/averaged
 
-Without --last, a run that wrote fewer than 5 checkpoints has all of them averaged (with a note);
-with --last K it must hold K. The output folder loads with `from_pretrained`.
+Without --last, a run with fewer than 5 checkpoints has all averaged (with a note); --last K needs K.
 """
 
 import shlex
@@ -35,14 +29,9 @@ def build_parser() -> cli.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoints", nargs="+", metavar="DIR", help="checkpoint folders to average")
     source.add_argument("--run_dir", metavar="DIR", help="a Trainer output folder holding checkpoint-<step> folders")
-    parser.add_argument(
-        "--last",
-        type=cli.positive_int,
-        default=None,
-        metavar="K",
-        help=f"with --run_dir: how many of the latest checkpoints to average (default {BASE_CHECKPOINTS}, "
-        "the paper's base models, or all there are if fewer; the big models used 20)",
-    )
+    parser.add_argument("--last", type=cli.positive_int, default=None, metavar="K",
+                        help=f"with --run_dir: how many of the latest checkpoints to average (default "
+                        f"{BASE_CHECKPOINTS}, the paper's base models, or all there are if fewer; the big models used 20)")
     parser.add_argument("--output_dir", metavar="DIR",
                         help="folder to write the averaged model to (default with --run_dir: <run_dir>/averaged)")
     return parser

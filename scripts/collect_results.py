@@ -1,21 +1,13 @@
 #!/usr/bin/env python
 """Measure what a model card reports and write it to <shipped model>/results.json.
 
-For a finished training run (scripts/train.py ... --average_last K) this decodes the val and test
-splits of Multi30k with the final weights and with the averaged weights (§6.1), each with greedy
-search, with §6.1's beam search (beam 4, α = 0.6) and with the beams of --also_beams (default 5,
-the beam of the small-Transformer Multi30k literature), scores every combination with sacreBLEU,
-measures the loss on the reference translations as others report it (label-smoothed H(q, p),
-H(q, p) − H(q), NLL and perplexity per reference token: training/loss_report.py), and adds
-how the model was trained (run_info.json, trainer_state.json). scripts/push_to_hub.py renders the
-model card from that file, with a speed section when --speed_from names a benchmark's
-results.json (python -m benchmarks.run --only translation). The translations behind each score go to --output_dir (default
-./evaluations/<run folder name>/), never into a model folder.
-
     python scripts/collect_results.py --run_dir outputs/multi30k-en-de
 
-It decodes on the CPU threads that evaluate_model.py would choose (1 for a model under 20 million
-parameters; --threads to choose).
+Decodes the val and test splits with the final and the averaged weights (§6.1), each greedy, with
+§6.1's beam 4 and with --also_beams (default 5), scores each with sacreBLEU, measures the loss on the
+references (training/loss_report.py) and adds how the model was trained (run_info.json,
+trainer_state.json); --speed_from adds a benchmark's speeds. Translations go to --output_dir (default
+./evaluations/<run folder name>/). scripts/push_to_hub.py renders the card from the file.
 """
 
 import json
@@ -138,7 +130,7 @@ def main(argv=None):
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
-    from modeling_vaswani.hub.speed import speed_from_benchmark
+    from modeling_vaswani.hub.model_card import speed_from_benchmark
     from modeling_vaswani.model.strict_json import read_json
     from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
 

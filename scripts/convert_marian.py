@@ -2,13 +2,9 @@
 """Bring in a Marian model (MarianMTModel, e.g. an Opus-MT model) as a model of this package.
 
     python scripts/convert_marian.py --model Helsinki-NLP/opus-mt-en-de --output_dir opus-mt-en-de-vaswani
-    python scripts/convert_marian.py --model path/to/marian-folder --output_dir converted
 
-The output folder holds our model (config.json, model.safetensors, the model code) with Marian's
-own tokenizer (sentencepiece) and decoding settings; its logits equal Marian's to float rounding and
-its greedy and beam outputs are Marian's. Settings ours cannot represent (separate source and
-target vocabularies, an activation other than ReLU or swish, ...) end the program with one line
-naming the setting. The sentencepiece tokenizer needs `pip install sentencepiece`.
+The folder holds our model with Marian's tokenizer (needs sentencepiece) and decoding settings; its
+logits equal Marian's to float rounding. A setting ours cannot represent ends it with one line naming it.
 """
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once

@@ -7,13 +7,10 @@
     python scripts/evaluate_model.py --model hub_card --engine ctranslate2 --ct2_compute_type int8
     python scripts/evaluate_model.py --quantize int8          # int8 Linear layers, BLEU beside the exact float32
 
-Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json: cased
-detokenized sacreBLEU with its signature, lowercased tokenized BLEU, the paper's tokenized BLEU
-with compound splitting, and chrF. The output folder defaults to ./evaluations/<model name>/ and is
-never a model folder (a folder with config.json or weights), so evaluating leaves the model as it was.
-The scores file also records the CPU threads used: 1 for a model under 20 million parameters, the
-fastest for it, else the cores the load average leaves idle (OMP_NUM_THREADS or --threads choose
-instead). A progress bar on stderr follows the translation when stderr is a terminal, without --quiet.
+Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json (cased sacreBLEU with
+its signature, lowercased tokenized BLEU, the paper's tokenized BLEU, chrF, and the CPU threads used). The
+output folder defaults to ./evaluations/<model name>/ and is never a model folder. A progress bar shows on
+a terminal, without --quiet.
 """
 
 import json
@@ -92,11 +89,10 @@ def main(argv=None):
         cli.require_model("--model", args.model)
     # Only now the package, torch and transformers: --help and the checks above answer at once.
     from modeling_vaswani import shipped_model_path
-    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.fast_path import FastPath
     from modeling_vaswani.evaluation.progress import progress_bar
     from modeling_vaswani.evaluation.scoring import score_model
-    from modeling_vaswani.evaluation.translation import as_one_line, load_translator
+    from modeling_vaswani.evaluation.translation import as_one_line, load_for_script
     from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
 
     args.model = args.model or shipped_model_path()
@@ -108,18 +104,7 @@ def main(argv=None):
                          "Leave out --beam_search or --engine ctranslate2.")
     fast_path = FastPath(args.dtype, args.quantize, args.compile)  # the torch engine's; exact float32 by default
     sources, references = load_pairs(args)
-    if args.engine == "ctranslate2":
-        from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
-
-        model, tokenizer = load_ctranslate2_for(args.model, args.ct2_model, compute_type=args.ct2_compute_type,
-                                                threads=args.threads)
-        threads, threads_chosen_by = model.threads, model.threads_chosen_by
-        engine = f"ctranslate2, {threads} thread{'s' * (threads != 1)}"
-    else:
-        model, tokenizer = load_translator(args.model, fast_path=fast_path)
-        threads, threads_chosen_by = use_threads(model, args.threads)
-        engine = f"{threads} thread{'s' * (threads != 1)}"
-        engine = engine if fast_path.is_default else f"{fast_path.describe()}, {engine}"
+    model, tokenizer, threads, threads_chosen_by, engine = load_for_script(args, args.model)
     generate_kwargs = {key: value for key, value in (("num_beams", args.num_beams), ("length_penalty", args.length_penalty),
                                                     ("max_new_tokens", args.max_new_tokens)) if value is not None}
     if args.beam_search is not None:

@@ -1,12 +1,11 @@
 #!/usr/bin/env python
 """Watch a trained model translate, in the browser: BPE pieces, §6.1's beam search step by step,
-Eq. (1)'s attention weights for every layer and head, §3.5's positional encoding and §3.2.3's masks.
+Eq. (1)'s attention weights, §3.5's positional encoding and §3.2.3's masks.
 
     python scripts/explore.py                       # the shipped model (hub_card/), http://127.0.0.1:7860
     python scripts/explore.py --model outputs/multi30k-en-de --port 8000
 
-Runs offline, on this machine only: it serves on 127.0.0.1 unless --host says otherwise (0.0.0.0 opens
-it to the network). Needs the optional extra: pip install -e ".[explorer]".
+Serves on 127.0.0.1 unless --host says otherwise. Needs pip install -e ".[explorer]".
 """
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once

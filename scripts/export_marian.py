@@ -3,12 +3,9 @@
 
     python scripts/export_marian.py --model hub_card --output_dir hub_card-marian
 
-The output folder loads with transformers' `MarianMTModel.from_pretrained` (no remote code) and
-carries the model's own tokenizer and decoding settings. Its config.json also records the
-model's `layer_norm_eps`, which transformers' MarianMTModel does not read (it normalises with
-1e-5): a model trained with another ε, as ours are (1e-6), then gives logits that differ slightly;
-the program says so. Settings Marian cannot represent (pre-LN, learned positions, unshared
-embeddings, ...) end the program with one line naming the setting.
+The folder loads with `MarianMTModel.from_pretrained`, with the model's tokenizer and decoding settings.
+MarianMTModel ignores our layer_norm_eps (it uses 1e-5; ours 1e-6): the program warns that logits then
+differ slightly. Settings Marian cannot represent end it with one line naming the setting.
 """
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once

@@ -4,18 +4,12 @@
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/vaswani-multi30k-en-de
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/name --dry_run --output_dir /tmp/hub-preview
 
-The model folder must hold results.json (scripts/collect_results.py writes it). The repository is
-first written to --output_dir (a temporary folder if not given) and validated: every file present,
-the code it ships exactly the package's model code and the only code its configs (auto_map,
-custom_pipelines, custom_generate/) point at, the card's YAML parses and names BLEU and chrF, and
-the folder loads with trust_remote_code in a clean, isolated process and translates. --dry_run
-stops there (works offline); otherwise the folder is uploaded (needs `hf auth login` or --token).
-A model that translates the example to an empty line, as a briefly trained one does, passes
---dry_run with a warning and is not uploaded.
-
---space you/vaswani-explorer also writes a Gradio Space that runs the explorer (scripts/explore.py) on
-the pushed model, to --space_dir (default: a temporary folder), checks that its app.py starts in a clean
-process on the model just written, and uploads it after the model (needs the [explorer] extra).
+The model folder must hold results.json (scripts/collect_results.py). The repository is written to
+--output_dir (default: a temporary folder) and validated: files, shipped code, card metadata, and a clean
+process that loads it with trust_remote_code and translates. --dry_run stops there (offline); else it is
+uploaded (needs `hf auth login` or --token). A model that translates the example to an empty line passes
+--dry_run with a warning and is not uploaded. --space also
+writes, checks and uploads a Gradio Space running the explorer on the model (the [explorer] extra).
 """
 
 import shlex

@@ -7,21 +7,13 @@
     python scripts/translate.py --engine ctranslate2 --file news.en   # CTranslate2, converted on first use
     python scripts/translate.py --quantize int8 --file news.en        # int8 Linear layers (CPU)
 
-The model defaults to hub_card/, the English→German Multi30k model shipped with the repository
-(found from any directory).
-Input (UTF-8, one sentence per line; lines end at "\\n" or "\\r\\n") is read and translated a batch
-at a time, so its size does not matter, and line i of the output is the translation of line i of
-the input. Each finished batch is written at once, as whole lines, to a temporary file beside --output
-that replaces it at the end: stopped by Ctrl-C or SIGTERM, --output holds the translations of the
-first lines, and the message says how many; failed, the earlier --output is left as it was.
-Sentences longer than 512 tokens are cut to that length; a warning says how many were.
-
-A file or stdin is translated under a progress bar on stderr, shown only when stderr is a terminal
-(and the translations do not go to it too) and without --quiet. On a CPU, a model under 20 million
-parameters decodes on 1 thread, the fastest for it (several threads mostly wait for each other),
-a larger one on the cores the load average leaves idle; OMP_NUM_THREADS or --threads choose instead.
---dtype, --quantize and --compile trade exactness for speed (the default is the exact float32 model);
-benchmarks/RESULTS.md measures each against its BLEU.
+The model defaults to hub_card/, the shipped English→German Multi30k model. Input (UTF-8, one sentence
+per line) is translated a batch at a time; line i of the output translates line i of the input. --output
+is written beside itself and renamed at the end: stopped by Ctrl-C or SIGTERM it holds the first lines'
+translations (the message says how many); failed, the earlier file stays. Sentences over 512 tokens are
+cut, with a warning. A model under 20M parameters decodes on 1 CPU thread (the fastest), a larger one on
+the idle cores; OMP_NUM_THREADS or --threads choose instead. --dtype, --quantize and --compile trade
+exactness for speed (benchmarks/RESULTS.md).
 """
 
 import signal
@@ -100,30 +92,15 @@ def main(argv=None):
         cli.require_model("--model", args.model)
     # Only now the package, torch and transformers: --help and the checks above answer at once.
     from modeling_vaswani import shipped_model_path
-    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.progress import count_lines, progress_bar
-    from modeling_vaswani.evaluation.translation import as_one_line, load_translator, resolve_device, translate_batches
+    from modeling_vaswani.evaluation.translation import as_one_line, load_for_script, translate_batches
     from modeling_vaswani.training.data import iter_lines
     from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
 
     model_name = args.model or shipped_model_path()
     cli.check_engine_arguments(args)
     check_decoding(decoding_settings(vars(args)), "command line", args.batch_size)  # before the model loads
-    if args.engine == "ctranslate2":
-        from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_for
-
-        model, tokenizer = load_ctranslate2_for(model_name, args.ct2_model, args.device, args.ct2_compute_type,
-                                                threads=args.threads)
-        engine = f"ctranslate2, {model.threads} thread{'s' * (model.threads != 1)}"
-    else:
-        from modeling_vaswani.evaluation.fast_path import FastPath
-
-        device = resolve_device(args.device)  # a device that is not here is refused before the model loads
-        fast_path = FastPath(args.dtype, args.quantize, args.compile)
-        model, tokenizer = load_translator(model_name, str(device), fast_path=fast_path)
-        threads, _ = use_threads(model, args.threads)
-        engine = f"{threads} thread{'s' * (threads != 1)}"
-        engine = engine if fast_path.is_default else f"{fast_path.describe()}, {engine}"
+    model, tokenizer, _, _, engine = load_for_script(args, model_name, args.device)
     generate_kwargs = {k: v for k, v in (("num_beams", args.num_beams), ("max_new_tokens", args.max_new_tokens))
                        if v is not None}
 

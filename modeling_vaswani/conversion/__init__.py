@@ -1,8 +1,2 @@
-"""Conversions between this package's model and other implementations of the same Transformer.
-
-Tooling, not part of the model: nothing here is copied into a saved checkpoint.
-
-- `marian`: transformers' `MarianMTModel` (the Opus-MT models) in, and ours out as a Marian folder.
-- `ctranslate2`: ours out as a CTranslate2 model folder (optional: `pip install ctranslate2`), which
-  `evaluation.ctranslate2_engine` translates with.
-"""
+"""Conversions to and from other implementations of the Transformer: `marian` (MarianMTModel in and out)
+and `ctranslate2` (out, optional). Tooling: nothing here is saved with a checkpoint."""

@@ -1,47 +1,9 @@
-"""Our model as a CTranslate2 model folder, for fast CPU (and GPU) inference with int8 weights if wanted.
+"""Our model as a CTranslate2 model folder (optional: `pip install ctranslate2`), built straight from our
+weights into a `TransformerSpec` (the Marian route would assume Opus-MT's pad and start ids, which ours lack).
 
-CTranslate2 (`pip install ctranslate2`) is an inference engine for Transformer models; its
-`Translator` runs the encoder–decoder of §3 with its own kernels and its own beam search. It is
-optional: nothing in `modeling_vaswani/model/` needs it, and this module imports it only when a
-function here is called (a missing package is one `CTranslate2NotInstalledError` line saying
-`pip install ctranslate2`).
-
-How the folder is built: straight from our weights. CTranslate2 describes a model as a "spec"
-(`ctranslate2.specs.TransformerSpec`), a tree of named arrays that its runtime reads; this module
-fills that tree from our modules and saves it, with no intermediate model. (Going through
-`export_marian` and CTranslate2's Marian loader would need a loader of our own anyway: that
-loader assumes the Opus-MT layout — pad is the last vocabulary id, the decoder starts from a zero
-vector — which ours does not have.) Building the spec directly also keeps what Marian cannot hold:
-
-| ours                                          | the CTranslate2 spec                                    |
-|-----------------------------------------------|---------------------------------------------------------|
-| embeddings × √d_model (`scale_embedding`)     | `scale_embeddings` = the same factor (1 without it)     |
-| the position table of §3.5 (interleaved sin/  | stored as `position_encodings` (CTranslate2's built-in  |
-| cos) or learned positions (Table 3, row E)    | sinusoids are laid out differently), row 0 = position 0 |
-| W^Q, W^K, W^V (biases if `attention_bias`)    | one fused QKV Linear (self-attention); Q and a fused KV  |
-|                                               | Linear (encoder–decoder attention)                      |
-| post-LN (§3.1) or pre-LN (`norm_first`, with  | `pre_norm` false or true (the final LayerNorm of each   |
-| a final LayerNorm per stack)                  | stack then)                                             |
-| ReLU (Eq. 2) or "swish"                       | `Activation.RELU` or `Activation.SWISH`                 |
-| `layer_norm_eps`                              | `layer_norm_epsilon` in the config                      |
-| pre-softmax projection (+ `final_logits_bias`)| the decoder's `projection` (its bias)                   |
-| token ids of `<s>`, `</s>`, `<unk>`, the      | the same tokens by name; the vocabulary is the          |
-| decoder start token                           | tokenizer's, in id order                                |
-
-Refused with a `CTranslate2ConversionError`: heads narrower or wider than d_model / h
-(`d_k`, `d_v` set apart from it), and a vocabulary larger than the model's.
-
-The one table CTranslate2 holds that ours computes on demand is the sinusoid table: it is stored
-for max(max_position_embeddings, 1024) positions, more than the longest decoding of
-`modeling_vaswani.evaluation` (512 source tokens + 50 + the start token). Weights are written in
-float32, or quantized (`quantization="int8"`, "int8_float32", "int16", "float16", "bfloat16", ...;
-CTranslate2 quantizes each weight matrix row by row). In float32 the converted model's token
-log-probabilities equal ours to float rounding (about 1e-6), and its greedy and beam outputs are
-ours (see `modeling_vaswani.evaluation.ctranslate2_engine` for the decoding settings).
-
-The folder also holds the model's tokenizer (CTranslate2 takes tokens, not text), its
-generation_config.json (the decoding settings the engine adapter reads) and conversion.json (the
-source, its parameter count — which chooses the CPU threads, as for our model — and the weight type).
+The spec holds every setting of ours but d_k, d_v ≠ d_model / h (refused). The sinusoid table (§3.5) is
+stored for max(max_position_embeddings, 1024) rows, CTranslate2's own being laid out differently. In
+float32 log-probabilities equal ours to ~1e-6; `evaluation.ctranslate2_engine` decodes with it.
 """
 
 from __future__ import annotations
@@ -60,20 +22,15 @@ from ..outputs import claim, write_folder
 
 PathLike = Union[str, os.PathLike]
 
-INSTALL_HINT = "pip install ctranslate2"
-# Rows of the stored sinusoid table at least: 512 source tokens (MAX_SOURCE_LENGTH of evaluation/) and
-# input length + 50 target positions fit with room to spare.
+# Sinusoid rows stored at least: 512 source tokens (evaluation's MAX_SOURCE_LENGTH) + 50 fit with room.
 MIN_SINUSOID_POSITIONS = 1024
-# CTranslate2 model files; a folder holding them is a CTranslate2 model.
-CTRANSLATE2_FILES = ("model.bin", "shared_vocabulary.json")
-# What the conversion writes about itself beside CTranslate2's files (read by the engine adapter).
-CONVERSION_RECORD = "conversion.json"
-# Placeholder names for ids the model has but the tokenizer does not (vocab_size rounded up).
-UNUSED_TOKEN = "<unused_{}>"
+CTRANSLATE2_FILES = ("model.bin", "shared_vocabulary.json")  # a folder holding them is a CTranslate2 model
+CONVERSION_RECORD = "conversion.json"  # source, parameter count, weight type: read by the engine
+UNUSED_TOKEN = "<unused_{}>"  # names for ids the model has but the tokenizer lacks (vocab_size rounded up)
 
 
 class CTranslate2NotInstalledError(ImportError, ValueError):
-    """CTranslate2 is not installed. (Also a ValueError, so the scripts report it as one line.)"""
+    """CTranslate2 is not installed (a ValueError too: the scripts report it as one line)."""
 
 
 class CTranslate2ConversionError(ValueError):
@@ -81,18 +38,16 @@ class CTranslate2ConversionError(ValueError):
 
 
 def import_ctranslate2():
-    """The `ctranslate2` module, or CTranslate2NotInstalledError saying how to install it."""
     try:
         import ctranslate2
     except ImportError:
         raise CTranslate2NotInstalledError(
-            f"CTranslate2 is not installed; `{INSTALL_HINT}` (or `pip install modeling_vaswani[ctranslate2]`)."
+            "CTranslate2 is not installed; `pip install ctranslate2` (or `pip install modeling_vaswani[ctranslate2]`)."
         ) from None
     return ctranslate2
 
 
 def check_quantization(quantization: str | None) -> None:
-    """Refuse a quantization CTranslate2 does not know, naming those it does (None: float32 weights)."""
     ctranslate2 = import_ctranslate2()
     if quantization is None:
         return
@@ -102,7 +57,6 @@ def check_quantization(quantization: str | None) -> None:
 
 
 def check_convertible(config: VaswaniConfig) -> None:
-    """CTranslate2ConversionError for a setting the CTranslate2 Transformer spec has no place for."""
     head = config.d_model / config.num_heads
     if config.d_k != head or config.d_v != head:
         raise CTranslate2ConversionError(
@@ -112,7 +66,7 @@ def check_convertible(config: VaswaniConfig) -> None:
 
 
 def vocabulary(tokenizer, vocab_size: int) -> list[str]:
-    """The tokens of ids 0 … vocab_size−1, by name (ids the tokenizer lacks get placeholder names)."""
+    """The tokens of ids 0 … vocab_size−1 (placeholder names where the tokenizer has none)."""
     by_id = {index: token for token, index in tokenizer.get_vocab().items()}
     if max(by_id) >= vocab_size:
         raise CTranslate2ConversionError(
@@ -140,8 +94,7 @@ def position_table(stack, config: VaswaniConfig) -> torch.Tensor:
 
 
 def to_ctranslate2_spec(model, tokenizer):
-    """A `ctranslate2.specs.TransformerSpec` computing what `model` computes (float32 weights, not yet
-    validated or quantized: `convert_ctranslate2` does both)."""
+    """A `TransformerSpec` computing what `model` computes (float32; `convert_ctranslate2` validates and quantizes)."""
     import_ctranslate2()
     from ctranslate2.specs import common_spec, transformer_spec
 
@@ -175,30 +128,22 @@ def to_ctranslate2_spec(model, tokenizer):
         if ours.final_norm is not None:
             norm(stack_spec.layer_norm, ours.final_norm)
 
-    encoder, decoder = model.get_encoder(), model.get_decoder()
-    stack(spec.encoder, encoder)
-    for layer_spec, layer in zip(spec.encoder.layer, encoder.layers):
-        attention = layer.self_attn
-        linear(layer_spec.self_attention.linear[0], attention.q_proj, attention.k_proj, attention.v_proj)
-        linear(layer_spec.self_attention.linear[1], attention.out_proj)
-        norm(layer_spec.self_attention.layer_norm, layer.self_attn_sublayer.norm)
-        linear(layer_spec.ffn.linear_0, layer.feed_forward.linear_1)
-        linear(layer_spec.ffn.linear_1, layer.feed_forward.linear_2)
-        norm(layer_spec.ffn.layer_norm, layer.feed_forward_sublayer.norm)
-    stack(spec.decoder, decoder)
-    for layer_spec, layer in zip(spec.decoder.layer, decoder.layers):
-        attention = layer.self_attn
-        linear(layer_spec.self_attention.linear[0], attention.q_proj, attention.k_proj, attention.v_proj)
-        linear(layer_spec.self_attention.linear[1], attention.out_proj)
-        norm(layer_spec.self_attention.layer_norm, layer.self_attn_sublayer.norm)
-        attention = layer.cross_attn
-        linear(layer_spec.attention.linear[0], attention.q_proj)
-        linear(layer_spec.attention.linear[1], attention.k_proj, attention.v_proj)
-        linear(layer_spec.attention.linear[2], attention.out_proj)
-        norm(layer_spec.attention.layer_norm, layer.cross_attn_sublayer.norm)
-        linear(layer_spec.ffn.linear_0, layer.feed_forward.linear_1)
-        linear(layer_spec.ffn.linear_1, layer.feed_forward.linear_2)
-        norm(layer_spec.ffn.layer_norm, layer.feed_forward_sublayer.norm)
+    for stack_spec, ours in ((spec.encoder, model.get_encoder()), (spec.decoder, model.get_decoder())):
+        stack(stack_spec, ours)
+        for layer_spec, layer in zip(stack_spec.layer, ours.layers):
+            attention = layer.self_attn
+            linear(layer_spec.self_attention.linear[0], attention.q_proj, attention.k_proj, attention.v_proj)
+            linear(layer_spec.self_attention.linear[1], attention.out_proj)
+            norm(layer_spec.self_attention.layer_norm, layer.self_attn_sublayer.norm)
+            if stack_spec is spec.decoder:
+                attention = layer.cross_attn
+                linear(layer_spec.attention.linear[0], attention.q_proj)
+                linear(layer_spec.attention.linear[1], attention.k_proj, attention.v_proj)
+                linear(layer_spec.attention.linear[2], attention.out_proj)
+                norm(layer_spec.attention.layer_norm, layer.cross_attn_sublayer.norm)
+            linear(layer_spec.ffn.linear_0, layer.feed_forward.linear_1)
+            linear(layer_spec.ffn.linear_1, layer.feed_forward.linear_2)
+            norm(layer_spec.ffn.layer_norm, layer.feed_forward_sublayer.norm)
     spec.decoder.projection.weight = tensor(model.lm_head.weight)
     if model.final_logits_bias is not None:
         spec.decoder.projection.bias = tensor(model.final_logits_bias.reshape(-1))
@@ -217,13 +162,10 @@ def to_ctranslate2_spec(model, tokenizer):
 
 def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: str | None = None,
                         force: bool = False, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
-    """Our model folder or Hub id → a CTranslate2 model folder at `output_dir`, with the tokenizer and
-    the generation config.
+    """Our model folder or Hub id → a CTranslate2 folder with the tokenizer and generation config.
 
-    `quantization`: None (float32 weights) or one of CTranslate2's weight types ("int8", "int8_float32",
-    "int16", "float16", "bfloat16", ...). An `output_dir` (named `flag` in errors) that already holds files
-    is refused unless `force` (then the conversion replaces it, once complete); one that is, holds or lies
-    inside `source` always (`outputs.claim`).
+    `quantization`: None (float32) or a CTranslate2 weight type ("int8", ...). An `output_dir` (named `flag`
+    in errors) holding files is replaced only with `force`; one that is, holds or lies inside `source`, never.
     """
     output_dir = claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True,
                        replace_flag="--force" if flag.startswith("--") else "force=True", replace=force)
@@ -252,8 +194,7 @@ def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: st
 
 
 def read_conversion_record(folder: PathLike) -> dict:
-    """What `convert_ctranslate2` recorded in `folder` (source, num_parameters, quantization, CTranslate2
-    version); {} for a folder converted otherwise."""
+    """What `convert_ctranslate2` recorded in `folder`; {} for a folder converted otherwise."""
     path = Path(folder) / CONVERSION_RECORD
     if not path.is_file():
         return {}
@@ -261,7 +202,6 @@ def read_conversion_record(folder: PathLike) -> dict:
 
 
 def is_ctranslate2_model(folder: PathLike) -> bool:
-    """Whether `folder` holds a CTranslate2 model (its model.bin and vocabulary)."""
     folder = Path(folder)
     return all((folder / name).is_file() for name in CTRANSLATE2_FILES)
 

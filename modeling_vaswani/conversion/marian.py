@@ -1,20 +1,11 @@
 """Marian in, Marian out: transformers' `MarianMTModel` (the Opus-MT models) as our model, and back.
 
-The parts: `marian_config` maps the settings (and refuses what the other side cannot compute),
-`marian_weights` the weights (one permutation of the d_model coordinates maps Marian's layout of
-the sinusoids onto ours); this module converts models and folders with them.
-
-Export writes our `layer_norm_eps` into the Marian config.json (`layer_norm_eps`, which import
-reads back). transformers' `MarianMTModel` does not read it and normalises with ε = 1e-5, so a
-model trained with another ε (ours default to 1e-6) gives logits that differ by about the ratio
-of the ε to the variance of the normalised vectors; `export_marian` warns when that is the case.
-
-Decoding settings travel as they are, in generation_config.json both ways. A converted Marian model
-decodes as transformers' MarianMTModel does (its num_beams, max_length, bad_words_ids, ...). An
-exported model keeps our entries too (`max_output_length_offset`, `length_penalty_formula`,
-`beam_termination`), which transformers ignores: MarianMTModel decodes with transformers' own beam
-search and without §6.1's "input length + 50" limit, so pass `max_new_tokens` to its `generate`;
-ours decodes the same way with `generate(..., **TRANSFORMERS_BEAM_SEARCH)` (model/generation.py).
+Marian lays the sinusoids (§3.5) out sines first, cosines second; ours interleave. Every part of the
+model is equivariant under a permutation of the d_model coordinates (Linears permute rows or columns,
+LayerNorm does not see the order), so converting permutes the d_model side of every weight and nothing
+else: logits agree to float rounding, ours → Marian → ours is bit for bit. transformers' MarianMTModel
+ignores `layer_norm_eps` (always 1e-5): `export_marian` warns when ours differs. Decoding settings travel
+as they are in generation_config.json.
 """
 
 from __future__ import annotations
@@ -32,12 +23,57 @@ from ..model.configuration_vaswani import VaswaniConfig
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..outputs import claim, write_folder
 from .marian_config import MARIAN_LAYER_NORM_EPS, MarianConversionError, config_from_marian, config_to_marian
-from .marian_weights import is_attention_bias, marian_order, permute, weight_names
 
 PathLike = Union[str, os.PathLike]
 
+# How each weight's d_model side is laid out: IN = its last dimension (embedding columns, a Linear's
+# input), OUT = its first dimension (a Linear's output rows, or a d_model vector), NONE = no d_model side.
+IN, OUT, NONE = "in", "out", "none"
 
-# --- models --------------------------------------------------------------------------------------
+
+def marian_order(d_model: int) -> torch.Tensor:
+    """marian[..., j] = ours[..., order[j]]: Marian's sines (ours at even j), then its cosines (odd j)."""
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def weight_names(num_layers: int, num_decoder_layers: int) -> list[tuple[str, str, str]]:
+    """(our state_dict name, Marian's, layout of the d_model side) for every weight of both models."""
+    names = [(name, name, IN) for name in ("model.shared.weight", "model.encoder.embed_tokens.weight",
+                                          "model.decoder.embed_tokens.weight", "lm_head.weight")]
+
+    def add(ours: str, theirs: str, weight: str, bias: str):
+        names.extend([(f"{ours}.weight", f"{theirs}.weight", weight), (f"{ours}.bias", f"{theirs}.bias", bias)])
+
+    for stack, count in (("encoder", num_layers), ("decoder", num_decoder_layers)):
+        for i in range(count):
+            prefix = f"model.{stack}.layers.{i}"
+            blocks = [("self_attn", "self_attn", "self_attn_sublayer.norm", "self_attn_layer_norm")]
+            if stack == "decoder":
+                blocks.append(("cross_attn", "encoder_attn", "cross_attn_sublayer.norm", "encoder_attn_layer_norm"))
+            for ours, theirs, our_norm, their_norm in blocks:
+                for projection in ("q_proj", "k_proj", "v_proj"):
+                    add(f"{prefix}.{ours}.{projection}", f"{prefix}.{theirs}.{projection}", IN, NONE)
+                add(f"{prefix}.{ours}.out_proj", f"{prefix}.{theirs}.out_proj", OUT, OUT)
+                add(f"{prefix}.{our_norm}", f"{prefix}.{their_norm}", OUT, OUT)
+            add(f"{prefix}.feed_forward.linear_1", f"{prefix}.fc1", IN, NONE)
+            add(f"{prefix}.feed_forward.linear_2", f"{prefix}.fc2", OUT, OUT)
+            add(f"{prefix}.feed_forward_sublayer.norm", f"{prefix}.final_layer_norm", OUT, OUT)
+    names.append(("final_logits_bias", "final_logits_bias", NONE))
+    return names
+
+
+def is_attention_bias(name: str) -> bool:
+    """Whether `name` is a bias of W^Q, W^K, W^V or W^O (ours may do without them)."""
+    return name.endswith("_proj.bias")
+
+
+def permute(tensor: torch.Tensor, layout: str, order: torch.Tensor) -> torch.Tensor:
+    """`tensor` with its d_model side (`layout`) in the coordinate order `order`; a copy when it has none."""
+    if layout == IN:
+        return tensor.index_select(tensor.dim() - 1, order.to(tensor.device))
+    if layout == OUT:
+        return tensor.index_select(0, order.to(tensor.device))
+    return tensor.clone()
 
 
 def from_marian(marian: MarianMTModel) -> VaswaniForConditionalGeneration:
@@ -91,51 +127,39 @@ def _check_covered(state: dict, known: set, side: str, other: str) -> None:
         )
 
 
-# --- folders -------------------------------------------------------------------------------------
-
 
 def convert_marian(source: PathLike, output_dir: PathLike, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
-    """A MarianMTModel folder or Hub id → our model folder at `output_dir`, with its tokenizer.
-
-    The folder loads with `VaswaniForConditionalGeneration.from_pretrained` (or, where this package
-    is not installed, `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`); the
-    tokenizer is Marian's own (sentencepiece: `pip install sentencepiece`). `output_dir` (named `flag` in
-    errors) is written whole or not at all, and never over `source` (`outputs.claim`).
-    """
-    claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True)
-    model_type = _model_type(source, **from_pretrained_kwargs)
-    if model_type != "marian":
-        raise MarianConversionError(f"{str(source)!r} holds a {model_type!r} model, not a Marian one (MarianMTModel).")
-    marian = MarianMTModel.from_pretrained(source, **from_pretrained_kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(source, **from_pretrained_kwargs)
-    model = from_marian(marian)
-    with write_folder(output_dir) as folder:  # whole or not at all
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    return Path(output_dir)
+    """A MarianMTModel folder or Hub id → our model folder (with Marian's sentencepiece tokenizer), written
+    whole or not at all and never over `source`; `flag` names `output_dir` in errors."""
+    return _convert(source, output_dir, flag, "marian", "a Marian one (MarianMTModel)", MarianMTModel, from_marian,
+                    from_pretrained_kwargs)
 
 
 def export_marian(source: PathLike, output_dir: PathLike, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
-    """Our model folder or Hub id → a MarianMTModel folder at `output_dir`, with the tokenizer.
+    """Our model folder or Hub id → a MarianMTModel folder, as `convert_marian` writes; warns when the
+    model's layer_norm_eps is not Marian's 1e-5."""
+    def convert(model):
+        if model.config.layer_norm_eps != MARIAN_LAYER_NORM_EPS:
+            warnings.warn(
+                f"layer_norm_eps={model.config.layer_norm_eps:g} is written to config.json, but transformers' "
+                f"MarianMTModel normalises with {MARIAN_LAYER_NORM_EPS:g}: its logits differ slightly from this "
+                "model's.", stacklevel=4)
+        return to_marian(model)
 
-    Warns when the model's layer_norm_eps is not Marian's 1e-5 (see the module docstring). `output_dir`
-    (named `flag` in errors) is written whole or not at all, and never over `source` (`outputs.claim`).
-    """
+    return _convert(source, output_dir, flag, VaswaniConfig.model_type, "one of ours ('vaswani')",
+                    VaswaniForConditionalGeneration, convert, from_pretrained_kwargs)
+
+
+def _convert(source, output_dir, flag, model_type, expected, model_class, convert, kwargs) -> Path:
     claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True)
-    model_type = _model_type(source, **from_pretrained_kwargs)
-    if model_type != VaswaniConfig.model_type:
-        raise MarianConversionError(f"{str(source)!r} holds a {model_type!r} model, not one of ours ('vaswani').")
-    model = VaswaniForConditionalGeneration.from_pretrained(source, **from_pretrained_kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(source, **from_pretrained_kwargs)
-    if model.config.layer_norm_eps != MARIAN_LAYER_NORM_EPS:
-        warnings.warn(
-            f"layer_norm_eps={model.config.layer_norm_eps:g} is written to config.json, but transformers' "
-            f"MarianMTModel normalises with {MARIAN_LAYER_NORM_EPS:g}: its logits differ slightly from this model's.",
-            stacklevel=2,
-        )
-    marian = to_marian(model)
+    found = _model_type(source, **kwargs)
+    if found != model_type:
+        raise MarianConversionError(f"{str(source)!r} holds a {found!r} model, not {expected}.")
+    model = model_class.from_pretrained(source, **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    model = convert(model)
     with write_folder(output_dir) as folder:  # whole or not at all
-        marian.save_pretrained(folder)
+        model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
     return Path(output_dir)
 

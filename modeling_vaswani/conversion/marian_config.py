@@ -1,28 +1,10 @@
 """Marian's config.json as ours, and back: each Marian setting a config option of ours or refused.
 
-`MarianMTModel` computes the Transformer of §3 — post-LN encoder and decoder stacks, multi-head
-attention with biased projections, a two-layer position-wise FFN, fixed sinusoids, one shared
-vocabulary — with a few settings of its own. Each is a config option of ours (off by default,
-flagged `Deviation:` where it acts in `modeling_vaswani/model/`) or refused with a one-line error:
-
-| Marian                                               | ours                                                  |
-|------------------------------------------------------|-------------------------------------------------------|
-| `activation_function` "swish"/"silu" or "relu"       | `activation_function` "swish" or "relu"               |
-| `final_logits_bias` (a buffer; zeros in many models) | `final_logits_bias=True` when it is not all zeros     |
-| biases in W^Q, W^K, W^V, W^O                         | `attention_bias=True` when they are not all zeros     |
-| LayerNorm ε = 1e-5 (fixed in transformers' code)     | `layer_norm_eps=1e-5`                                 |
-| `scale_embedding`                                    | `scale_embedding`                                     |
-| pad = decoder start token, `bos_token_id` None       | the same token ids                                    |
-| the decoding settings (generation_config.json)       | carried over as they are                              |
-| separate source/target vocabularies, an untied       | refused                                               |
-| output projection, encoder and decoder of different  |                                                       |
-| widths or heads, other activations, and the legacy   |                                                       |
-| `normalize_embedding`, `normalize_before`,           |                                                       |
-| `add_final_layer_norm`, `add_bias_logits` = true or  |                                                       |
-| `static_position_embeddings` = false                 |                                                       |
-
-Training-only settings that ours has no place for (`encoder_layerdrop`, `decoder_layerdrop`,
-`activation_dropout`, `init_std`) are dropped; a non-zero dropout among them is reported as a warning.
+Mapped: activation "swish"/"silu"/"relu", a non-zero final_logits_bias or attention bias, LayerNorm
+ε = 1e-5, scale_embedding, token ids, generation config. Refused: separate vocabularies, an untied
+output projection, different encoder/decoder widths or heads, other activations, and the legacy
+normalize_embedding, normalize_before, add_final_layer_norm, add_bias_logits, static_position_embeddings
+set against us. Dropped with a warning when non-zero: layerdrop and activation_dropout.
 """
 
 from __future__ import annotations
@@ -48,6 +30,9 @@ UNSUPPORTED_LEGACY = {
 }
 # Training-only Marian settings ours has no field for.
 DROPPED_TRAINING_SETTINGS = ("encoder_layerdrop", "decoder_layerdrop", "activation_dropout")
+# Settings both configs name alike.
+SHARED_SETTINGS = ("d_model", "max_position_embeddings", "pad_token_id", "bos_token_id", "eos_token_id",
+                   "decoder_start_token_id", "use_cache")
 
 
 class MarianConversionError(ValueError):
@@ -106,7 +91,6 @@ def config_from_marian(marian_config: MarianConfig, final_logits_bias: bool = Tr
                       stacklevel=2)
     return VaswaniConfig(
         vocab_size=c.vocab_size,
-        d_model=c.d_model,
         d_ff=c.encoder_ffn_dim,
         num_heads=c.encoder_attention_heads,
         num_layers=c.encoder_layers,
@@ -115,7 +99,6 @@ def config_from_marian(marian_config: MarianConfig, final_logits_bias: bool = Tr
         attention_dropout=float(c.attention_dropout),
         label_smoothing=getattr(c, "label_smoothing", 0.1),  # written by export_marian; Marian has none
         positional_encoding="sinusoidal",
-        max_position_embeddings=c.max_position_embeddings,
         share_embeddings=True,
         scale_embedding=bool(c.scale_embedding),
         norm_first=False,
@@ -124,11 +107,7 @@ def config_from_marian(marian_config: MarianConfig, final_logits_bias: bool = Tr
         layer_norm_eps=getattr(c, "layer_norm_eps", MARIAN_LAYER_NORM_EPS),
         activation_function=ACTIVATIONS[c.activation_function],
         final_logits_bias=bool(final_logits_bias),
-        pad_token_id=c.pad_token_id,
-        bos_token_id=c.bos_token_id,
-        eos_token_id=c.eos_token_id,
-        decoder_start_token_id=c.decoder_start_token_id,
-        use_cache=c.use_cache,
+        **{name: getattr(c, name) for name in SHARED_SETTINGS},
     )
 
 
@@ -159,8 +138,6 @@ def config_to_marian(config: VaswaniConfig) -> MarianConfig:
     return MarianConfig(
         vocab_size=config.vocab_size,
         decoder_vocab_size=config.vocab_size,
-        max_position_embeddings=config.max_position_embeddings,
-        d_model=config.d_model,
         encoder_layers=config.num_layers,
         decoder_layers=config.num_decoder_layers,
         encoder_ffn_dim=config.d_ff,
@@ -174,13 +151,7 @@ def config_to_marian(config: VaswaniConfig) -> MarianConfig:
         scale_embedding=bool(config.scale_embedding),
         share_encoder_decoder_embeddings=True,
         tie_word_embeddings=True,
-        pad_token_id=config.pad_token_id,
-        bos_token_id=config.bos_token_id,
-        eos_token_id=config.eos_token_id,
-        decoder_start_token_id=config.decoder_start_token_id,
         forced_eos_token_id=None,  # MarianConfig defaults to forcing token 0; ours forces nothing
-        use_cache=config.use_cache,
-        # Not read by transformers' MarianMTModel (see the module docstring); read back by import.
-        layer_norm_eps=config.layer_norm_eps,
-        label_smoothing=config.label_smoothing,
+        # layer_norm_eps: not read by transformers' MarianMTModel (see the module docstring); read back by import.
+        **{name: getattr(config, name) for name in (*SHARED_SETTINGS, "layer_norm_eps", "label_smoothing")},
     )

@@ -1,36 +1,12 @@
-"""Translating with CTranslate2 instead of PyTorch — the same tokenizer, batches and decoding limits.
+"""Translating with CTranslate2: a converted folder as a `CTranslate2Engine`, which has our model's
+`generate(input_ids, attention_mask, num_beams, length_penalty, max_new_tokens)`, so `translation` and
+`scoring` run it unchanged.
 
-A CTranslate2 folder (`modeling_vaswani.conversion.ctranslate2.convert_ctranslate2`) is loaded as a
-`CTranslate2Engine`, which stands in for our model in `translation.translate`, `translate_batches`
-and `scoring.score_model`: it has the model's `generate(input_ids, attention_mask, num_beams=...,
-length_penalty=..., max_new_tokens=...)`, so tokenizing, sorting by length, batching, cutting long
-sentences and detokenizing are the code that runs for our model. `generate` turns each batch into
-token strings and calls CTranslate2's `Translator.translate_batch`.
-
-The decoding settings map one to one. The defaults are those of the generation_config.json saved in
-the folder (§6.1 for our models: beam 4, α = 0.6, input length + 50), else `NUM_BEAMS`,
-`LENGTH_PENALTY` and `MAX_OUTPUT_LENGTH_OFFSET`:
-
-| ours (`generate`)                        | CTranslate2 (`translate_batch`)                           |
-|------------------------------------------|-----------------------------------------------------------|
-| `num_beams`                              | `beam_size`                                               |
-| `length_penalty` α                       | `length_penalty`: a finished hypothesis scores            |
-|                                          | log P(Y | X) / |Y|^α, transformers' formula, where |Y|    |
-|                                          | counts </s> with `return_end_token=True` (as transformers |
-|                                          | does; without it CTranslate2 leaves </s> out of |Y|)      |
-| `max_new_tokens`, by default the padded  | `max_decoding_length`, absolute: the same number, computed|
-| batch's input length + 50 (§6.1)         | for each batch from its longest (padded) input            |
-| `early_stopping=True` (done once k       | `patience=1` (done once beam_size × patience hypotheses   |
-| hypotheses finished)                     | finished); only the k best of 2k candidates may finish    |
-| no minimum length                        | `min_decoding_length=0` (CTranslate2's default, 1, would  |
-|                                          | forbid </s> as the first token)                           |
-
-So CTranslate2 decodes as `generate(..., **TRANSFORMERS_BEAM_SEARCH)` does: with a model saved with
-that search (no `length_penalty_formula` in its generation config, as the shipped hub_card) the
-outputs are ours, token for token, in float32. CTranslate2 has neither GNMT's length penalty
-((5 + |Y|) / 6)^α nor tensor2tensor's stopping rule, which models trained by this package decode
-with by default (model/beam_search.py); for those the engine says once, as a warning, that a few
-beam translations may differ. Greedy decoding (`num_beams=1`) is the same either way.
+Settings map one to one: num_beams → beam_size; α → length_penalty (log P / |Y|^α, |Y| counting </s>:
+`return_end_token=True`); max_new_tokens (default: input length + 50, §6.1) → max_decoding_length;
+early_stopping=True → patience=1; min_decoding_length=0 (CTranslate2's 1 would forbid </s> first).
+CTranslate2 lacks GNMT's penalty and the paper's stopping rule: a model decoding with them gets one
+warning that some beam translations may differ. Greedy decoding is the same either way.
 """
 
 from __future__ import annotations
@@ -81,14 +57,9 @@ MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "mo
 
 
 class CTranslate2Engine:
-    """A CTranslate2 model folder with our model's `generate` and `device`, for `translation.translate`.
-
-    `device`: "cpu", "cuda", "cuda:1" (None: cuda when CTranslate2 sees a GPU, else cpu);
-    `compute_type`: CTranslate2's ("default" keeps the saved weights' type; "int8", "float32", ...
-    convert them on loading); `threads`: CPU threads of one translation (None: the package's rule,
-    `threads.choose_threads`, for the model's parameter count: 1 under 20M, as for our model;
-    0: CTranslate2's own default). The count is `self.threads`, why `self.threads_chosen_by`.
-    """
+    """A CTranslate2 folder with our model's `generate` and `device`. `device`: cpu, cuda, cuda:N (None: cuda
+    if CTranslate2 sees one); `compute_type`: CTranslate2's; `threads`: None for `threads.choose_threads`'s
+    rule on the recorded parameter count, 0 for CTranslate2's default."""
 
     def __init__(self, folder: PathLike, device: str | None = None, compute_type: str = "default",
                  threads: int | None = None):
@@ -124,7 +95,6 @@ class CTranslate2Engine:
         self._warned = False
 
     def settings(self, input_length: int, num_beams=None, length_penalty=None, max_new_tokens=None) -> dict:
-        """The translate_batch options for a batch whose longest input has `input_length` tokens."""
         config = self.generation_config
         if max_new_tokens is None:
             if length_limit_chosen(config):  # the saved config's own limit replaces §6.1's, as in ours
@@ -173,17 +143,15 @@ class CTranslate2Engine:
 
 def load_ctranslate2_translator(folder: PathLike, device: str | None = None, compute_type: str = "default",
                                 threads: int | None = None):
-    """(engine, tokenizer) from a CTranslate2 folder written by convert_ctranslate2, as
-    `translation.load_translator` returns (model, tokenizer)."""
+    """(engine, tokenizer), as `translation.load_translator` returns (model, tokenizer)."""
     engine = CTranslate2Engine(folder, device=device, compute_type=compute_type, threads=threads)
     return engine, load_tokenizer(folder)
 
 
 def load_ctranslate2_for(model_name_or_path: str, ct2_model: PathLike | None = None, device: str | None = None,
                          compute_type: str = "default", threads: int | None = None):
-    """(engine, tokenizer) for the scripts' --engine ctranslate2: `ct2_model` if given, else
-    `model_name_or_path` itself when it is a CTranslate2 folder, else its conversion in the cache
-    (made on first use). `threads`: as for `CTranslate2Engine` (None: the package's rule, as for our model)."""
+    """(engine, tokenizer) for --engine ctranslate2: `ct2_model`, else `model_name_or_path` if it is a
+    CTranslate2 folder, else its conversion in the cache (made on first use)."""
     import_ctranslate2()
     if ct2_model is None:
         local = Path(model_name_or_path)
@@ -191,12 +159,8 @@ def load_ctranslate2_for(model_name_or_path: str, ct2_model: PathLike | None = N
     return load_ctranslate2_translator(ct2_model, device=device, compute_type=compute_type, threads=threads)
 
 
-# --- converting on the fly -----------------------------------------------------------------------
-
-
 def cache_root() -> Path:
-    """Where converted models are kept: $MODELING_VASWANI_CACHE, else $XDG_CACHE_HOME/modeling_vaswani,
-    else ~/.cache/modeling_vaswani; then ctranslate2/."""
+    """$MODELING_VASWANI_CACHE or $XDG_CACHE_HOME/modeling_vaswani or ~/.cache/modeling_vaswani, + ctranslate2/."""
     base = os.environ.get("MODELING_VASWANI_CACHE")
     if not base:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modeling_vaswani"
@@ -205,12 +169,8 @@ def cache_root() -> Path:
 
 def cached_ctranslate2_model(model_name_or_path: str, quantization: str | None = None,
                              cache_dir: PathLike | None = None) -> Path:
-    """A CTranslate2 conversion of our model folder or Hub id, made once and kept in `cache_dir`
-    (default: `cache_root()`).
-
-    A local folder's conversion is made again when its weights, config or tokenizer change (their
-    sizes and modification times are part of the cache key); a Hub id's, for each commit.
-    """
+    """The CTranslate2 conversion of a model folder or Hub id, kept in `cache_dir` (`cache_root()`); made
+    again when a folder's files change (sizes and mtimes key it) or a Hub id's commit does."""
     import_ctranslate2()
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     name, key = _cache_key(model_name_or_path, quantization)

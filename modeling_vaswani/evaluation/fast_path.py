@@ -1,20 +1,6 @@
-"""A faster translation path on the same weights (not from the paper): half precision, int8 Linear
-layers, a compiled decoding step. The default is none of them: exact float32.
-
-- `dtype` "bfloat16" / "float16": weights and activations in that dtype (`from_pretrained(dtype=...)`).
-  A CPU computes bf16 matrix products fast only with AMX tiles or AVX512-BF16
-  (`machine.bf16_support()`); without either they are emulated and run slower than float32, and
-  `precision_warning` (machine.py's line) says so rather than letting the run be silently slower.
-- `quantize` "int8": torch's dynamic quantization of every `nn.Linear` (weights stored as int8, each
-  batch of activations quantized on the fly); CPU only, on float32 weights.
-- `compile`: the static key/value cache (every slot allocated up front, so each decoding step has
-  the same shapes) and `torch.compile` of the decoding step through generate's own compile path
-  (`generation_config.compile_config`). transformers compiles the step of greedy search only, and
-  compiles again for every new batch shape (batch size, source length): on a CPU the compilation
-  costs far more than a test set's decoding saves (benchmarks/RESULTS.md measures it).
-
-`FastPath.check` refuses a combination that cannot run, before anything is loaded; `apply` changes a
-loaded model in place.
+"""A faster translation path on the same weights (not from the paper): bf16/fp16 weights, int8 dynamic
+quantization of nn.Linear (CPU only), or generate's compiled static-cache step. Default: exact float32.
+`FastPath.check` refuses what cannot run before anything loads; bf16 without AMX/AVX512-BF16 is warned.
 """
 
 from __future__ import annotations

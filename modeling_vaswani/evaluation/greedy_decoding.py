@@ -1,18 +1,6 @@
-"""§3 "auto-regressive" decoding, written out by hand — greedy search for teaching.
-
-"At each step the model is auto-regressive, consuming the previously generated symbols as
-additional input when generating the next." (§3)
-
-`greedy_decode` is that sentence as a loop: encode the source once, start the output with the
-start token, and repeatedly run the decoder on everything produced so far, take the most likely
-next token, and append it — until every sentence has produced the end-of-sentence token or the
-length limit (§6.1: input length + 50, the offset saved in the model's generation config) is
-reached.
-
-It recomputes the whole decoder at every step (no key/value cache), so step t costs O(t) layer
-passes and a whole output O(n²): the simplest correct decoder, and the baseline against which
-`model.generate` (cached, O(n) per output) is checked and measured. It returns exactly what
-`model.generate(..., num_beams=1, do_sample=False)` returns.
+"""§3: "At each step the model is auto-regressive, consuming the previously generated symbols as
+additional input when generating the next" — greedy search as a plain loop, without a cache (O(n²)),
+the reference `model.generate(num_beams=1)` is checked against; it returns the same ids.
 """
 
 import torch

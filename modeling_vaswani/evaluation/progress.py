@@ -1,9 +1,4 @@
-"""A progress bar for the scripts that translate many sentences (not from the paper).
-
-`progress_bar` draws tqdm's bar on stderr while a file or a test set is translated, and nothing
-when stderr is not a terminal (a log file, a pipe, a test) or when asked to be quiet: a bar's
-redrawn lines would only clutter what is recorded there.
-"""
+"""The scripts' progress bar (not from the paper): tqdm on stderr, only when it is a terminal."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""§6.1 — scoring translations with BLEU.
-
-The paper reports BLEU on newstest2014, computed on tokenized text with hyphenated compounds
-split. The `vaswani_bleu` metric in `metrics/vaswani_bleu/` (an `evaluate` metric that works
-offline, from its folder) computes that score next to the one to report today, cased
-detokenized sacreBLEU with its signature, plus lowercased tokenized BLEU and chrF. See that
-module for what each score means.
-
-`METRIC_PATH` is the metric's folder, for `evaluate.load(METRIC_PATH)`; `load_bleu_metric`
-does that load and `compute_bleu` scores a list of translations in one call.
-"""
+"""§6.1 — BLEU of translations, through the offline `vaswani_bleu` metric (metrics/vaswani_bleu/): cased
+sacreBLEU with its signature, the paper's tokenized BLEU, lowercased tokenized BLEU and chrF."""
 
 from __future__ import annotations
 

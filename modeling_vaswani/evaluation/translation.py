@@ -1,22 +1,9 @@
-"""Translating text with a trained model — §6.1 decoding, end to end (tokenize → generate → detokenize).
+"""Translating text with a trained model — §6.1 decoding end to end (tokenize → generate → detokenize).
 
-The paper decodes with beam search (beam 4, length penalty α = 0.6, at most input length + 50
-tokens); a saved model carries those settings in its generation_config.json, so `translate`
-uses them unless told otherwise. Input is processed in batches of sentences sorted by length
-(less padding), and results come back in the input order. `translate_stream` (and
-`translate_batches`, a list per batch) reads a long file lazily, a batch at a time, so memory does
-not grow with the file.
-
-A sentence longer than `max_source_length` tokens is cut to that length before it is translated,
-so its translation covers only its beginning; each call says once, as a warning, how many were cut.
-
-`load_translator` loads quietly: transformers' progress bars and messages below errors are off
-while it loads (as they were afterwards), and a name that can only be a local path (./x, ../x, /x,
-x with no slash) but is not there is refused at once, without asking the Hub. Its `fast_path`
-(fast_path.py: bf16/fp16, int8 Linear layers, a compiled step) is the one loader of every script's
---dtype, --quantize and --compile; without it the model is exactly the saved float32 one. The translating
-functions take a `progress` callable, called with the number of sentences each finished batch
-adds, for a progress bar.
+Sentences go in batches sorted by length and come back in input order; `translate_batches` reads a
+stream lazily. A sentence over `max_source_length` tokens is cut, with one warning per call.
+`load_translator` loads quietly, refuses a local path that is not there without asking the Hub, and
+applies the `FastPath` (--dtype, --quantize, --compile).
 """
 
 import logging
@@ -42,8 +29,7 @@ MAX_SOURCE_LENGTH = 512
 
 
 def resolve_device(device: str | None = None) -> torch.device:
-    """The torch.device named by `device` ("cpu", "cuda", "cuda:1", "mps", ...), checked to exist on
-    this machine; None means cuda when available, else cpu."""
+    """The torch.device named by `device`, checked to exist here; None: cuda when available, else cpu."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -62,8 +48,7 @@ def resolve_device(device: str | None = None) -> torch.device:
 
 
 def check_model_type(model_name_or_path: str) -> None:
-    """Refuse a config.json without model_type with a message that says so (AutoModel would report
-    "custom code which must be executed" instead)."""
+    """Refuse a config.json without model_type (AutoModel would speak of "custom code" instead)."""
     try:
         config, _ = PretrainedConfig.get_config_dict(model_name_or_path)
     except OSError:
@@ -77,8 +62,7 @@ def check_model_type(model_name_or_path: str) -> None:
 
 
 def check_model_exists(model_name_or_path) -> None:
-    """Refuse, in one line, a name that can only be a local path (./x, ../x, /x, x with no slash) when
-    nothing is there; a loader would ask the Hub for it and, offline, wait for the connection to fail."""
+    """Refuse a name that can only be a local path when nothing is there (else the Hub is asked, and waited for)."""
     if not isinstance(model_name_or_path, (str, os.PathLike)):
         return
     name = os.fspath(model_name_or_path)
@@ -91,8 +75,7 @@ def check_model_exists(model_name_or_path) -> None:
 
 @contextmanager
 def quiet_loading():
-    """Inside: transformers' progress bars (the "Loading weights" bar) and its messages below errors are
-    off; afterwards they are as they were."""
+    """transformers' progress bars and messages below errors off inside, restored after."""
     from transformers.utils import logging as hf_logging
 
     bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
@@ -108,16 +91,9 @@ def quiet_loading():
 
 def load_translator(model_name_or_path: str, device: str | None = None, quiet: bool = True,
                     fast_path: FastPath | None = None):
-    """(model, tokenizer) from a saved folder or Hub id, model in eval mode on `device`.
-
-    The model is built from this package's own classes (registered for model_type "vaswani" on
-    import), never from code shipped inside the folder: trust_remote_code stays off, so a folder of
-    another model type that brings its own code is refused instead of run. A path to a file, a local
-    path that is not there and a device that does not exist here are refused before anything is
-    loaded. With `quiet` (the default) loading shows no progress bar and no messages below errors.
-    `fast_path` (default: exact float32) loads the weights in its dtype and quantizes or compiles as
-    it says; a combination that cannot run is refused (FastPathError) before anything is loaded.
-    """
+    """(model, tokenizer) from a saved folder or Hub id, model in eval mode on `device`, built from this
+    package's classes (trust_remote_code stays off: a folder's own code is refused, not run). Bad paths,
+    devices and `fast_path` combinations are refused before anything loads."""
     target = resolve_device(device)
     fast_path = fast_path or FastPath()
     fast_path.check(target)
@@ -145,11 +121,29 @@ def load_translator(model_name_or_path: str, device: str | None = None, quiet: b
     return model, tokenizer
 
 
+def load_for_script(args, model_name: str, device: str | None = None):
+    """(model, tokenizer, threads, why, words) for a script's --engine, --ct2_model, --ct2_compute_type,
+    --dtype, --quantize, --compile and --threads; `words` names the engine for its progress bar and summary."""
+    if args.engine == "ctranslate2":
+        from .ctranslate2_engine import load_ctranslate2_for
+
+        model, tokenizer = load_ctranslate2_for(model_name, args.ct2_model, device, args.ct2_compute_type,
+                                                threads=args.threads)
+        threads, why, prefix = model.threads, model.threads_chosen_by, "ctranslate2, "
+    else:
+        from ..threads import use_threads
+
+        fast_path = FastPath(args.dtype, args.quantize, args.compile)
+        model, tokenizer = load_translator(model_name, device, fast_path=fast_path)
+        threads, why = use_threads(model, args.threads)
+        prefix = "" if fast_path.is_default else f"{fast_path.describe()}, "
+    return model, tokenizer, threads, why, f"{prefix}{threads} thread{'s' * (threads != 1)}"
+
+
 def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_source_length: int = MAX_SOURCE_LENGTH,
               progress: Callable[[int], object] | None = None, **generate_kwargs) -> list[str]:
-    """Translate `sentences` (a list of str); blank lines, and lines of invisible characters alone
-    (`source_line`), give blank translations without decoding.
-    `progress`, if given, is called with the number of sentences each finished batch adds."""
+    """Translations of `sentences`; blank or invisible-only lines give "" without decoding. `progress(n)`
+    is called as each batch finishes."""
     outputs, cut = _translate(model, tokenizer, sentences, batch_size, max_source_length, generate_kwargs, progress)
     warn_truncated(cut, len(sentences), max_source_length)
     return outputs
@@ -158,12 +152,8 @@ def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_
 def translate_batches(model, tokenizer, lines: Iterable[str], batch_size: int = 64,
                       max_source_length: int = MAX_SOURCE_LENGTH, progress: Callable[[int], object] | None = None,
                       **generate_kwargs) -> Iterator[list[str]]:
-    """Translate an iterable of lines lazily, `batch_size` lines at a time, yielding each batch's
-    translations (a list, in order) as soon as it is done.
-
-    A line's terminator ("\\n" or "\\r\\n") is removed; nothing else splits or joins lines. Sentences
-    cut to `max_source_length` are counted over the whole stream and reported once, at its end.
-    """
+    """Each batch's translations, lazily; only a line's terminator is removed. Cut sentences are reported
+    once, at the end of the stream."""
     lines = iter(lines)
     cut = total = 0
     try:
@@ -177,14 +167,12 @@ def translate_batches(model, tokenizer, lines: Iterable[str], batch_size: int = 
 
 
 def translate_stream(model, tokenizer, lines: Iterable[str], batch_size: int = 64, **kwargs) -> Iterator[str]:
-    """Translate an iterable of lines lazily, `batch_size` lines at a time, in order."""
     for outputs in translate_batches(model, tokenizer, lines, batch_size=batch_size, **kwargs):
         yield from outputs
 
 
 def as_one_line(text: str) -> str:
-    """`text` with any line break ("\\n", "\\r") turned into a space, so that writing one translation per
-    line keeps line i of the output the translation of line i of the input."""
+    """`text` with line breaks as spaces: line i of an output file stays the translation of line i."""
     return text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
 
 
@@ -198,7 +186,6 @@ def warn_truncated(cut: int, total: int, max_source_length: int) -> None:
 
 
 def _translate(model, tokenizer, sentences, batch_size, max_source_length, generate_kwargs, progress=None):
-    """(translations, how many sentences were cut to max_source_length); `progress(n)` after each batch."""
     if isinstance(sentences, str):
         # Iterating a str would translate it character by character.
         raise ValueError("sentences must be a list of strings, not a single string; wrap it in a list.")

@@ -1,18 +1,45 @@
-"""The numbers the explorer shows, all taken from the model for one sentence.
+"""What the explorer accepts as a sentence, and the numbers it shows for one: §6.1's beam search traced
+step by step, transformers' search beside it, and one teacher-forced pass with `output_attentions=True`
+for Eq. (1)'s weights."""
 
-`analyse` tokenizes the sentence, translates it with §6.1's beam search (GNMT's length penalty and the
-paper's stopping rule), recorded step by step (beam_search.py's `beam_trace`), and with transformers' own
-(|Y|^α, stop once k hypotheses finished: `generate(..., **TRANSFORMERS_BEAM_SEARCH)`), then runs the model once more on the paper's translation with
-`output_attentions=True`, which returns Eq. (1)'s weights as written out ("eager").
-"""
-
+import unicodedata
 from dataclasses import dataclass
 
 import torch
 
 from ..model.generation import PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
 from ..model.masking import causal_mask, padding_mask
-from .inputs import InputRejected, check_text, unknown_characters
+
+# The page translates one sentence; a longer paste is refused before the model sees it (Multi30k's
+# longest training sentences are ~200 characters).
+MAX_CHARACTERS = 500
+
+
+class InputRejected(ValueError):
+    """Text the explorer will not translate; str(error) is the message the page shows."""
+
+
+def check_text(text) -> str:
+    """The sentence to translate (stripped), or InputRejected saying why not."""
+    text = (text or "").strip()
+    if not text:
+        raise InputRejected("Type an English sentence to translate.")
+    if len(text) > MAX_CHARACTERS:
+        raise InputRejected(f"The text has {len(text)} characters; the explorer takes one sentence of at most "
+                            f"{MAX_CHARACTERS}.")
+    if not any(unicodedata.category(c)[0] in "LN" for c in text):
+        raise InputRejected("The text has no letters or digits, only punctuation or symbols; type a sentence.")
+    return text
+
+
+def unknown_characters(text: str, encoding, unk_token_id: int) -> list[str]:
+    """The parts of `text` the vocabulary has no piece for (<unk>), in order, each once; `encoding` has offsets."""
+    found = []
+    for piece_id, (start, end) in zip(encoding["input_ids"], encoding["offset_mapping"]):
+        if piece_id == unk_token_id and text[start:end] not in found:
+            found.append(text[start:end])
+    return found
+
 
 # The two searches the page compares; the first is the one beam_trace records.
 SEARCHES = {"gnmt": PAPER_SEARCH, "transformers": TRANSFORMERS_BEAM_SEARCH}

@@ -9,8 +9,7 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # the page runs offline: no usage reports
 import gradio as gr  # noqa: E402
 
-from .analysis import analyse  # noqa: E402
-from .inputs import MAX_CHARACTERS, InputRejected  # noqa: E402
+from .analysis import MAX_CHARACTERS, InputRejected, analyse  # noqa: E402
 from .views import (ATTENTION_NAMES, SEARCH_NAMES, attention_figure, beam_html, mask_figure, message_html,  # noqa: E402
                     pieces_html, positional_figure)
 

@@ -1,4 +1,1 @@
-"""Sharing a model on the Hugging Face Hub: the model card rendered from measured results
-(`model_card`) and the complete repository folder, written and checked in a clean process
-(`repository`).
-"""
+"""Sharing a model on the Hub: the model card, the repository folder, the explorer Space."""

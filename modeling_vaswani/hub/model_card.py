@@ -1,24 +1,10 @@
-"""The Hub model card of a trained model, rendered from its measured results (not from the paper).
-
-`render_model_card(model_dir, results, repo_id)` fills `model_card_template.md` with the model's
-own config and a results dictionary (the `results.json` that evaluation writes beside a trained
-model), and puts the scores into the card's YAML metadata as a `model-index`, so the Hub shows
-them. Nothing in the card is typed in by hand: every number comes from `results` or the config.
-
-results.json holds:
-    {"source_lang": "en", "target_lang": "de", "example_source": "...", "decoding": "...",
-     "evaluations": [{"split": "test", "split_name": "test_2016_flickr", "sentences": 1000,
-                      "weights": "average of the last 5 checkpoints", "averaged": true,
-                      "num_beams": 4, "scores": {"bleu": ..., "signature": ..., "chrf": ...,
-                      "bleu_lowercase_tokenized": ..., "bleu_paper_tokenized": ...}}, ...],
-     "training": {"command": "...", "hardware": "...", "minutes": ..., "steps": ..., "epochs": ...,
-                  "procedure": "...", "log_history": [...]},
-     "losses": [{"split": "validation", "split_name": "val", "weights": "...", "averaged": true,
-                 "reference_tokens": ..., "loss": ..., "kl_loss": ..., "nll_loss": ..., "ppl": ...}, ...],
-                      # optional: training/loss_report.py's reference_losses of each model and split
-     "speed": {...}}   # optional: hub/speed.py's summary of a recorded benchmark
-The shipped configuration is the evaluation with `"averaged": true` and `"num_beams": 4`.
+"""The Hub model card, rendered from the model's config and its results.json (collect_results.py writes
+it; keys: source_lang, target_lang, evaluations, training, optional losses and speed). The shipped
+configuration is the evaluation with "averaged": true and "num_beams": 4; its scores go into the card's
+model-index. Nothing in the card is typed by hand.
 """
+
+from __future__ import annotations
 
 from pathlib import Path
 
@@ -28,7 +14,6 @@ from ..model.configuration_vaswani import VaswaniConfig
 from ..model.generation import LENGTH_PENALTY, PAPER_DECODING_TEXT
 from ..model.strict_json import read_json
 from ..model.label_smoothing import comparable_losses, target_entropy
-from .speed import speed_section
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "model_card_template.md"
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French"}
@@ -94,16 +79,10 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         source_lang=src,
         target_lang=tgt,
         example_source=example_source,
-        num_layers=config.num_layers,
-        num_decoder_layers=config.num_decoder_layers,
-        d_model=config.d_model,
-        d_ff=config.d_ff,
-        num_heads=config.num_heads,
-        d_k=config.d_k,
-        dropout=config.dropout,
-        label_smoothing=config.label_smoothing,
+        **{name: getattr(config, name) for name in ("num_layers", "num_decoder_layers", "d_model", "d_ff",
+                                                    "num_heads", "d_k", "dropout", "label_smoothing",
+                                                    "positional_encoding")},
         target_entropy=f"{target_entropy(config.label_smoothing, config.vocab_size):.3f}",
-        positional_encoding=config.positional_encoding,
         vocab_size=f"{config.vocab_size:,}",
         parameters=training.get("parameters", "?"),
         training_procedure=training.get("procedure", ""),
@@ -132,13 +111,10 @@ def _eval_results(evaluation: dict, src: str, tgt: str) -> list[EvalResult]:
         dataset_config=f"{src}-{tgt}",
         dataset_split=evaluation["split"],
     )
-    return [
-        EvalResult(metric_type="bleu", metric_name="BLEU (cased, detokenized sacreBLEU)",
-                   metric_value=round(scores["bleu"], 2), metric_config=scores["signature"], **common),
-        EvalResult(metric_type="bleu", metric_name="BLEU (lowercased, tokenized)",
-                   metric_value=round(scores["bleu_lowercase_tokenized"], 2), **common),
-        EvalResult(metric_type="chrf", metric_name="chrF", metric_value=round(scores["chrf"], 2), **common),
-    ]
+    metrics = [("bleu", "BLEU (cased, detokenized sacreBLEU)", "bleu", {"metric_config": scores["signature"]}),
+               ("bleu", "BLEU (lowercased, tokenized)", "bleu_lowercase_tokenized", {}), ("chrf", "chrF", "chrf", {})]
+    return [EvalResult(metric_type=kind, metric_name=name, metric_value=round(scores[key], 2), **extra, **common)
+            for kind, name, key, extra in metrics]
 
 
 def _result_row(evaluation: dict) -> str:
@@ -148,11 +124,7 @@ def _result_row(evaluation: dict) -> str:
 
 
 def _curve_table(log_history: list[dict], config: VaswaniConfig) -> str:
-    """Markdown rows of the training curve: every validation during training, with the last training loss.
-
-    Beside the label-smoothed val loss H(q, p): H(q, p) − H(q) (`comparable_losses`), and the val
-    perplexity where the run logged it.
-    """
+    """The card's training curve: each validation with the last training loss, H(q, p) − H(q) and val ppl."""
     with_ppl = any("eval_ppl" in entry for entry in log_history)
     rows, train_loss = [], None
     for entry in log_history:
@@ -185,3 +157,54 @@ def _ablation_row(evaluation: dict) -> str:
     decoding = "greedy" if evaluation.get("num_beams") == 1 else f"beam {evaluation.get('num_beams')}, α = {alpha}"
     return (f"| {evaluation.get('split_name', evaluation['split'])} | {evaluation.get('weights', '')} | "
             f"{decoding} | {s['bleu']:.2f} | {s['chrf']:.2f} |")
+
+
+BENCHMARK_KEY = "figure_8_test_set_translation"
+
+
+def speed_from_benchmark(benchmark: dict, source: str) -> dict:
+    """What the card needs of a benchmark's results (machine, settings, speeds); `source` names its file."""
+    if BENCHMARK_KEY not in benchmark:
+        raise ValueError(f"{source}: no test-set translation results ({BENCHMARK_KEY!r}); run "
+                         "python -m benchmarks.run --only translation and pass its results.json.")
+    measured = benchmark[BENCHMARK_KEY]
+    rows = [{"system": system, "threads": int(threads), "sentences_per_second": row["sentences_per_second"],
+             "tokens_per_second": row["tokens_per_second"], "bleu": row.get("bleu")}
+            for threads, systems in measured["threads"].items() for system, row in systems.items()]
+    machine = benchmark.get("machine", {})
+    return {
+        "source": source,
+        "command": benchmark.get("command", ""),
+        "cpu": machine.get("cpu_model_name", "?"),
+        "cpu_cores": machine.get("cpu_cores", "?"),
+        "cpu_bf16": machine.get("cpu_bf16", "?"),
+        "torch": machine.get("torch", "?"),
+        "model": measured.get("model", "?"),
+        "sentences": measured.get("sentences"),
+        "batch_size": measured.get("batch_size"),
+        "num_beams": measured.get("num_beams"),
+        "rows": rows,
+    }
+
+
+def speed_section(speed: dict | None) -> str:
+    """A paragraph on how it was measured and a table, or "" without a benchmark."""
+    if not speed:
+        return ""
+    lines = [
+        "## Speed",
+        "",
+        f"Translation of all {speed['sentences']} test_2016_flickr sentences (batches of {speed['batch_size']}, "
+        f"beam {speed['num_beams']}), measured by the package's benchmark on this CPU: {speed['cpu']} "
+        f"({speed['cpu_cores']} cores, bf16 support: {speed['cpu_bf16']}; torch {speed['torch']}) with the "
+        f"weights of `{speed['model']}` when it ran: `{speed['command']}` (`{speed['source']}`). "
+        "\"ours\" is this model in PyTorch; Marian and CTranslate2 run the same weights after an exact conversion.",
+        "",
+        "| system | threads | sentences/s | tokens/s | BLEU of the weights measured |",
+        "|---|---|---|---|---|",
+    ]
+    for row in speed["rows"]:
+        bleu = "" if row.get("bleu") is None else f"{row['bleu']:.2f}"
+        lines.append(f"| {row['system']} | {row['threads']} | {row['sentences_per_second']:.1f} | "
+                     f"{row['tokens_per_second']:.0f} | {bleu} |")
+    return "\n".join(lines) + "\n"

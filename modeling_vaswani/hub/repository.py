@@ -1,17 +1,6 @@
-"""A complete Hub model repository for a trained model: write it, check it (not from the paper).
-
-`write_repository` produces exactly what a user of the Hub expects to download: `save_pretrained`
-output (config.json with `auto_map` and `custom_pipelines`, model.safetensors,
-generation_config.json, the modeling code for `trust_remote_code`), the tokenizer files, the
-measured results.json and the model card README.md rendered from it.
-
-`validate_repository` checks such a folder the way a stranger would use it: every file present,
-the code it ships exactly the package's model code and the only code its configs point at, the
-card's YAML parses and carries the metrics, and — in a fresh Python process where this package
-cannot be imported — the folder loads with `trust_remote_code=True` and translates through both
-`generate` and `pipeline("translation")`. That process runs isolated (`python -I`: no current
-folder, user site-packages or PYTHONPATH on its path) in a folder made for it, so no module lying
-around (a json.py in the temporary folder, say) is imported in place of the real one.
+"""A complete Hub model repository: `write_repository` (save_pretrained, tokenizer, results.json, the card)
+and `validate_repository`, which checks files, shipped code and card, then loads and translates the folder
+with trust_remote_code in an isolated process (`python -I`) where this package cannot be imported.
 """
 
 import json
@@ -30,19 +19,9 @@ from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 
-REQUIRED_FILES = (
-    "README.md",
-    "config.json",
-    "generation_config.json",
-    "model.safetensors",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "results.json",
-    "modeling_vaswani.py",
-    "configuration_vaswani.py",
-    "pipeline_vaswani.py",
-    CUSTOM_GENERATE_FILE,
-)
+REQUIRED_FILES = ("README.md", "config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+                  "tokenizer_config.json", "results.json", "modeling_vaswani.py", "configuration_vaswani.py",
+                  "pipeline_vaswani.py", CUSTOM_GENERATE_FILE)
 
 _CLEAN_PROCESS_CHECK = r"""
 import json, sys
@@ -106,13 +85,10 @@ def validate_repository(folder, sentence: str = "Two dogs are playing in the sno
     return outcome
 
 
-
 def check_shipped_code(folder) -> None:
-    """Raise ValueError unless every Python file in `folder` is byte for byte a module of the package's
-    model code, and every piece of code that config.json (`auto_map`, `custom_pipelines`) and
-    tokenizer_config.json (`auto_map`) point at is one of those files: `trust_remote_code` runs
-    exactly what the folder names, and a reference like "other/repo--module.Class" would fetch and
-    run another repository's code."""
+    """ValueError unless every .py in `folder` is byte for byte the package's model code and every code
+    reference of its configs (auto_map, custom_pipelines) names one of them: trust_remote_code runs what
+    they name, and "other/repo--module.Class" would run another repository's code."""
     folder = Path(folder)
     shipped = set()
     for path in sorted(folder.rglob("*.py")):
@@ -126,11 +102,10 @@ def check_shipped_code(folder) -> None:
                              "write the repository again (save_pretrained copies the code as it is).")
         shipped.add(name)
     references = []
-    for file, keys in (("config.json", ("auto_map",)), ("tokenizer_config.json", ("auto_map",))):
+    for file in ("config.json", "tokenizer_config.json"):
         if (folder / file).is_file():
-            values = read_json(folder / file)
-            for key in keys:
-                references += [(f"{file} {key}[{entry!r}]", ref) for entry, ref in _entries(values.get(key))]
+            auto_map = read_json(folder / file).get("auto_map")
+            references += [(f"{file} auto_map[{entry!r}]", ref) for entry, ref in _entries(auto_map)]
     pipelines = read_json(folder / "config.json").get("custom_pipelines") or {}
     if not isinstance(pipelines, dict):
         raise ValueError(f"{folder}/config.json: custom_pipelines must map a task to its pipeline, got {pipelines!r}.")
@@ -156,8 +131,5 @@ def _entries(mapping):
         return []
     if not isinstance(mapping, dict):
         raise ValueError(f"auto_map must map an Auto class to code, got {mapping!r}.")
-    pairs = []
-    for key, value in mapping.items():
-        for reference in value if isinstance(value, (list, tuple)) else [value]:
-            pairs.append((key, reference))
-    return pairs
+    return [(key, reference) for key, value in mapping.items()
+            for reference in (value if isinstance(value, (list, tuple)) else [value])]

@@ -1,10 +1,6 @@
-"""A Hugging Face Space that runs the explorer (modeling_vaswani/explorer/) on a model pushed to the Hub.
-
-`write_space(space_dir, model_id)` writes what a Gradio Space runs: app.py (loads `model_id` and builds
-the page), requirements.txt, README.md (the Space's card, sdk: gradio) and, as the package is not on
-PyPI, a copy of the modules the page imports: modeling_vaswani's __init__ and cli, model/ and explorer/.
-`validate_space` imports app.py in a clean, isolated process (`python -I`, the Space folder as its
-only code), which loads the model and builds the page without serving it.
+"""A Gradio Space running the explorer on a Hub model: app.py, requirements.txt, README.md and a copy of
+the modules the page imports (the package is not on PyPI); `validate_space` imports app.py in an isolated
+process.
 """
 
 import json
@@ -18,7 +14,7 @@ from pathlib import Path
 from huggingface_hub import SpaceCard, SpaceCardData
 
 PACKAGE = Path(__file__).resolve().parents[1]
-SPACE_CODE = ("__init__.py", "cli.py", "model/*.py", "explorer/*.py")  # what `import modeling_vaswani.explorer.app` reads
+SPACE_CODE = ("__init__.py", "cli.py", "outputs.py", "model/*.py", "explorer/*.py")  # what `import modeling_vaswani.explorer.app` reads
 # The Space installs only these (the package's own pins, setup.cfg, and its [explorer] extra).
 REQUIREMENTS = ("torch>=2.4", "transformers>=5.0,<6", "tokenizers>=0.21,<1", "safetensors>=0.4,<1",
                 "huggingface_hub>=1.0,<3", "matplotlib>=3.7", "gradio>=6,<7")

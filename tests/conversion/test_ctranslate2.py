@@ -1,10 +1,5 @@
-"""modeling_vaswani/conversion/ctranslate2.py and evaluation/ctranslate2_engine.py: our model run by CTranslate2.
-
-The models are tiny and random (nothing is downloaded), saved with the shared test tokenizer: the
-paper's configuration, and one with every option the conversion maps (pre-LN, learned positions,
-swish, no embedding scale, attention and logits biases, another LayerNorm ε). The float32
-conversion must give our token log-probabilities and our greedy and beam outputs.
-"""
+"""conversion/ctranslate2.py and evaluation/ctranslate2_engine.py on tiny random models, the paper's and one
+with every option the conversion maps: float32 gives our log-probabilities and our outputs."""
 
 import importlib.util
 import json
@@ -44,7 +39,6 @@ VARIANTS = {
 
 @pytest.fixture(scope="module", params=list(VARIANTS))
 def saved_pair(request, tmp_path_factory, make_model, trained_tokenizer):
-    """(our model, its tokenizer, its CTranslate2 float32 folder) for one variant."""
     pytest.importorskip("ctranslate2")
     model = make_model(seed=1, vocab_size=len(trained_tokenizer), **VARIANTS[request.param])
     generator = torch.Generator().manual_seed(2)
@@ -85,10 +79,6 @@ def test_token_log_probabilities_equal_ours(saved_pair):
         torch.testing.assert_close(torch.tensor(result.log_probs), ours, atol=1e-4, rtol=0)
 
 
-def _until_eos(row: list[int], eos: int) -> list[int]:
-    return row[:row.index(eos) + 1] if eos in row else row
-
-
 @requires_ctranslate2
 @pytest.mark.parametrize("num_beams", [1, 4])
 def test_greedy_and_beam_outputs_equal_ours(saved_pair, num_beams):
@@ -99,7 +89,8 @@ def test_greedy_and_beam_outputs_equal_ours(saved_pair, num_beams):
         ours = model.generate(**encoded, num_beams=num_beams, **TRANSFORMERS_BEAM_SEARCH)
     theirs = engine.generate(**encoded, num_beams=num_beams)
     eos = model.config.eos_token_id
-    assert [_until_eos(row, eos) for row in theirs.tolist()] == [_until_eos(row, eos) for row in ours.tolist()]
+    until_eos = lambda rows: [row[:row.index(eos) + 1] if eos in row else row for row in rows.tolist()]  # noqa: E731
+    assert until_eos(theirs) == until_eos(ours)
     # The whole pipeline (sorting, batching, detokenizing) gives our strings too.
     assert translate(engine, tokenizer, SENTENCES, batch_size=3, num_beams=num_beams) == translate(
         model, tokenizer, SENTENCES, batch_size=3, num_beams=num_beams, **TRANSFORMERS_BEAM_SEARCH)
@@ -107,7 +98,6 @@ def test_greedy_and_beam_outputs_equal_ours(saved_pair, num_beams):
 
 @requires_ctranslate2
 def test_decoding_settings_map_to_translate_batch(saved_pair):
-    """§6.1's limit is absolute for CTranslate2: the batch's input length + 50, computed per batch."""
     _, _, folder = saved_pair
     engine, _ = load_engine(folder)
     options = engine.settings(input_length=7)
@@ -122,7 +112,6 @@ def test_decoding_settings_map_to_translate_batch(saved_pair):
 
 @requires_ctranslate2
 def test_threads_follow_the_package_rule(saved_pair, monkeypatch):
-    """A small model decodes on 1 thread, as ours (several threads on a busy CPU mostly wait for each other)."""
     model, _, folder = saved_pair
     assert json.loads((folder / "conversion.json").read_text())["num_parameters"] == model.num_parameters()
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -192,8 +181,6 @@ def test_missing_ctranslate2_is_one_line_naming_pip_install(monkeypatch, tmp_pat
     script = load_module(repo_root / "scripts" / "convert_ctranslate2.py")
     with pytest.raises(SystemExit) as exit_info:
         script.cli.run_main(lambda: script.main(["--model", str(repo_root / "hub_card"), "--output_dir",
-                                             str(tmp_path / "out")]))
-    assert exit_info.value.code == 2
+                                                 str(tmp_path / "out")]))
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and error.startswith("error: CTranslate2 is not installed") and \
-        "pip install ctranslate2" in error
+    assert exit_info.value.code == 2 and error.count("\n") == 1 and error.startswith("error: CTranslate2 is not")

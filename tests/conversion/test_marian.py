@@ -1,12 +1,5 @@
-"""modeling_vaswani/conversion/marian*.py: Marian models in, ours out as Marian folders.
-
-The Marian models are tiny MarianMTModels with random weights (nothing is downloaded), set up like
-the Opus-MT models — swish, one shared vocabulary, pad = decoder start = the last id, eos = 0, a
-non-zero logits bias, Opus-MT's decoding settings — plus a ReLU variant without the embedding scale
-and with a zero logits bias. Their tokenizer is a MarianTokenizer over two sentencepiece models
-(source and target) trained here on a few hundred Multi30k sentences, with Opus-MT's vocabulary
-layout (</s> 0, <unk> 1, …, <pad> last).
-"""
+"""conversion/marian*.py on tiny random MarianMTModels set up as Opus-MT's (swish, pad = decoder start = last
+id, eos = 0, a logits bias) and a ReLU variant, over sentencepiece models trained here on Multi30k."""
 
 import io
 import json
@@ -23,9 +16,8 @@ from transformers import AutoTokenizer, GenerationConfig, MarianConfig, MarianMT
 from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
 from modeling_vaswani import VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian import convert_marian, export_marian, from_marian, to_marian
+from modeling_vaswani.conversion.marian import convert_marian, export_marian, from_marian, marian_order, to_marian
 from modeling_vaswani.conversion.marian_config import MarianConversionError, config_from_marian, config_to_marian
-from modeling_vaswani.conversion.marian_weights import marian_order
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 from modeling_vaswani.model.positional_encoding import sinusoidal_table
@@ -52,7 +44,6 @@ TOLERANCE = 1e-5  # max |Δ logit| relative to max |logit|, float32
 
 @pytest.fixture(scope="module")
 def marian_tokenizer_dir(tmp_path_factory) -> Path:
-    """A MarianTokenizer folder: source.spm (en), target.spm (de), one vocab.json for both."""
     sources, targets = multi30k_pairs("train", max_samples=300)
     folder = tmp_path_factory.mktemp("marian_tokenizer")
     pieces = []
@@ -82,8 +73,13 @@ def marian_tokenizer(marian_tokenizer_dir):
     return AutoTokenizer.from_pretrained(marian_tokenizer_dir)
 
 
+def assert_same_state(got, expected) -> None:
+    got, expected = got.state_dict(), expected.state_dict()
+    assert set(got) == set(expected)
+    assert all(torch.equal(got[name], tensor) for name, tensor in expected.items())
+
+
 def random_marian(tokenizer, variant: str, seed: int = 0) -> MarianMTModel:
-    """A tiny MarianMTModel of `variant` over `tokenizer`'s vocabulary, with random weights."""
     settings = dict(VARIANTS[variant])
     logits_bias_std = settings.pop("logits_bias_std")
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
@@ -91,10 +87,7 @@ def random_marian(tokenizer, variant: str, seed: int = 0) -> MarianMTModel:
                           bos_token_id=None, forced_eos_token_id=eos, **TINY_MARIAN, **settings)
     model = MarianMTModel(config).eval()
     generator = torch.Generator().manual_seed(seed)
-
-    def noise(shape):
-        return torch.randn(shape, generator=generator)
-
+    noise = lambda shape: torch.randn(shape, generator=generator)  # noqa: E731
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if "embed_positions" in name:
@@ -115,7 +108,6 @@ def random_marian(tokenizer, variant: str, seed: int = 0) -> MarianMTModel:
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
 def pair(request, marian_tokenizer):
-    """(variant, Marian model, our conversion of it)."""
     marian = random_marian(marian_tokenizer, request.param)
     return request.param, marian, from_marian(marian)
 
@@ -136,9 +128,6 @@ def relative_difference(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b).abs().max() / a.abs().max()).item()
 
 
-# --- the permutation -----------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("d_model", [32, 15])
 def test_the_permutation_maps_our_sinusoids_onto_marians(d_model):
     ours = sinusoidal_table(64, d_model)
@@ -157,9 +146,6 @@ def test_the_marian_options_of_our_config_are_off_by_default_and_checked(make_co
         make_config(final_logits_bias="yes")
 
 
-# --- Marian in -----------------------------------------------------------------------------------
-
-
 def test_marian_settings_become_our_options(pair, marian_tokenizer):
     variant, marian, ours = pair
     config = ours.config
@@ -168,8 +154,7 @@ def test_marian_settings_become_our_options(pair, marian_tokenizer):
     assert config.layer_norm_eps == 1e-5  # transformers' MarianMTModel: nn.LayerNorm's default
     assert config.attention_bias  # Marian's projections have (here random, non-zero) biases
     assert config.scale_embedding is (variant == "opus-mt")
-    assert config.num_layers == marian.config.encoder_layers
-    assert config.num_decoder_layers == marian.config.decoder_layers
+    assert (config.num_layers, config.num_decoder_layers) == (marian.config.encoder_layers, marian.config.decoder_layers)
     assert config.pad_token_id == config.decoder_start_token_id == len(marian_tokenizer) - 1
     assert (config.eos_token_id, config.bos_token_id) == (0, None)
     assert ours.generation_config.to_dict() == marian.generation_config.to_dict()
@@ -185,37 +170,20 @@ def test_logits_equal_marians(pair, batch):
     assert relative_difference(expected, got) < TOLERANCE
 
 
-@pytest.mark.parametrize("num_beams", [1, 4])
-def test_greedy_and_beam_outputs_equal_marians(pair, batch, num_beams):
+@pytest.mark.parametrize("settings", [dict(num_beams=1, max_new_tokens=16), dict(num_beams=4, max_new_tokens=16),
+                                      {}])  # {}: Marian's own settings, beam 4, max_length 24, no <pad>
+def test_greedy_and_beam_outputs_equal_marians(pair, batch, settings):
     _, marian, ours = pair
-    settings = dict(num_beams=num_beams, max_new_tokens=16)
     assert torch.equal(ours.generate(**batch, **settings), marian.generate(**batch, **settings))
-
-
-def test_decoding_settings_are_marians(pair, batch):
-    _, marian, ours = pair
-    assert torch.equal(ours.generate(**batch), marian.generate(**batch))  # beam 4, max_length 24, no <pad>
 
 
 def test_ours_to_marian_to_ours_is_bit_for_bit(pair, batch):
     _, marian, ours = pair
     back = to_marian(ours)
-    expected = marian.state_dict()
-    assert set(back.state_dict()) == set(expected)
-    for name, tensor in back.state_dict().items():
-        assert torch.equal(tensor, expected[name]), name
+    assert_same_state(back, marian)
     again = from_marian(back)
-    assert set(again.state_dict()) == set(ours.state_dict())
-    for name, tensor in ours.state_dict().items():
-        assert torch.equal(again.state_dict()[name], tensor), name
+    assert_same_state(again, ours)
     assert again.config.to_diff_dict() == ours.config.to_diff_dict()
-    decoder_input_ids = decoder_inputs(marian)
-    with torch.no_grad():
-        assert torch.equal(again(**batch, decoder_input_ids=decoder_input_ids).logits,
-                           ours(**batch, decoder_input_ids=decoder_input_ids).logits)
-
-
-# --- ours out ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("layer_norm_eps", [1e-5, 1e-6])
@@ -239,62 +207,36 @@ def test_our_model_exports_and_comes_back_bit_for_bit(make_model, layer_norm_eps
                                          **TRANSFORMERS_BEAM_SEARCH),
                            marian.generate(input_ids=inputs, attention_mask=attention_mask, **settings))
     again = from_marian(marian)
-    for name, tensor in ours.state_dict().items():
-        assert torch.equal(again.state_dict()[name], tensor), name
+    assert_same_state(again, ours)
     assert again.config.to_diff_dict() == ours.config.to_diff_dict()
-
-
-# --- refusals ------------------------------------------------------------------------------------
 
 
 REFUSAL_BASE = dict(vocab_size=40, pad_token_id=39, decoder_start_token_id=39, eos_token_id=0, encoder_layers=1,
                     decoder_layers=1, activation_function="swish", **TINY_MARIAN)
 
 
-@pytest.mark.parametrize("overrides, setting", [
-    (dict(share_encoder_decoder_embeddings=False), "share_encoder_decoder_embeddings"),
-    (dict(decoder_vocab_size=50), "decoder_vocab_size"),
-    (dict(tie_word_embeddings=False), "tie_word_embeddings"),
-    (dict(normalize_embedding=True), "normalize_embedding"),
-    (dict(normalize_before=True), "normalize_before"),
-    (dict(add_final_layer_norm=True), "add_final_layer_norm"),
-    (dict(static_position_embeddings=False), "static_position_embeddings"),
-    (dict(activation_function="gelu"), "activation_function"),
-    (dict(decoder_ffn_dim=128), "decoder_ffn_dim"),
-    (dict(decoder_attention_heads=8), "decoder_attention_heads"),
-])
-def test_marian_settings_ours_cannot_represent_are_refused_by_name(overrides, setting):
-    config_from_marian(MarianConfig(**REFUSAL_BASE))  # converts without the override
-    config = MarianConfig(**{**REFUSAL_BASE, **overrides})
-    with pytest.raises(MarianConversionError, match=setting) as refused:
-        config_from_marian(config)
-    assert "\n" not in str(refused.value)
+MARIAN_REFUSED = [dict(share_encoder_decoder_embeddings=False), dict(decoder_vocab_size=50),
+                  dict(tie_word_embeddings=False), dict(normalize_embedding=True), dict(normalize_before=True),
+                  dict(add_final_layer_norm=True), dict(static_position_embeddings=False),
+                  dict(activation_function="gelu"), dict(decoder_ffn_dim=128), dict(decoder_attention_heads=8)]
+OURS_REFUSED = [dict(norm_first=True), dict(positional_encoding="learned"), dict(share_embeddings=False),
+                dict(tie_word_embeddings=False), dict(d_k=8)]
 
 
-@pytest.mark.parametrize("overrides, setting", [
-    (dict(norm_first=True), "norm_first"),
-    (dict(positional_encoding="learned"), "positional_encoding"),
-    (dict(share_embeddings=False), "share_embeddings"),
-    (dict(tie_word_embeddings=False), "tie_word_embeddings"),
-    (dict(d_k=8), "d_k"),
-])
-def test_our_settings_marian_cannot_represent_are_refused_by_name(make_config, overrides, setting):
-    with pytest.raises(MarianConversionError, match=setting) as refused:
-        config_to_marian(make_config(**overrides))
-    assert "\n" not in str(refused.value)
-
-
-def test_a_folder_of_another_model_type_is_refused(saved_model_dir, tmp_path):
-    with pytest.raises(MarianConversionError, match="not a Marian one"):
-        convert_marian(saved_model_dir, tmp_path / "out")
-
-
-# --- folders, scripts, tokenizer -----------------------------------------------------------------
+@pytest.mark.parametrize("side, overrides", [("marian", o) for o in MARIAN_REFUSED] + [("ours", o) for o in OURS_REFUSED])
+def test_settings_the_other_side_cannot_represent_are_refused_by_name(make_config, side, overrides):
+    if side == "marian":
+        config_from_marian(MarianConfig(**REFUSAL_BASE))  # converts without the override
+        convert, config = config_from_marian, MarianConfig(**{**REFUSAL_BASE, **overrides})
+    else:
+        convert, config = config_to_marian, make_config(**overrides)
+    with pytest.raises(MarianConversionError) as refused:
+        convert(config)
+    assert next(iter(overrides)) in str(refused.value) and "\n" not in str(refused.value)
 
 
 @pytest.fixture(scope="module")
 def marian_folder(tmp_path_factory, marian_tokenizer):
-    """The Opus-MT-like model and its tokenizer, saved as a Marian folder."""
     folder = tmp_path_factory.mktemp("marian") / "opus-mt-tiny"
     random_marian(marian_tokenizer, "opus-mt").save_pretrained(folder)
     marian_tokenizer.save_pretrained(folder)
@@ -303,7 +245,6 @@ def marian_folder(tmp_path_factory, marian_tokenizer):
 
 @pytest.fixture(scope="module")
 def converted_folder(tmp_path_factory, marian_folder, load_module, repo_root):
-    """marian_folder converted by scripts/convert_marian.py."""
     output = tmp_path_factory.mktemp("converted") / "vaswani"
     load_module(repo_root / "scripts" / "convert_marian.py").main(
         ["--model", str(marian_folder), "--output_dir", str(output)])
@@ -350,17 +291,17 @@ def test_exported_folder_is_a_marian_model_that_comes_back_bit_for_bit(saved_mod
                        ours.generate(**inputs, **settings, **TRANSFORMERS_BEAM_SEARCH))
 
     convert_marian(exported, back)
-    original = VaswaniForConditionalGeneration.from_pretrained(saved_model_dir).state_dict()
-    returned = VaswaniForConditionalGeneration.from_pretrained(back).state_dict()
-    assert set(returned) == set(original)
-    assert all(torch.equal(returned[name], tensor) for name, tensor in original.items())
+    assert_same_state(VaswaniForConditionalGeneration.from_pretrained(back),
+                      VaswaniForConditionalGeneration.from_pretrained(saved_model_dir))
     assert json.loads((back / "generation_config.json").read_text()) == json.loads(
         (saved_model_dir / "generation_config.json").read_text())
 
 
-def test_export_refuses_a_folder_of_another_model_type(marian_folder, tmp_path):
-    with pytest.raises(MarianConversionError, match="not one of ours"):
-        export_marian(marian_folder, tmp_path / "out")
+@pytest.mark.parametrize("convert, source, names", [(convert_marian, "saved_model_dir", "not a Marian one"),
+                                                     (export_marian, "marian_folder", "not one of ours")])
+def test_a_folder_of_another_model_type_is_refused(request, tmp_path, convert, source, names):
+    with pytest.raises(MarianConversionError, match=names):
+        convert(request.getfixturevalue(source), tmp_path / "out")
 
 
 # Runs where `import modeling_vaswani` fails, from a copy of the folder, as on a user's machine.
@@ -375,14 +316,10 @@ tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
 inputs = tokenizer({SENTENCES!r}, return_tensors="pt", padding=True)
 generated = model.generate(**inputs, num_beams=4, max_new_tokens=8)
 translator = pipeline("translation", model=folder, trust_remote_code=True)
-print(json.dumps(dict(
-    model_module=type(model).__module__,
-    tokenizer_class=type(tokenizer).__name__,
-    generated=generated.tolist(),
-    pipeline_class=type(translator).__name__,
+print(json.dumps(dict(model_module=type(model).__module__, tokenizer_class=type(tokenizer).__name__,
+    generated=generated.tolist(), pipeline_class=type(translator).__name__,
     result=translator({SENTENCES[0]!r}, num_beams=1, max_new_tokens=8),
-    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module],
-)))
+    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module])))
 """
 
 
@@ -400,11 +337,9 @@ def test_converted_folder_loads_with_remote_code_without_the_package(converted_f
                                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["model_module"].startswith("transformers_modules.")
-    assert report["imported"] == []
-    assert report["tokenizer_class"] == "MarianTokenizer"
+    assert report["model_module"].startswith("transformers_modules.") and report["imported"] == []
+    assert (report["tokenizer_class"], report["pipeline_class"]) == ("MarianTokenizer", "VaswaniTranslationPipeline")
     assert report["generated"] == expected.tolist()
-    assert report["pipeline_class"] == "VaswaniTranslationPipeline"
     expected_text = tokenizer.decode(marian.generate(**tokenizer([SENTENCES[0]], return_tensors="pt"), num_beams=1,
                                                      max_new_tokens=8)[0], skip_special_tokens=True).strip()
     assert report["result"] == [{"translation_text": expected_text}]

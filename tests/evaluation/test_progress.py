@@ -1,4 +1,4 @@
-"""Tests for modeling_vaswani.evaluation.progress (the progress bar) and the progress callable of translate."""
+"""evaluation/progress.py (the progress bar) and the progress callable of translate."""
 
 import io
 
@@ -16,27 +16,25 @@ class EchoModel:
         return input_ids.masked_fill(attention_mask == 0, 0)
 
 
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
 def test_progress_counts_every_sentence_blank_lines_included(tokenizer):
     sentences = ["A dog runs.", "", "Two men.", "   ", "A woman sits on a bench.", "People walk."]
     done = []
     translate(EchoModel(), tokenizer, sentences, batch_size=2, progress=done.append)
     assert sum(done) == len(sentences) and done[0] == 2  # the blank lines first, then a call per batch
     done.clear()
-    for _ in translate_batches(EchoModel(), tokenizer, iter(sentences), batch_size=4, progress=done.append):
-        pass
+    list(translate_batches(EchoModel(), tokenizer, iter(sentences), batch_size=4, progress=done.append))
     assert sum(done) == len(sentences)
 
 
-class Terminal(io.StringIO):
-    def isatty(self):
-        return True
-
-
 def test_the_bar_is_drawn_only_on_a_terminal_and_not_when_quiet():
-    assert progress_bar(10, stream=io.StringIO()) is None  # a log file, a pipe, a test's capture
-    assert progress_bar(10, stream=Terminal(), quiet=True) is None
     counted = []
-    assert progress_bar(lambda: counted.append(1) or 10, stream=io.StringIO()) is None
+    assert progress_bar(lambda: counted.append(1) or 10, stream=io.StringIO()) is None  # a log, a pipe, a capture
+    assert progress_bar(10, stream=Terminal(), quiet=True) is None
     assert not counted  # the total is only counted for a bar that is drawn
     terminal = Terminal()
     bar = progress_bar(lambda: 10, "translating (1 thread)", stream=terminal)
@@ -47,6 +45,5 @@ def test_the_bar_is_drawn_only_on_a_terminal_and_not_when_quiet():
 
 @pytest.mark.parametrize("content,lines", [(b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"a\r\nb\r\n\n", 3)])
 def test_count_lines(tmp_path, content, lines):
-    path = tmp_path / "text"
-    path.write_bytes(content)
-    assert count_lines(path) == lines
+    (tmp_path / "text").write_bytes(content)
+    assert count_lines(tmp_path / "text") == lines

@@ -1,4 +1,4 @@
-"""Tests for modeling_vaswani.evaluation.translation: text in, text out, in the input's order."""
+"""evaluation/translation.py: text in, text out, in the input's order."""
 
 import itertools
 
@@ -9,15 +9,11 @@ from checks import assert_names
 from modeling_vaswani.evaluation.translation import as_one_line, load_translator, translate, translate_stream
 
 FAST = dict(num_beams=1, max_new_tokens=6)  # decoding settings that keep an untrained model quick
-SENTENCES = [
-    "Two young men are playing soccer in a park with many people watching.",
-    "A dog runs.",
-    "",
-    "A woman in a red dress sits on a bench.",
-    "   ",
-    "People walk down the street.",
-    "\t",
-]
+SENTENCES = ["Two young men are playing soccer in a park with many people watching.", "A dog runs.", "",
+             "A woman in a red dress sits on a bench.", "   ", "People walk down the street.", "\t"]
+TRANSLATION_LOGGER = "modeling_vaswani.evaluation.translation"
+DOORS = {"translate": translate,
+         "translate_stream": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines, **kw))}
 
 
 @pytest.fixture
@@ -44,52 +40,33 @@ def test_translate_keeps_input_order_and_blank_lines(translator, batch_size):
     echo = EchoModel()
     # Batches are formed from the sentences sorted by length, i.e. out of input order.
     assert translate(echo, tokenizer, SENTENCES, batch_size=batch_size) == [s.strip() for s in SENTENCES]
-    assert sum(echo.batches) == 4  # blank lines never reach the model
-    assert max(echo.batches) == min(batch_size, 4)
+    assert sum(echo.batches) == 4 and max(echo.batches) == min(batch_size, 4)  # blank lines never reach the model
 
 
-def test_real_model_batched_equals_one_by_one(translator):
+def test_batched_equals_one_by_one_and_generate(translator):
     model, tokenizer = translator
     together = translate(model, tokenizer, SENTENCES, batch_size=2, **FAST)
-    one_by_one = [translate(model, tokenizer, [s], **FAST)[0] for s in SENTENCES]
-    assert together == one_by_one
+    assert together == [translate(model, tokenizer, [s], **FAST)[0] for s in SENTENCES]
     assert together[2] == together[4] == together[6] == ""
-    assert all(isinstance(t, str) for t in together)
+    ids = model.generate(**tokenizer([SENTENCES[1]], return_tensors="pt"), **FAST)
+    assert together[1] == tokenizer.decode(ids[0], skip_special_tokens=True).strip()
+    stream = translate_stream(model, tokenizer, (s + "\n" for s in SENTENCES), batch_size=4, **FAST)
+    assert not isinstance(stream, list) and list(stream) == together
+    assert translate(model, tokenizer, []) == [] and translate(model, tokenizer, ["", " "]) == ["", ""]
 
 
-def test_translate_matches_generate(translator):
-    model, tokenizer = translator
-    encoded = tokenizer([SENTENCES[1]], return_tensors="pt")
-    ids = model.generate(**encoded, **FAST)
-    assert translate(model, tokenizer, [SENTENCES[1]], **FAST) == [
-        tokenizer.decode(ids[0], skip_special_tokens=True).strip()
-    ]
-
-
-def test_empty_input_gives_empty_output(translator):
-    model, tokenizer = translator
-    assert translate(model, tokenizer, []) == []
-    assert translate(model, tokenizer, ["", " "]) == ["", ""]
-
-
-@pytest.mark.parametrize("sentences,names", [
-    (["fine", None], ["Sentence 1", "NoneType"]),
-    (["fine", 3], ["Sentence 1", "int"]),
-    ([b"bytes"], ["Sentence 0", "bytes"]),
-    ("A single string", ["single string"]),
+@pytest.mark.parametrize("sentences, kwargs, names", [
+    (["fine", None], {}, ["Sentence 1", "NoneType"]),
+    (["fine", 3], {}, ["Sentence 1", "int"]),
+    ([b"bytes"], {}, ["Sentence 0", "bytes"]),
+    ("A single string", {}, ["single string"]),
+    (["A dog."], {"batch_size": 0}, ["batch_size"]),
 ])
-def test_non_string_input(translator, sentences, names):
+def test_bad_input_is_a_clear_error(translator, sentences, kwargs, names):
     model, tokenizer = translator
     with pytest.raises(ValueError) as error:
-        translate(model, tokenizer, sentences, **FAST)
+        translate(model, tokenizer, sentences, **kwargs, **FAST)
     assert_names(error, *names)
-
-
-def test_bad_batch_size_is_a_clear_error(translator):
-    model, tokenizer = translator
-    with pytest.raises(ValueError) as error:
-        translate(model, tokenizer, ["A dog."], batch_size=0)
-    assert_names(error, "batch_size")
 
 
 def test_very_long_line_is_truncated_to_max_source_length(make_model, tokenizer):
@@ -101,40 +78,18 @@ def test_very_long_line_is_truncated_to_max_source_length(make_model, tokenizer)
     assert isinstance(output, str)
 
 
-TRANSLATION_LOGGER = "modeling_vaswani.evaluation.translation"
-
-
-def cut_warnings(caplog):
-    return [r.getMessage() for r in caplog.records if r.name == TRANSLATION_LOGGER and "were cut" in r.getMessage()]
-
-
-@pytest.mark.parametrize("lines,cut", [(["dog " * 200, "A dog."], 1), (["dog " * 200] * 3, 3), (["A dog."] * 3, 0)],
-                         ids=["one-of-two", "all", "none"])
-def test_translate_says_once_how_many_sentences_were_cut(translator, caplog, lines, cut):
-    model, tokenizer = translator
-    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
-        translate(model, tokenizer, lines, max_source_length=16, num_beams=1, max_new_tokens=2, batch_size=1)
-    warnings = cut_warnings(caplog)
-    if cut:
-        assert warnings == [warnings[0]]
-        assert_names(warnings[0], f"{cut} of {len(lines)} sentences", "16 tokens")
-    else:
-        assert warnings == []
-
-
-DOORS = {"translate": translate,
-         "translate_stream": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines,
-                                                                                          **kw))}
-
-
 @pytest.mark.parametrize("door", list(DOORS))
-@pytest.mark.parametrize("words", [17, 100, 25_000], ids=["just-over", "long", "100KB"])
-def test_every_cut_is_counted_whatever_its_length(translator, caplog, door, words):
+@pytest.mark.parametrize("lines, cut", [(["dog " * 200, "A dog."], 1), (["dog " * 200] * 3, 3), (["A dog."] * 3, 0),
+                                        (["dog " * 17, "A dog."], 1), (["dog " * 25_000, "A dog."], 1)],
+                         ids=["one-of-two", "all", "none", "just-over", "100KB"])
+def test_cut_sentences_are_counted_and_said_once(translator, caplog, door, lines, cut):
     model, tokenizer = translator
-    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
-        DOORS[door](model, tokenizer, ["dog " * words, "A dog."], max_source_length=16, num_beams=1, max_new_tokens=2)
-    [warning] = cut_warnings(caplog)
-    assert_names(warning, "1 of 2 sentences", "16 tokens")
+    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):  # batch_size=1: a stream of several batches
+        DOORS[door](model, tokenizer, lines, max_source_length=16, num_beams=1, max_new_tokens=2, batch_size=1)
+    warnings = [r.getMessage() for r in caplog.records if r.name == TRANSLATION_LOGGER and "were cut" in r.getMessage()]
+    assert len(warnings) == (1 if cut else 0)
+    if cut:
+        assert_names(warnings[0], f"{cut} of {len(lines)} sentences", "16 tokens")
 
 
 # Lines that show nothing: zero-width space, byte order mark, soft hyphen, word joiner, no-break and
@@ -145,34 +100,21 @@ INVISIBLE_LINES = ["\u200b", "\ufeff", "\u00ad", "\u200b\u2060 \u200b", "\u00a0\
 @pytest.mark.parametrize("door", list(DOORS))
 @pytest.mark.parametrize("line", INVISIBLE_LINES)
 def test_a_line_of_invisible_characters_is_an_empty_line(translator, door, line):
-    _, tokenizer = translator
     echo = EchoModel()
-    assert DOORS[door](echo, tokenizer, [line, "A dog."]) == ["", "A dog."]
+    assert DOORS[door](echo, translator[1], [line, "A dog."]) == ["", "A dog."]
     assert echo.batches == [1]  # never decoded
 
 
-def test_translate_stream_says_it_once_for_the_whole_stream(translator, caplog):
-    model, tokenizer = translator
-    lines = ["A dog.", "dog " * 100, "Two men.", "cat " * 100, "A cat."] * 2
-    with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):
-        out = list(translate_stream(model, tokenizer, lines, batch_size=2, max_source_length=16,
-                                    num_beams=1, max_new_tokens=2))
-    assert len(out) == 10
-    warnings = cut_warnings(caplog)
-    assert len(warnings) == 1 and "4 of 10 sentences" in warnings[0]
-
-
-# Characters that Python's str.splitlines (and text-mode reading, for "\r") take for a line break;
-# lines end at "\n" (or "\r\n") only, or every later line would be paired with the wrong one.
-LINE_BREAK_LOOKALIKES = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-
-
-def test_translate_stream_splits_nothing_but_the_terminator(translator):
+def test_translate_stream_is_lazy_and_splits_nothing_but_the_terminator(translator):
     _, tokenizer = translator
     echo = EchoModel()
-    lines = [f"a{LINE_BREAK_LOOKALIKES}b\n", "c\r\n", "d"]
+    endless = itertools.cycle(["A dog runs.\n", "Two men.\n", "\n"])
+    first = list(itertools.islice(translate_stream(echo, tokenizer, endless, batch_size=3), 5))
+    assert first == ["A dog runs.", "Two men.", "", "A dog runs.", "Two men."]
+    assert echo.batches == [2, 2]  # two batches of three lines read, the blank ones not decoded
+    # Characters str.splitlines takes for a line break: lines end at "\n" (or "\r\n") only.
+    lines = ["a\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029b\n", "c\r\n", "d"]
     assert len(list(translate_stream(echo, tokenizer, lines, batch_size=2))) == 3
-    assert sum(echo.batches) == 3
 
 
 def test_a_translation_with_a_line_break_is_written_on_one_line():
@@ -180,30 +122,12 @@ def test_a_translation_with_a_line_break_is_written_on_one_line():
     assert as_one_line("kein Umbruch\u2028hier") == "kein Umbruch\u2028hier"  # no reader of ours splits there
 
 
-@pytest.mark.parametrize("device,names", [("tpu9", ["is not a device name"]), ("gpu", ["is not a device name"]),
-                                          ("cuda:99", ["is not available here"]), ("meta", ["holds no data"])])
+@pytest.mark.parametrize("device, names", [("tpu9", ["is not a device name"]), ("gpu", ["is not a device name"]),
+                                           ("cuda:99", ["is not available here"]), ("meta", ["holds no data"])])
 def test_load_translator_refuses_a_device_that_does_not_exist(saved_model_dir, device, names):
     with pytest.raises(ValueError) as error:
         load_translator(str(saved_model_dir), device=device)
     assert_names(error, repr(device), *names)
-
-
-def test_translate_stream_yields_the_same_as_translate(translator):
-    model, tokenizer = translator
-    expected = translate(model, tokenizer, SENTENCES, **FAST)
-    lines = (s + "\n" for s in SENTENCES)  # as read from a file, lazily
-    stream = translate_stream(model, tokenizer, lines, batch_size=4, **FAST)
-    assert not isinstance(stream, list)
-    assert list(stream) == expected
-
-
-def test_translate_stream_is_lazy(translator):
-    _, tokenizer = translator
-    echo = EchoModel()
-    endless = itertools.cycle(["A dog runs.\n", "Two men.\n", "\n"])
-    first = list(itertools.islice(translate_stream(echo, tokenizer, endless, batch_size=3), 5))
-    assert first == ["A dog runs.", "Two men.", "", "A dog runs.", "Two men."]
-    assert echo.batches == [2, 2]  # two batches of three lines read, the blank ones not decoded
 
 
 def test_load_translator_from_a_saved_folder(translator, tmp_path):
@@ -213,5 +137,4 @@ def test_load_translator_from_a_saved_folder(translator, tmp_path):
     loaded_model, loaded_tokenizer = load_translator(str(tmp_path), device="cpu")
     assert not loaded_model.training
     assert translate(loaded_model, loaded_tokenizer, SENTENCES[:2], **FAST) == translate(
-        model, tokenizer, SENTENCES[:2], **FAST
-    )
+        model, tokenizer, SENTENCES[:2], **FAST)

@@ -5,8 +5,7 @@ import torch
 
 from modeling_vaswani import shipped_model_path
 from modeling_vaswani.evaluation.translation import load_translator
-from modeling_vaswani.explorer.analysis import analyse
-from modeling_vaswani.explorer.inputs import MAX_CHARACTERS, InputRejected
+from modeling_vaswani.explorer.analysis import MAX_CHARACTERS, InputRejected, analyse, check_text
 from modeling_vaswani.explorer.views import attention_matrix, beam_html, message_html, pieces_html
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 
@@ -47,9 +46,8 @@ def test_beam_view_ends_with_generates_output(shipped, sentence, search, setting
     generated = model.generate(**tokenizer([sentence], return_tensors="pt"), **settings)[0].tolist()
     assert result.sequences[search] == generated
     if search == "gnmt":  # the traced search: its last step holds what generate() returns
-        last = result.trace[-1]
-        assert last["done"] == [True]
-        assert [model.config.decoder_start_token_id, *last["finished"][0][0][0]] == generated
+        assert result.trace[-1]["done"] == [True]
+        assert [model.config.decoder_start_token_id, *result.trace[-1]["finished"][0][0][0]] == generated
     view = beam_html(result, search, tokenizer.decode)
     assert all(translation in view for translation in result.translations.values())
     assert (len(set(result.translations.values())) == 2) == (sentence == DIFFERING)
@@ -62,8 +60,6 @@ def test_refused_text_gets_a_message(shipped, text):
 
 
 def test_length_limit():
-    from modeling_vaswani.explorer.inputs import check_text
-
     assert check_text("a" * MAX_CHARACTERS) == "a" * MAX_CHARACTERS
     with pytest.raises(InputRejected, match=str(MAX_CHARACTERS + 1)):
         check_text("a" * (MAX_CHARACTERS + 1))

@@ -1,12 +1,15 @@
-"""The model card renders from a results JSON, and its metadata carries exactly those numbers."""
+"""The model card renders from a results JSON, and its metadata carries exactly those numbers; its speed
+section comes from a benchmark's results, number for number."""
 
 import copy
+import json
 
 import pytest
 import yaml
 from huggingface_hub import ModelCard
 
-from modeling_vaswani.hub.model_card import check_results, render_model_card
+from checks import assert_names
+from modeling_vaswani.hub.model_card import check_results, render_model_card, speed_from_benchmark, speed_section
 from modeling_vaswani.model.label_smoothing import target_entropy
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
@@ -48,11 +51,10 @@ def test_metadata_carries_the_numbers_of_the_results(model_dir, results):
     saved = model_dir / "README.md"
     card.save(saved)
     metadata = ModelCard.load(saved).data.to_dict()
-    assert metadata["pipeline_tag"] == "translation"
-    assert metadata["language"] == ["en", "de"]
+    assert (metadata["pipeline_tag"], metadata["language"]) == ("translation", ["en", "de"])
     entries = {(r["dataset"]["split"], m["name"]): m for r in metadata["model-index"][0]["results"] for m in r["metrics"]}
-    assert entries[("test", "BLEU (cased, detokenized sacreBLEU)")]["value"] == 37.11
-    assert entries[("test", "BLEU (cased, detokenized sacreBLEU)")]["config"] == SIGNATURE
+    bleu = entries[("test", "BLEU (cased, detokenized sacreBLEU)")]
+    assert (bleu["value"], bleu["config"]) == (37.11, SIGNATURE)
     assert entries[("validation", "BLEU (cased, detokenized sacreBLEU)")]["value"] == 38.42
     assert entries[("test", "chrF")]["value"] == pytest.approx(57.61)
     assert entries[("test", "BLEU (lowercased, tokenized)")]["value"] == pytest.approx(40.36)
@@ -96,20 +98,38 @@ def test_results_without_the_shipped_configuration_are_refused(results):
         check_results(broken)
 
 
-def test_widget_example_survives_the_hub_metadata_round_trip(model_dir, results):
+def test_widget_example_survives_the_hub_metadata_round_trip(model_dir, results, repo_root):
     card = render_model_card(model_dir, results, "someone/vaswani-test")
     card.save(model_dir / "README.md")
     loaded = ModelCard.load(model_dir / "README.md", ignore_metadata_errors=False)
     assert loaded.data.widget == [{"text": results["example_source"], "example_title": "English → German"}]
     assert len(loaded.data.eval_results) == 6  # model-index parsed alongside: 3 metrics × 2 shipped evaluations
     assert ModelCard(str(loaded)).data.to_dict() == card.data.to_dict()
+    shipped = ModelCard.load(repo_root / "hub_card" / "README.md", ignore_metadata_errors=False)
+    example = json.loads((repo_root / "hub_card" / "results.json").read_text(encoding="utf-8"))["example_source"]
+    assert [entry["text"] for entry in shipped.data.widget] == [example] and shipped.data.eval_results
 
 
-def test_shipped_card_has_the_widget_of_its_results(repo_root):
-    import json
+BENCHMARK_ROW = {"seconds": [9.0], "median_seconds": 9.0, "sentences_per_second": 111.11, "tokens_per_second": 1499.6,
+                 "bleu": 36.5}
+BENCHMARK = {
+    "command": "python -m benchmarks.run --only translation",
+    "machine": {"cpu_model_name": "Some CPU", "cpu_cores": 2, "cpu_bf16": "amx", "torch": "2.13.0+cpu"},
+    "figure_8_test_set_translation": {
+        "model": "hub_card", "sentences": 1000, "batch_size": 32, "num_beams": 4,
+        "threads": {"1": {"CTranslate2 float32": BENCHMARK_ROW},
+                    "2": {"ours fp32": {**BENCHMARK_ROW, "sentences_per_second": 42.04}}}},
+}
 
-    hub_card = repo_root / "hub_card"
-    card = ModelCard.load(hub_card / "README.md", ignore_metadata_errors=False)
-    example = json.loads((hub_card / "results.json").read_text(encoding="utf-8"))["example_source"]
-    assert [entry["text"] for entry in card.data.widget] == [example]
-    assert card.data.eval_results and card.data.pipeline_tag == "translation"
+
+def test_the_speed_section_keeps_every_system_at_every_thread_count():
+    speed = speed_from_benchmark(BENCHMARK, "results.json")
+    assert [(r["system"], r["threads"], r["sentences_per_second"]) for r in speed["rows"]] == [
+        ("CTranslate2 float32", 1, 111.11), ("ours fp32", 2, 42.04)]
+    text = speed_section(speed)
+    assert "| CTranslate2 float32 | 1 | 111.1 | 1500 | 36.50 |" in text and "| ours fp32 | 2 | 42.0 | 1500 | 36.50 |" in text
+    assert "Some CPU (2 cores, bf16 support: amx" in text and "python -m benchmarks.run --only translation" in text
+    assert speed_section(None) == ""
+    with pytest.raises(ValueError) as error:
+        speed_from_benchmark({"figure_1_training": {}}, "other.json")
+    assert_names(error, "other.json")

@@ -24,14 +24,11 @@ def space(tmp_path_factory):
     return write_space(tmp_path_factory.mktemp("space"), MODEL_ID)
 
 
-def test_card_is_gradio_space_metadata(space):
+def test_card_and_code_are_a_gradio_space_of_the_packages_code_and_requirements(space, repo_root):
     data = SpaceCard.load(space / "README.md", ignore_metadata_errors=False).data
     assert (data.sdk, data.app_file, data.models) == ("gradio", "app.py", [MODEL_ID])
     assert re.fullmatch(r"\d+\.\d+\.\d+", data.sdk_version)
     assert repr(MODEL_ID) in (space / "app.py").read_text(encoding="utf-8")
-
-
-def test_code_is_the_packages_and_needs_only_the_requirements(space, repo_root):
     package = repo_root / "modeling_vaswani"
     copied = sorted(space.rglob("*.py"))
     for path in copied:

@@ -17,7 +17,6 @@ def collect_results(load_module):
 
 
 def _run_folder(path: Path) -> Path:
-    """A finished scripts/train.py folder as collect_results reads it: its record and its trainer state."""
     path.mkdir()
     (path / "run_info.json").write_text(json.dumps({
         "parameters": "2,875,392",
@@ -36,14 +35,11 @@ EARLIER = {
 }
 
 
-def test_a_run_on_its_own_reports_only_itself(collect_results, tmp_path):
-    training = collect_results.training_summary(_run_folder(tmp_path / "run"), "fine-tuned")
-    assert (training["steps"], training["epochs"], training["minutes"]) == (200, 0.8, 53)
-    assert [entry["step"] for entry in training["log_history"]] == [100, 200]
-
-
 def test_started_from_puts_the_earlier_training_first_and_adds_it_up(collect_results, tmp_path):
-    training = collect_results.training_summary(_run_folder(tmp_path / "run"), "fine-tuned", EARLIER)
+    alone = collect_results.training_summary(_run_folder(tmp_path / "run"), "fine-tuned")
+    assert (alone["steps"], alone["epochs"], alone["minutes"]) == (200, 0.8, 53)
+    assert [entry["step"] for entry in alone["log_history"]] == [100, 200]
+    training = collect_results.training_summary(tmp_path / "run", "fine-tuned", EARLIER)
     assert [s["minutes"] for s in training["segments"]] == [97.0, 53.0]
     assert training["minutes"] == 150
     assert training["command"].splitlines() == ["python scripts/train.py --preset small",
@@ -60,13 +56,11 @@ def test_started_from_a_folder_without_results_says_what_to_pass(collect_results
     with pytest.raises(FileNotFoundError) as error:
         collect_results.earlier_training(tmp_path)
     assert_names(error, "results.json")
-    (tmp_path / "results.json").write_text(json.dumps({"evaluations": []}), encoding="utf-8")
-    with pytest.raises(ValueError, match="no training segments"):
-        collect_results.earlier_training(tmp_path)
     # A training block without its steps would only fail later, inside the sums.
-    (tmp_path / "results.json").write_text(json.dumps({"training": {**EARLIER, "steps": None}}), encoding="utf-8")
-    with pytest.raises(ValueError, match="no training segments, steps"):
-        collect_results.earlier_training(tmp_path)
+    for results in ({"evaluations": []}, {"training": {**EARLIER, "steps": None}}):
+        (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
+        with pytest.raises(ValueError, match="no training segments, steps"):
+            collect_results.earlier_training(tmp_path)
     (tmp_path / "results.json").write_text(json.dumps({"training": EARLIER}), encoding="utf-8")
     assert collect_results.earlier_training(tmp_path) == EARLIER
 

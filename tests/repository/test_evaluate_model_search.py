@@ -27,18 +27,14 @@ def evaluate(tmp_path, repo_root, load_module, saved_model_dir):
 def test_each_search_gets_its_own_files_and_says_which_it_was(evaluate, saved_model_dir):
     out = evaluate("--beam_search", "transformers")
     evaluate("--beam_search", "paper")
+    evaluate("--beam_search", "paper", "--num_beams", "1")  # greedy search takes the flag, without a length penalty
+    assert "length_penalty" not in json.loads((out / "custom-beam1-paper-search.scores.json").read_text())
     transformers = json.loads((out / "custom-beam4-transformers-search.scores.json").read_text())
     paper = json.loads((out / "custom-beam4-paper-search.scores.json").read_text())
     assert (transformers["beam_search"], paper["beam_search"]) == ("transformers", "paper")
     model, tokenizer = load_translator(saved_model_dir)
     expected = translate(model, tokenizer, SOURCES, max_new_tokens=6, **TRANSFORMERS_BEAM_SEARCH)
     assert (out / "custom-beam4-transformers-search.hyp.txt").read_text(encoding="utf-8").splitlines() == expected
-
-
-def test_greedy_search_takes_the_flag_without_a_length_penalty(evaluate):
-    out = evaluate("--beam_search", "paper", "--num_beams", "1")
-    scores = json.loads((out / "custom-beam1-paper-search.scores.json").read_text())
-    assert "length_penalty" not in scores
 
 
 def test_ctranslate2_refuses_the_torch_searches_in_one_line(evaluate):
