@@ -52,25 +52,19 @@ def test_decoder_mask_with_cache_and_padding():
     assert (mask[0, 0] == 0).tolist() == [[True, False, True, True, False], [True, False, True, True, True]]
 
 
-@pytest.fixture
-def model(make_model):
-    return make_model(vocab_size=30, dropout=0.1)  # with dropout: the training step uses it
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
-def test_fully_padded_row_gives_no_nan(model, dtype, impl):
-    model = model.to(dtype).train()
-    model.config._attn_implementation = impl
+def test_fully_padded_row_gives_no_nan(make_model, dtype, impl):
+    model = make_model(vocab_size=30, dropout=0.1, attn_implementation=impl).to(dtype).train()  # dropout: training
     input_ids = torch.tensor([[5, 6, 7, 2], [0, 0, 0, 0]])
     attention_mask = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0]])  # the second source is all padding
     labels = torch.tensor([[8, 9, 2], [4, 2, -100]])
-    decoder_attention_mask = torch.tensor([[1, 1, 1], [0, 0, 0]])  # and so is its target
-    model.zero_grad()
     out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels,
-                decoder_input_ids=model.prepare_decoder_input_ids_from_labels(labels),
-                decoder_attention_mask=decoder_attention_mask)
+                decoder_attention_mask=torch.tensor([[1, 1, 1], [0, 0, 0]]))  # and so is its target
     assert torch.isfinite(out.logits).all() and torch.isfinite(out.loss)
     out.loss.backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
+    generated = model.eval().generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=4,
+                                      min_new_tokens=4, max_new_tokens=4)
+    assert generated.shape == (2, 5)
