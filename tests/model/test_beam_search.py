@@ -1,15 +1,10 @@
 """Tests for modeling_vaswani.model.beam_search: §6.1's beam search — GNMT's length penalty, the
 stopping bound, the choice between it and transformers' own search by the generation config,
-decoder prompts and caches, the beam trace, and custom_generate/generate.py in a process without
-this package."""
+decoder prompts and caches, the beam trace, and custom_generate/generate.py."""
 
 import importlib.util
 import json
 import math
-import os
-import shutil
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -23,7 +18,7 @@ from modeling_vaswani.model import beam_search as search
 from modeling_vaswani.model import generation
 from modeling_vaswani.model.beam_search import gnmt_length_penalty
 from modeling_vaswani.model.generation import PAPER_DECODING, PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
-from modeling_vaswani.model.loading import CUSTOM_GENERATE_FILE, CUSTOM_GENERATE_SOURCE
+from modeling_vaswani.model.loading import CUSTOM_GENERATE_SOURCE
 
 EOS = 2
 
@@ -311,50 +306,7 @@ def test_the_trace_records_each_step_and_ends_with_what_generate_returns():
             assert all(after[key][sentence] == before[key][sentence] for key in ("alive", "finished", "bound", "done"))
 
 
-# ---- custom_generate/generate.py travels with every checkpoint -----------------------------------
-
-CHILD = """
-import sys; sys.modules["modeling_vaswani"] = None  # this package must not be importable here
-import json, torch
-from transformers import AutoModelForSeq2SeqLM
-model = AutoModelForSeq2SeqLM.from_pretrained(sys.argv[1], trust_remote_code=True).eval()
-ids, mask = (torch.tensor(x) for x in json.loads(sys.argv[2]))
-out = model.generate(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
-print(json.dumps(dict(
-    generate=getattr(model.generate, "func", model.generate).__module__,
-    paper=[out.sequences.tolist(), out.sequences_scores.tolist()],
-    transformers=model.generate(input_ids=ids, attention_mask=mask, length_penalty_formula=None,
-                                beam_termination=None).tolist(),
-    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module],
-)))
-"""
-
-
-@pytest.mark.slow
-def test_saved_folder_decodes_with_the_papers_search_without_the_package(tmp_path):
-    model = tiny_model()
-    ids, mask = padded_batch()
-    model.save_pretrained(tmp_path / "saved")
-    assert (tmp_path / "saved" / CUSTOM_GENERATE_FILE).read_bytes() == CUSTOM_GENERATE_SOURCE.read_bytes()
-    folder = shutil.copytree(tmp_path / "saved", tmp_path / "elsewhere" / "copied")
-    paper = model.generate(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
-    theirs = model.generate(input_ids=ids, attention_mask=mask, **TRANSFORMERS_BEAM_SEARCH)
-    assert not torch.equal(paper.sequences[:, :theirs.shape[1]], theirs)  # the two searches differ here
-
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    # -I: isolated mode, neither the working directory nor PYTHONPATH nor user site-packages on sys.path.
-    arguments = [str(folder), json.dumps([ids.tolist(), mask.tolist()])]
-    completed = subprocess.run([sys.executable, "-I", "-c", CHILD, *arguments], cwd=tmp_path / "elsewhere", env=env,
-                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["imported"] == []
-    assert report["generate"].startswith("transformers_modules.") and report["generate"].endswith(
-        "custom_generate.generate")  # transformers loaded the folder's custom_generate
-    assert report["paper"] == [paper.sequences.tolist(), paper.sequences_scores.tolist()]
-    assert report["transformers"] == theirs.tolist()
-
+# ---- custom_generate/generate.py (a folder decoding without this package: test_remote_code.py) --------
 
 def test_custom_generate_hands_over_to_the_models_own_generate_only():
     spec = importlib.util.spec_from_file_location("custom_generate_under_test", CUSTOM_GENERATE_SOURCE)

@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani import VaswaniForConditionalGeneration
 
 PAD = 0
 FIRST_WORD = 3  # ids 0-2 are <pad>, <s>, </s>; random "words" are drawn from 3 … vocab_size − 1
