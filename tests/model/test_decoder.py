@@ -91,23 +91,18 @@ def test_cached_steps_equal_full_pass(make_decoder):
     assert cache.get_seq_length() == 4
 
 
-def test_post_ln_has_no_final_layernorm_pre_ln_has_one(make_decoder):
-    post = make_decoder()
-    assert post.final_norm is None
-    assert sum(isinstance(m, nn.LayerNorm) for m in post.modules()) == 3 * 3
-    ids = torch.tensor([[1, 5, 6]])
-    out, hidden, _, _ = post(ids, MEMORY[:1])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_post_ln_has_no_final_layernorm_pre_ln_has_one(make_decoder, norm_first):
+    decoder = make_decoder(norm_first=norm_first)
+    assert (decoder.final_norm is not None) is norm_first
+    assert sum(isinstance(m, nn.LayerNorm) for m in decoder.modules()) == 3 * 3 + norm_first
+    if norm_first:
+        with torch.no_grad():
+            decoder.final_norm.bias.fill_(0.5)
+    out, hidden, _, _ = decoder(torch.tensor([[1, 5, 6]]), MEMORY[:1])
     causal = torch.full((3, 3), torch.finfo(torch.float32).min).triu(1)[None, None]
-    torch.testing.assert_close(out, post.layers[-1](hidden[-2], MEMORY[:1], causal, None)[0], rtol=0, atol=1e-6)
-
-    pre = make_decoder(norm_first=True)
-    assert isinstance(pre.final_norm, nn.LayerNorm)
-    assert sum(isinstance(m, nn.LayerNorm) for m in pre.modules()) == 3 * 3 + 1
-    with torch.no_grad():
-        pre.final_norm.bias.fill_(0.5)
-    out, hidden, _, _ = pre(ids, MEMORY[:1])
-    last = pre.layers[-1](hidden[-2], MEMORY[:1], causal, None)[0]
-    torch.testing.assert_close(out, pre.final_norm(last), rtol=0, atol=1e-6)
+    last = decoder.layers[-1](hidden[-2], MEMORY[:1], causal, None)[0]
+    torch.testing.assert_close(out, decoder.final_norm(last) if norm_first else last, rtol=0, atol=1e-6)
 
 
 def test_missing_input_is_a_clear_error(make_decoder):
