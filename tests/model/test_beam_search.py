@@ -1,8 +1,7 @@
 """Tests for modeling_vaswani.model.beam_search: §6.1's beam search — GNMT's length penalty, the
 stopping bound, the choice between it and transformers' own search by the generation config,
-decoder prompts and caches, the beam trace, and custom_generate/generate.py."""
+decoder prompts and caches, the beam trace."""
 
-import importlib.util
 import json
 import math
 from types import SimpleNamespace
@@ -18,7 +17,6 @@ from modeling_vaswani.model import beam_search as search
 from modeling_vaswani.model import generation
 from modeling_vaswani.model.beam_search import gnmt_length_penalty
 from modeling_vaswani.model.generation import PAPER_DECODING, PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
-from modeling_vaswani.model.loading import CUSTOM_GENERATE_SOURCE
 
 EOS = 2
 
@@ -53,8 +51,6 @@ def calls(monkeypatch):
         monkeypatch.setattr(module, name, counting)
     return ran
 
-
-# ---- GNMT's length penalty by hand --------------------------------------------------------------
 
 def test_gnmt_length_penalty_by_hand():
     assert gnmt_length_penalty(1, 0.6) == 1.0  # ((5 + 1) / 6)^α
@@ -160,10 +156,8 @@ def test_new_models_decode_with_the_papers_search(tmp_path, calls):
     ids, mask = padded_batch()
     paper = model.generate(input_ids=ids, attention_mask=mask)
     assert calls == ["paper"]
-    # Saved with generation_config.json, and chosen again after loading.
-    model.save_pretrained(tmp_path)
-    saved = json.loads((tmp_path / "generation_config.json").read_text())
-    assert {k: saved[k] for k in PAPER_SEARCH} == PAPER_SEARCH
+    model.save_pretrained(tmp_path)  # saved with generation_config.json, and chosen again after loading
+    assert PAPER_SEARCH.items() <= json.loads((tmp_path / "generation_config.json").read_text()).items()
     loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path).eval()
     assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask), paper)
     # The same search, asked for explicitly.
@@ -179,8 +173,8 @@ def test_transformers_beam_search_is_generation_mixins_own(calls):
     theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
     assert calls == ["transformers"]
     direct = GenerationMixin.generate(model, **kwargs)  # transformers' generate, no choice of ours involved
-    assert torch.equal(theirs.sequences, direct.sequences)
-    assert torch.equal(theirs.sequences_scores, direct.sequences_scores)
+    assert torch.equal(theirs.sequences, direct.sequences) and torch.equal(theirs.sequences_scores,
+                                                                           direct.sequences_scores)
     # A generation_config.json saved before the entries existed: transformers' search, as it was.
     for name in PAPER_SEARCH:
         delattr(model.generation_config, name)
@@ -304,17 +298,3 @@ def test_the_trace_records_each_step_and_ends_with_what_generate_returns():
     for before, after in left:
         for sentence in (s for s, done in enumerate(before["done"]) if done):
             assert all(after[key][sentence] == before[key][sentence] for key in ("alive", "finished", "bound", "done"))
-
-
-# ---- custom_generate/generate.py (a folder decoding without this package: test_remote_code.py) --------
-
-def test_custom_generate_hands_over_to_the_models_own_generate_only():
-    spec = importlib.util.spec_from_file_location("custom_generate_under_test", CUSTOM_GENERATE_SOURCE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    model = tiny_model()
-    ids, mask = padded_batch()
-    assert torch.equal(module.generate(input_ids=ids, attention_mask=mask, model=model),
-                       model.generate(input_ids=ids, attention_mask=mask))
-    with pytest.raises(TypeError, match="SimpleNamespace"):
-        module.generate(input_ids=ids, model=SimpleNamespace())

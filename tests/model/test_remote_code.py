@@ -11,9 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
+
+from modeling_vaswani.model.loading import CUSTOM_GENERATE_SOURCE
 
 SENTENCE = "A man is riding a bicycle."
 
@@ -98,3 +101,13 @@ def test_loads_translates_and_searches_as_the_paper_without_the_package(saved_mo
     assert report["greedy"] == translation_model.generate(**inputs, num_beams=1, max_new_tokens=5).tolist()
     assert report["pipeline_class"] == "VaswaniTranslationPipeline"
     assert [list(row) for row in report["result"]] == [["translation_text"]]
+
+
+def test_custom_generate_hands_over_to_the_models_own_generate_only(make_model, load_module):
+    module = load_module(CUSTOM_GENERATE_SOURCE)
+    model = make_model()
+    ids, mask = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]]), torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+    assert torch.equal(module.generate(input_ids=ids, attention_mask=mask, model=model),
+                       model.generate(input_ids=ids, attention_mask=mask))
+    with pytest.raises(TypeError, match="SimpleNamespace"):
+        module.generate(input_ids=ids, model=SimpleNamespace())
