@@ -31,22 +31,12 @@ K = [[1.0, 1.0, 0.0, 0.0], [0.0, 2.0, -1.0, 1.0], [-1.0, 0.5, 0.5, 2.0]]
 V = [[1.0, 2.0], [3.0, -1.0], [0.0, 4.0]]
 
 
-def test_equation_1_by_hand():
+def test_equation_1_by_hand():  # the scores divided by √d_k = 2
     expected_out, expected_weights = by_hand(Q, K, V)
     out, weights = scaled_dot_product_attention(torch.tensor(Q), torch.tensor(K), torch.tensor(V))
     assert out.shape == (2, 2) and weights.shape == (2, 3)
     torch.testing.assert_close(out, torch.tensor(expected_out), rtol=0, atol=1e-6)
     torch.testing.assert_close(weights, torch.tensor(expected_weights), rtol=0, atol=1e-6)
-
-
-def test_scale_is_sqrt_d_k():
-    # One query, two keys: scores 4 and 0 before scaling; with d_k = 4 the softmax sees 2 and 0.
-    q = torch.tensor([[2.0, 2.0, 0.0, 0.0]])
-    k = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
-    v = torch.eye(2)
-    _, weights = scaled_dot_product_attention(q, k, v)
-    expected = math.exp(2) / (math.exp(2) + 1)
-    assert weights[0, 0].item() == pytest.approx(expected, abs=1e-6)
 
 
 def test_weights_rows_sum_to_one_and_masked_key_gets_zero():

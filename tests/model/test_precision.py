@@ -57,6 +57,8 @@ def test_a_model_loaded_in_half_precision_runs_forward_generate_and_a_training_s
     path, reference = saved
     model = VaswaniForConditionalGeneration.from_pretrained(path, dtype=dtype, attn_implementation=impl)
     assert all(p.dtype == dtype for p in model.parameters())
+    # Loading leaves the sinusoid table (a buffer) in float32: the hidden states show it is cast where added.
+    assert model.model.encoder.embed_positions.table.dtype == torch.float32
     inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, output_hidden_states=True)
     out = model(**inputs)
     assert all(h.dtype == dtype for h in out.encoder_hidden_states + out.decoder_hidden_states + (out.logits,))
@@ -90,16 +92,6 @@ def test_an_input_longer_than_max_position_embeddings_in_half_precision(make_mod
     assert (logits.float() - reference(input_ids=source, decoder_input_ids=target).logits).abs().max() < 2 * TOLERANCE[dtype]
     # Generation past the table's end, one position at a time from the cache.
     assert model.generate(input_ids=source, num_beams=1, max_new_tokens=12, suppress_tokens=[EOS]).shape == (2, 13)
-
-
-def test_a_float32_table_is_cast_where_it_is_added(make_model):
-    model = make_model()
-    model.model.to(BF16)
-    for stack in (model.model.encoder, model.model.decoder):
-        stack.embed_positions.table = stack.embed_positions.table.float()  # as from_pretrained(dtype=...) leaves it
-    model.lm_head.to(BF16)
-    out = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, output_hidden_states=True)
-    assert out.encoder_hidden_states[0].dtype == BF16 and out.logits.dtype == BF16
 
 
 def test_float16_written_out_attention_keeps_a_fully_masked_row_finite():
