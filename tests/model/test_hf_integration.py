@@ -45,15 +45,17 @@ def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_pat
 
 
 @pytest.mark.parametrize("saved", ["VaswaniForConditionalGeneration", "VaswaniModel"])
-def test_auto_map_names_both_model_classes(make_model, tmp_path, saved):
+def test_config_json_names_both_model_classes_and_the_pipeline(make_model, tmp_path, saved):
     model = make_model()
     (model if saved == "VaswaniForConditionalGeneration" else model.model).save_pretrained(tmp_path)
-    auto_map = json.loads((tmp_path / "config.json").read_text())["auto_map"]
-    assert auto_map == {
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["auto_map"] == {
         "AutoConfig": "configuration_vaswani.VaswaniConfig",
         "AutoModel": "modeling_vaswani.VaswaniModel",
         "AutoModelForSeq2SeqLM": "modeling_vaswani.VaswaniForConditionalGeneration",
     }
+    assert config["custom_pipelines"] == {"translation": {
+        "impl": "pipeline_vaswani.VaswaniTranslationPipeline", "pt": ["AutoModelForSeq2SeqLM"], "type": "text"}}
 
 
 # ---- return_dict=False: tuples, as transformers' models return them ------------------------------

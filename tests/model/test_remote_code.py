@@ -1,4 +1,5 @@
-"""End-to-end test: a saved model folder works with `trust_remote_code=True` where this package is absent.
+"""End-to-end test: a saved model folder works with `trust_remote_code=True` where this package is absent
+(that the folder holds exactly the model's code: tests/repository/test_safety.py).
 
 `save_pretrained` copies the model's code into the folder (flat, one file per module, and
 custom_generate/generate.py) and writes `auto_map` and `custom_pipelines` into config.json; a user who
@@ -49,30 +50,6 @@ print(json.dumps(dict(
     imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module],
 )))
 """
-
-
-def test_saved_code_is_the_package_code_byte_for_byte(saved_model_dir, model_code_dir):
-    path = saved_model_dir
-    saved = sorted(p.name for p in path.glob("*.py"))
-    # The folder tells what ships: every module of modeling_vaswani/model/, and nothing else.
-    assert saved == sorted(p.name for p in model_code_dir.glob("*.py") if p.name != "__init__.py")
-    # Where transformers looks for a model's own generate (trust_remote_code): a hand-over to the model's.
-    assert sorted(p.relative_to(path).as_posix() for p in path.glob("*/*.py")) == ["custom_generate/generate.py"]
-    for name in saved + ["custom_generate/generate.py"]:
-        assert (path / name).read_bytes() == (model_code_dir / name).read_bytes(), name
-
-
-def test_config_json_points_at_the_saved_code(saved_model_dir):
-    config = json.loads((saved_model_dir / "config.json").read_text())
-    assert config["auto_map"] == {
-        "AutoConfig": "configuration_vaswani.VaswaniConfig",
-        "AutoModel": "modeling_vaswani.VaswaniModel",
-        "AutoModelForSeq2SeqLM": "modeling_vaswani.VaswaniForConditionalGeneration",
-    }
-    assert config["custom_pipelines"]["translation"]["impl"] == "pipeline_vaswani.VaswaniTranslationPipeline"
-    assert config["custom_pipelines"]["translation"]["pt"] == ["AutoModelForSeq2SeqLM"]
-    for entry in list(config["auto_map"].values()) + [config["custom_pipelines"]["translation"]["impl"]]:
-        assert (saved_model_dir / (entry.split(".")[0] + ".py")).is_file()
 
 
 @pytest.mark.slow
