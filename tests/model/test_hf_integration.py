@@ -77,15 +77,9 @@ def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
     decoded = model.get_decoder()(input_ids=TARGET, encoder_hidden_states=hidden[0],
                                   encoder_attention_mask=SOURCE_MASK, return_dict=False)
     assert type(decoded) is tuple and torch.equal(decoded[0], model.model(**inputs).last_hidden_state)
-
-
-def test_config_return_dict_false_applies_to_calls_that_do_not_say(make_model):
-    model = make_model()
-    model.config.return_dict = False
-    out = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, use_cache=False)
-    assert type(out) is tuple and out[0].shape == (2, 5, 40)
-    generated = model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=1, max_new_tokens=3)
-    assert generated.shape == (2, 4)  # generate asks for objects itself
+    model.config.return_dict = False  # applies to calls that do not say; generate asks for objects itself
+    assert type(model(**inputs)) is tuple
+    assert model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=1, max_new_tokens=3).shape == (2, 4)
 
 
 # ---- get_encoder(modality) ------------------------------------------------------------------------
@@ -162,23 +156,17 @@ def test_a_tied_checkpoint_loads_untied_with_the_trained_projection(make_model, 
         ["model.decoder.embed_tokens.weight", "model.encoder.embed_tokens.weight", "model.shared.weight"]]
 
 
-@pytest.mark.parametrize("field, value", [("tie_word_embeddings", False), ("share_embeddings", False)])
-def test_a_config_changed_after_building_is_refused_before_anything_is_written(make_model, tmp_path, field, value):
-    model = make_model()
-    setattr(model.config, field, value)
-    with pytest.raises(ValueError, match="changed after the model was built") as refused:
-        model.save_pretrained(tmp_path / "out")
-    assert field in str(refused.value)
-    assert not (tmp_path / "out").exists()
-
-
-def test_an_earlier_model_in_the_folder_is_kept_when_the_save_is_refused(make_model, tmp_path):
-    make_model().save_pretrained(tmp_path)
+@pytest.mark.parametrize("field", ["tie_word_embeddings", "share_embeddings"])
+def test_a_config_changed_after_building_is_refused_before_anything_is_written(make_model, tmp_path, field):
+    make_model().save_pretrained(tmp_path / "earlier")
     model = make_model(seed=1)
-    model.config.tie_word_embeddings = False
-    with pytest.raises(ValueError):
-        model.save_pretrained(tmp_path)
-    assert VaswaniForConditionalGeneration.from_pretrained(tmp_path).config.tie_word_embeddings
+    setattr(model.config, field, False)
+    for folder in (tmp_path / "out", tmp_path / "earlier"):
+        with pytest.raises(ValueError, match="changed after the model was built") as refused:
+            model.save_pretrained(folder)
+        assert field in str(refused.value)
+    assert not (tmp_path / "out").exists()  # and the earlier model is kept whole
+    assert VaswaniForConditionalGeneration.from_pretrained(tmp_path / "earlier").config.tie_word_embeddings
 
 
 # ---- pipeline() from a model object ---------------------------------------------------------------
@@ -190,13 +178,10 @@ def test_translation_pipeline_from_a_model_object(translation_model, tokenizer):
     ids = translation_model.generate(**tokenizer(["A man is riding a bicycle."], return_tensors="pt"),
                                      num_beams=1, max_new_tokens=5)
     assert result == [{"translation_text": tokenizer.decode(ids[0], skip_special_tokens=True).strip()}]
-    assert translator(["A dog.", "Two dogs."], num_beams=1, max_new_tokens=3)[1][0].keys() == {"translation_text"}
-
-
-@pytest.mark.parametrize("text", ["", "\u200b", "\ufeff \u2060", "\u00a0\t"])
-def test_translation_pipeline_gives_a_line_that_shows_nothing_an_empty_translation(translation_model, tokenizer, text):
-    translator = pipeline("translation", model=translation_model, tokenizer=tokenizer)
-    assert translator([text, "A dog."], num_beams=1, max_new_tokens=3)[0] == [{"translation_text": ""}]
+    # A line that shows nothing (invisible characters alone) gets an empty translation.
+    texts = ["", "\u200b", "\ufeff \u2060", "\u00a0\t", "A dog."]
+    results = translator(texts, num_beams=1, max_new_tokens=3)
+    assert results[:4] == [[{"translation_text": ""}]] * 4 and results[4][0].keys() == {"translation_text"}
 
 
 def test_translation_pipeline_from_a_folder_with_remote_code(saved_model_dir):
