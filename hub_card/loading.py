@@ -31,8 +31,7 @@ CUSTOM_GENERATE_SOURCE = MODEL_CODE / CUSTOM_GENERATE_FILE
 
 
 class StrictCheckpoints:
-    """`from_pretrained` that refuses incomplete weights; `save_pretrained` that never leaves old
-    weights beside a new config. Mixed in before `PreTrainedModel`."""
+    """Mixed in before `PreTrainedModel`: strict `from_pretrained`, `save_pretrained` as below."""
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):

@@ -43,9 +43,7 @@ def check_model_location(name) -> Path | None:
 
 
 def check_model_files(config_folder: Path, generation_config_given: bool, local: bool = True) -> None:
-    """A resolved folder (local, or the Hub cache's copy): the decoding settings of generation_config.json
-    and config.json (transformers reads them from config.json when the first is missing), and the dtype of
-    every stored tensor."""
+    """A resolved folder (local, or the Hub cache's copy): its decoding settings and stored dtypes."""
     for name in ("generation_config.json", "config.json"):
         if not generation_config_given and (config_folder / name).is_file():
             check_decoding_file(config_folder / name)
@@ -60,8 +58,8 @@ def check_model_files(config_folder: Path, generation_config_given: bool, local:
 
 
 def check_decoding_file(path: Path) -> None:
-    """A generation_config.json (or config.json) that is not strict JSON or has wrong decoding fields is
-    refused (transformers would replace the first by defaults without a word and keep the second)."""
+    """transformers would replace a broken generation_config.json by defaults without a word, and keep wrong
+    decoding fields (of it, or of config.json when it is missing)."""
     check_decoding(read_json(path), str(path))
 
 
