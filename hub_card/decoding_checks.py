@@ -1,10 +1,7 @@
-"""The one check of the decoding settings, whichever way they come in (Hugging Face glue, not from the paper).
-
-A script flag, generation_config.json (a model's or a CTranslate2 folder's), config.json (transformers
-takes decoding settings from it when generation_config.json is missing) and an argument to generate()
-all end in the same few numbers; `check_decoding` refuses, naming the setting, one of the wrong type,
-out of range or not finite (a NaN length penalty ranks every hypothesis alike), and a search whose
-hypotheses would not fit (num_beams × batch × length token positions) before generate allocates them.
+"""The one check of the decoding settings, whichever way they come in (Hugging Face glue, not from the paper):
+a script flag, generation_config.json, config.json (transformers reads decoding settings from it when
+generation_config.json is missing) or an argument to generate(). `check_decoding` refuses, naming the
+setting, a value of the wrong type, out of range or not finite, and a search too large to allocate.
 """
 
 import math
@@ -29,12 +26,13 @@ def _optional(check):
 
 
 _token_id = _optional(lambda value: _integer(value, 0))
+_count = _optional(lambda value: _integer(value, 1))
 DECODING_FIELDS = {
     "num_beams": (lambda v: _integer(v, 1), "a positive integer"),
     "num_beam_groups": (lambda v: _integer(v, 1), "a positive integer"),
-    "num_return_sequences": (_optional(lambda v: _integer(v, 1)), "a positive integer"),
-    "max_new_tokens": (_optional(lambda v: _integer(v, 1)), "a positive integer or null"),
-    "max_length": (_optional(lambda v: _integer(v, 1)), "a positive integer or null"),
+    "num_return_sequences": (_count, "a positive integer"),
+    "max_new_tokens": (_count, "a positive integer or null"),
+    "max_length": (_count, "a positive integer or null"),
     "min_new_tokens": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
     "min_length": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
     "max_output_length_offset": (_optional(lambda v: _integer(v, 0)), "a non-negative integer (§6.1: 50) or null"),
@@ -66,8 +64,8 @@ def decoding_settings(*sources) -> dict:
 
 
 def check_decoding(values: dict, where: str, batch_size: int = 1, input_length: int = 1) -> None:
-    """Refuse, naming `where` and the setting, a decoding field of `values` that is wrong, and a search
-    of `batch_size` inputs of `input_length` tokens that would hold more than MAX_DECODING_POSITIONS."""
+    """Refuse, naming `where` and the setting, a wrong field of `values`, and a search of `batch_size`
+    inputs of `input_length` tokens holding more than MAX_DECODING_POSITIONS."""
     for name, (accepts, wanted) in DECODING_FIELDS.items():
         if name in values and not accepts(values[name]):
             raise ValueError(f"{where}: {name} must be {wanted}, got {values[name]!r}.")

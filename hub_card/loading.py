@@ -1,29 +1,15 @@
 """Strict loading and saving of checkpoints (Hugging Face glue, not from the paper).
 
-Hugging Face only logs a warning when a weights file lacks some parameters, and fills them with
-random values. `save_pretrained` writes config.json first and model.safetensors last, so a save
-that was interrupted would then load as a valid-looking but untrained model. `StrictCheckpoints`
-(mixed into `VaswaniPreTrainedModel`) makes a loaded model complete or makes loading fail:
-- a folder without model.safetensors → FileNotFoundError;
-- a truncated or corrupted safetensors file → ValueError naming it;
-- weights that do not cover every parameter → ValueError naming the missing tensors;
-- a tensor whose shape differs from the one config.json implies → ValueError naming it
-  (pass `ignore_mismatched_sizes=True` to re-initialise such tensors on purpose);
-- tensors the config has no place for (the weights of a deeper model under a shallower config),
-  which transformers would drop → ValueError naming the first;
-- weights stored as integers or 8-bit floats (quantized), which would be cast value by value into
-  garbage → ValueError naming the tensor and its dtype;
-- a generation_config.json that is not strict JSON (transformers would fall back to defaults without
-  a word) or whose decoding fields are wrong (decoding_checks.py) → ValueError naming the file and field;
-- a weights index naming a shard that is not a .safetensors file inside the folder → ValueError;
-- a path to a file instead of a folder → NotADirectoryError, before anything reads it.
-Weights are read from safetensors only: pickled `pytorch_model.bin` files are never unpickled,
-because unpickling can run arbitrary code.
+transformers fills tensors a weights file lacks with random values and drops those it has no place
+for, with a log line; `save_pretrained` writes model.safetensors last, so an interrupted save loads as
+an untrained model. `StrictCheckpoints` (mixed into `VaswaniPreTrainedModel`) makes a loaded model
+complete or loading fail, naming the file or tensor: no weights (FileNotFoundError), a damaged file,
+missing, extra or misshapen tensors (`ignore_mismatched_sizes=True` re-initialises the last on
+purpose), and what folder_checks.py refuses. Pickled weights are never unpickled: that can run code.
 
-Which matrices are one (§3.4's sharing, `share_embeddings` / `tie_word_embeddings`) is read from
-the config, so `save_pretrained` refuses a model whose config was changed after it was built
-(the folder would not load), and a checkpoint saved tied loads with `tie_word_embeddings=False`:
-the projection then starts as a copy of the matrix it was.
+Which matrices are one (§3.4, `share_embeddings` / `tie_word_embeddings`) is read from the config: a
+model whose config changed after it was built is not saved, and a checkpoint saved tied loads with
+`tie_word_embeddings=False`, its projection a copy of the matrix it was.
 """
 
 from collections import defaultdict
@@ -33,28 +19,25 @@ import torch
 from safetensors import SafetensorError
 
 from .folder_checks import (
-    cached_folder, check_hub_index, check_model_files, check_model_location, check_unexpected_keys, check_weights_file,
+    cached_folder, check_hub_index, check_model_files, check_model_location, check_weights_file,
 )
 from .generation import drop_generate_fallbacks
 
-# The file transformers loads as a model's own `generate` (GenerationMixin.load_custom_generate), copied
-# from the same path under the model code: a few lines that hand over to the model's `generate`, not a
-# second copy of beam_search.py (custom_generate/generate.py says why it cannot import it).
+# What transformers loads as a model's own `generate` (GenerationMixin.load_custom_generate): a hand-over
+# to the model's `generate`, copied from the same path under the model code.
 MODEL_CODE = Path(__file__).parent
 CUSTOM_GENERATE_FILE = "custom_generate/generate.py"
 CUSTOM_GENERATE_SOURCE = MODEL_CODE / CUSTOM_GENERATE_FILE
 
 
 class StrictCheckpoints:
-    """`from_pretrained` that refuses incomplete weights; `save_pretrained` that never leaves old
-    weights beside a new config. Mixed in before `PreTrainedModel`."""
+    """Mixed in before `PreTrainedModel`: strict `from_pretrained`, `save_pretrained` as below."""
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
         if kwargs.get("use_safetensors") is False:
             raise ValueError("use_safetensors=False is not supported: weights are loaded from safetensors only.")
         kwargs["use_safetensors"] = True
-        folder = Path(pretrained_model_name_or_path) if pretrained_model_name_or_path is not None else None
         local_folder = check_model_location(pretrained_model_name_or_path)  # a file is refused here
         if local_folder is not None:
             check_model_files(local_folder / kwargs.get("subfolder", ""), kwargs.get("generation_config") is not None)
@@ -69,34 +52,33 @@ class StrictCheckpoints:
                 **kwargs,
             )
         except OSError:
-            if folder is not None and folder.is_dir() and (folder / "config.json").is_file():
-                check_weights_file(folder)  # a clearer message when the weights file is what is missing
+            if local_folder is not None and (local_folder / "config.json").is_file():
+                check_weights_file(local_folder)  # a clearer message when the weights file is what is missing
             raise
         except SafetensorError as error:
-            local = folder is not None and folder.is_dir()
-            where = folder / "model.safetensors" if local else pretrained_model_name_or_path
+            where = local_folder / "model.safetensors" if local_folder is not None else pretrained_model_name_or_path
             raise ValueError(
                 f"Cannot read the weights {str(where)!r}: {error}. The file is truncated or corrupted (an "
                 "interrupted save or download?); save or download the model again."
             ) from None
         untied = fill_untied_weights(model, info["missing_keys"])
         info["missing_keys"] = type(info["missing_keys"])(k for k in info["missing_keys"] if k not in untied)
-        missing = sorted(info["missing_keys"])
-        if missing:
-            raise ValueError(
-                f"The weights of {str(pretrained_model_name_or_path)!r} lack {len(missing)} of the model's tensors "
-                f"(first: {missing[0]!r}); they would start from random values. The weights file is incomplete or "
-                "belongs to another model; save the model again or point to a complete folder."
-            )
-        check_unexpected_keys(pretrained_model_name_or_path, info["unexpected_keys"])
+        name = str(pretrained_model_name_or_path)
+        refuse_keys(name, info["missing_keys"], "lack {} of the model's tensors (first: {!r}); they would start from "
+                    "random values. The weights file is incomplete or belongs to another model; save the model again "
+                    "or point to a complete folder.")
+        refuse_keys(name, info["unexpected_keys"], "hold {} tensors that the model described by its config.json does "
+                    "not have (first: {!r}); they would be dropped. The weights belong to a larger or another model "
+                    "(more layers than num_layers / num_decoder_layers say?): fix config.json or point to the folder "
+                    "the weights came with.")
         if local_folder is None and isinstance(pretrained_model_name_or_path, str):
             fetched = cached_folder(pretrained_model_name_or_path, kwargs)  # a Hub id: its files, now in the cache
             if fetched is not None:
                 check_model_files(fetched, kwargs.get("generation_config") is not None, local=False)
         if info["mismatched_keys"] and not reinit_mismatched:
-            name, stored, expected = sorted(info["mismatched_keys"], key=lambda item: item[0])[0]
+            key, stored, expected = sorted(info["mismatched_keys"], key=lambda item: item[0])[0]
             raise ValueError(
-                f"The weights of {str(pretrained_model_name_or_path)!r} do not match its config: tensor {name!r} has "
+                f"The weights of {name!r} do not match its config: tensor {key!r} has "
                 f"shape {tuple(stored)} in the file but {tuple(expected)} in the model the config describes "
                 f"({len(info['mismatched_keys'])} such tensors). Fix config.json (e.g. d_model, d_ff, vocab_size) "
                 "or pass ignore_mismatched_sizes=True to re-initialise those tensors."
@@ -104,17 +86,11 @@ class StrictCheckpoints:
         return (model, info) if return_info else model
 
     def save_pretrained(self, save_directory, *args, **kwargs):
-        """A folder is a model once its model.safetensors is whole, and `save_pretrained` writes that
-        file last. Saving over an earlier model (a re-saved checkpoint, a rerun into the same output
-        folder), the old weights are removed first: a save stopped half-way then leaves a folder that
-        refuses to load, not the earlier weights under the new config.json. The saved
-        generation_config.json lists only what was set, and always the §6.1 length offset.
-        `auto_map` names every model class of the saved code (`_auto_map`), so the folder loads
-        with `AutoModel` as well as with the class it was saved from. A model that generates also
-        gets custom_generate/generate.py, which transformers makes the model's `generate` when the
-        folder is loaded with `trust_remote_code=True`; it hands over to the model's own `generate`,
-        which decodes with §6.1's search (beam_search.py, saved with the rest of the code).
-        """
+        """Old weights in `save_directory` are removed first (model.safetensors is written last): a save
+        stopped half-way leaves a folder that refuses to load, not old weights under a new config.json.
+        generation_config.json lists only what was set (and §6.1's offset); `auto_map` names every model
+        class (`_auto_map`); a model that generates also gets custom_generate/generate.py, which
+        transformers makes its `generate` under `trust_remote_code=True` (a hand-over to §6.1's search)."""
         check_shared_weights_match_config(self)  # before anything is written
         if getattr(self, "_auto_class", None) is not None:
             module = type(self).__module__.rsplit(".", 1)[-1]
@@ -133,14 +109,15 @@ class StrictCheckpoints:
         return super().save_pretrained(save_directory, *args, **kwargs)
 
 
-def fill_untied_weights(model, missing_keys) -> list[str]:
-    """Projection weights a checkpoint lacks because it was saved tied, copied from their source.
+def refuse_keys(name: str, keys, problem: str) -> None:
+    """A ValueError naming the first of `keys` (tensors missing from, or extra in, the weights), if any."""
+    if keys:
+        raise ValueError(f"The weights of {name!r} " + problem.format(len(keys), sorted(keys)[0]))
 
-    A model loaded with `tie_word_embeddings=False` from a folder saved with it true has its own
-    `lm_head.weight`, which the file does not hold: in the saved model that matrix *was* the
-    embedding it was tied to (`_tied_weights_keys`), so the copy is the trained projection, not a
-    random start. Returns the names filled.
-    """
+
+def fill_untied_weights(model, missing_keys) -> list[str]:
+    """The names of projection weights a checkpoint saved tied lacks, filled with a copy of the matrix they
+    were tied to (`_tied_weights_keys`): the trained projection, not a random start."""
     filled = []
     for target, source in (getattr(model, "_tied_weights_keys", None) or {}).items():
         if target in missing_keys and source not in missing_keys and target not in model.all_tied_weights_keys:
@@ -151,18 +128,12 @@ def fill_untied_weights(model, missing_keys) -> list[str]:
 
 
 def check_shared_weights_match_config(model) -> None:
-    """Refuse to save a model whose shared matrices are not the ones its config declares.
-
-    transformers saves one copy of each tied matrix and re-ties on loading from the config; a
-    model whose `tie_word_embeddings` or `share_embeddings` was changed after it was built would
-    be written as a folder that does not load (or loads with other weights).
-    """
-    declared = defaultdict(set)
+    """Refuse to save a model whose shared matrices are not the ones its config declares: transformers
+    saves one copy of each tied matrix and re-ties from the config, so the folder would not load."""
+    declared, actual = defaultdict(set), defaultdict(set)
     for target, source in model.get_expanded_tied_weights_keys(all_submodels=True).items():
         declared[source].update((source, target))
-    parameters = dict(model.named_parameters(remove_duplicate=False))
-    actual = defaultdict(set)
-    for name, parameter in parameters.items():
+    for name, parameter in model.named_parameters(remove_duplicate=False):
         actual[id(parameter)].add(name)
     declared_groups = {frozenset(group) for group in declared.values()}
     actual_groups = {frozenset(group) for group in actual.values() if len(group) > 1}

@@ -31,7 +31,7 @@ from .embeddings import ScaledEmbedding
 from .fast_loss import fast_label_smoothed_cross_entropy
 from .generation import choose_decoding, length_limit_chosen, max_new_tokens_for, paper_generation_config
 from .generation_cache import new_cache, source_length_varies
-from .inputs import check_attention_mask, check_batch, check_decoder_inputs, check_labels
+from .inputs import check_attention_mask, check_batch, check_inputs, check_labels
 from .label_smoothing import label_smoothed_cross_entropy
 from .masking import attention_dtype, padding_mask
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
@@ -199,8 +199,8 @@ class VaswaniModel(VaswaniPreTrainedModel):
 
     def decode(self, input_ids, inputs_embeds, decoder_attention_mask, encoder_outputs, attention_mask, cache, flags):
         """The decoder's output for the target (its inputs checked here, the model's entry) over the encoder's."""
-        check_decoder_inputs(input_ids, inputs_embeds, decoder_attention_mask, self.config.vocab_size,
-                             cache.get_seq_length() if cache is not None else 0)
+        check_inputs("decoder_", input_ids, inputs_embeds, decoder_attention_mask, self.config.vocab_size,
+                     cache.get_seq_length() if cache is not None else 0)
         if cache is not None:
             source_length_varies(encoder_outputs.last_hidden_state, attention_mask)
         return self.decoder(input_ids, encoder_outputs.last_hidden_state, attention_mask, decoder_attention_mask,

@@ -18,7 +18,7 @@ from transformers.utils import can_return_tuple
 from .decoder import Decoder, DecoderLayer
 from .encoder import Encoder, EncoderLayer
 from .generation_cache import KeyValueCache
-from .inputs import check_encoder_inputs, check_positions
+from .inputs import check_inputs, check_positions
 from .attention_kernels import attention_kernel
 from .masking import attention_dtype, decoder_self_attention_mask, padding_mask, to_additive
 from .transformers_compat import cache_field
@@ -44,7 +44,7 @@ class VaswaniEncoder(Encoder):
     @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
     def forward(self, input_ids=None, attention_mask=None, inputs_embeds=None, output_attentions=None,
                 output_hidden_states=None, **kwargs) -> BaseModelOutput:
-        check_encoder_inputs(input_ids, inputs_embeds, attention_mask, self.embed_tokens.num_embeddings)
+        check_inputs("", input_ids, inputs_embeds, attention_mask, self.embed_tokens.num_embeddings)
         check_positions(self.embed_positions, (input_ids if input_ids is not None else inputs_embeds).shape[1])
         kernel = attention_kernel(self.config, bool(output_attentions))
         z, hidden, weights = super().forward(input_ids, attention_mask, inputs_embeds, kernel=kernel)

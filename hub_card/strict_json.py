@@ -1,11 +1,9 @@
 """The one reader of every JSON file the package reads (Hugging Face glue, not from the paper).
 
-A model folder, a run folder or a results file may come from anyone. `read_json` refuses, in one
-ValueError line naming the file (and the key), what `json.loads` would let through or crash on: a
-file too large to be one of ours, nesting too deep (json.loads recurses), NaN / Infinity (Python's
-json reads them, and writes back a file that is not JSON), a number too large for a float (read as
-inf), and a top level of the wrong type. It sits beside the model code because the model code,
-copied into every checkpoint, may import only its own folder; the rest of the package imports it from here.
+A model folder, a run folder or a results file may come from anyone: `read_json` refuses, in one
+ValueError line naming the file (and the key), what `json.loads` would let through or crash on: a file
+too large, nesting too deep (json.loads recurses), NaN / Infinity, a number too large for a float, and
+a top level of the wrong type. It sits with the model code, which checkpoints carry, so the code can use it.
 """
 
 import json
@@ -22,8 +20,7 @@ class JSONFileError(ValueError):
 
 
 def read_json(path: str | os.PathLike, expected: type = dict):
-    """The value of the JSON file `path`, checked as above; a top level that is not `expected` is refused.
-    A missing file is the OSError it is."""
+    """The value of the JSON file `path`, checked as above, of type `expected`; a missing file is an OSError."""
     path = Path(path)
     size = path.stat().st_size
     if size > MAX_BYTES:

@@ -31,22 +31,12 @@ K = [[1.0, 1.0, 0.0, 0.0], [0.0, 2.0, -1.0, 1.0], [-1.0, 0.5, 0.5, 2.0]]
 V = [[1.0, 2.0], [3.0, -1.0], [0.0, 4.0]]
 
 
-def test_equation_1_by_hand():
+def test_equation_1_by_hand():  # the scores divided by √d_k = 2
     expected_out, expected_weights = by_hand(Q, K, V)
     out, weights = scaled_dot_product_attention(torch.tensor(Q), torch.tensor(K), torch.tensor(V))
     assert out.shape == (2, 2) and weights.shape == (2, 3)
     torch.testing.assert_close(out, torch.tensor(expected_out), rtol=0, atol=1e-6)
     torch.testing.assert_close(weights, torch.tensor(expected_weights), rtol=0, atol=1e-6)
-
-
-def test_scale_is_sqrt_d_k():
-    # One query, two keys: scores 4 and 0 before scaling; with d_k = 4 the softmax sees 2 and 0.
-    q = torch.tensor([[2.0, 2.0, 0.0, 0.0]])
-    k = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
-    v = torch.eye(2)
-    _, weights = scaled_dot_product_attention(q, k, v)
-    expected = math.exp(2) / (math.exp(2) + 1)
-    assert weights[0, 0].item() == pytest.approx(expected, abs=1e-6)
 
 
 def test_weights_rows_sum_to_one_and_masked_key_gets_zero():
@@ -64,18 +54,6 @@ def test_weights_rows_sum_to_one_and_masked_key_gets_zero():
     v2[1, :, 1] = -1e6
     out2, _ = scaled_dot_product_attention(q, k, v2, padding_mask(keep, torch.float32))
     torch.testing.assert_close(out, out2, rtol=0, atol=0)
-
-
-def test_fused_kernel_matches_eager_function():
-    torch.manual_seed(1)
-    q, k, v = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
-    mask = causal_mask(5, 5, "cpu", torch.float32)
-    eager, _ = scaled_dot_product_attention(q, k, v, mask)
-    fused, none = fused_attention(q, k, v, mask)
-    builtin_causal, _ = fused_attention(q, k, v, is_causal=True)
-    assert none is None
-    torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
-    torch.testing.assert_close(builtin_causal, eager, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("is_causal", [False, True])
@@ -112,42 +90,36 @@ def run_both(module, *args, **kwargs):
     return [module(*args, kernel=KERNELS.get_interface(impl, None), **kwargs) for impl in ("eager", "sdpa")]
 
 
-def test_eager_and_sdpa_agree_self_attention_with_padding(make_attention):
-    module = make_attention()
-    x = torch.randn(2, 5, 16)
-    keep = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-    (eager, weights), (fused, no_weights) = run_both(module, x, attention_mask=padding_mask(keep, x.dtype))
-    assert eager.shape == fused.shape == (2, 5, 16)
-    assert weights.shape == (2, 4, 5, 5) and no_weights is None
+KEEP = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("kind", ["padded", "causal", "causal-implicit", "cross"])
+def test_eager_and_sdpa_agree(make_attention, kind):
+    """The module with Eq. (1) written out ("eager", which returns the weights) and the fused kernel
+    ("sdpa"): padded self-attention, decoder self-attention with a causal mask given or (no mask) the
+    kernels' own, and encoder–decoder attention over a padded memory."""
+    module = make_attention(is_cross=kind == "cross", is_causal=kind == "causal-implicit")
+    x = torch.randn(2, 3 if kind == "cross" else 6, 16)
+    masks = {"padded": padding_mask(KEEP, x.dtype), "causal": causal_mask(6, 6, "cpu", x.dtype),
+             "causal-implicit": None, "cross": padding_mask(KEEP, x.dtype)}
+    memory = dict(key_value_states=torch.randn(2, 6, 16)) if kind == "cross" else {}
+    (eager, weights), (fused, no_weights) = run_both(module, x, attention_mask=masks[kind], **memory)
+    assert eager.shape == fused.shape == x.shape and no_weights is None
+    assert weights.shape == (2, 4, x.shape[1], 6)
     torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
-    assert torch.all(weights[1, :, :, 3:] == 0)
+    if kind.startswith("causal"):
+        assert torch.all(weights.triu(diagonal=1) == 0)  # no query looks ahead
+    else:
+        assert torch.all(weights[1, :, :, 3:] == 0)  # no query looks at padding
 
 
-def test_eager_and_sdpa_agree_causal(make_attention):
-    module = make_attention()
-    x = torch.randn(2, 6, 16)
-    mask = causal_mask(6, 6, "cpu", x.dtype)
-    (eager, weights), (fused, _) = run_both(module, x, attention_mask=mask)
-    torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
-    assert torch.all(weights.triu(diagonal=1) == 0)  # no query looks ahead
-    # Decoder self-attention without a mask: the causal one, built by Eq. (1) or the fused kernel's own.
-    (implicit, implicit_weights), (builtin, _) = run_both(make_attention(is_causal=True), x)
-    torch.testing.assert_close(implicit_weights, weights, rtol=0, atol=0)
-    torch.testing.assert_close(builtin, eager, rtol=0, atol=1e-5)
+def test_output_attentions_forces_eager_weights_and_sdpa_is_this_models_own(make_attention, make_config):
+    """"sdpa" names fused_attention in the model's own AttentionInterface; other models keep transformers'
+    own. Asked for the weights, a call takes Eq. (1) written out, whatever the implementation."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-
-def test_eager_and_sdpa_agree_cross_attention(make_attention):
-    module = make_attention(is_cross=True)
-    x, memory = torch.randn(2, 3, 16), torch.randn(2, 7, 16)
-    keep = torch.tensor([[1] * 7, [1, 1, 1, 1, 0, 0, 0]])
-    mask = padding_mask(keep, x.dtype)
-    (eager, weights), (fused, _) = run_both(module, x, key_value_states=memory, attention_mask=mask)
-    assert eager.shape == (2, 3, 16) and weights.shape == (2, 4, 3, 7)
-    torch.testing.assert_close(fused, eager, rtol=0, atol=1e-5)
-    assert torch.all(weights[1, :, :, 4:] == 0)
-
-
-def test_output_attentions_forces_eager_weights(make_attention, make_config):
+    assert KERNELS["sdpa"] is fused_attention and ALL_ATTENTION_FUNCTIONS["sdpa"] is not fused_attention
+    assert KERNELS.get_interface("eager", scaled_dot_product_attention) is scaled_dot_product_attention
     config = make_config()
     config._attn_implementation = "sdpa"
     assert attention_kernel(config, output_attentions=False) is fused_attention
@@ -211,12 +183,3 @@ def test_self_attention_cache_appends_each_step(make_attention):
     steps = [module(x[:, t:t + 1], cache=KeyValueCache(cache))[0] for t in range(4)]  # one new query sees all earlier keys
     assert cache.self_attention_cache.get_seq_length() == 4
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
-
-
-def test_the_fused_kernel_is_registered_for_this_model_only():
-    """"sdpa" names fused_attention in the model's own AttentionInterface; other models keep transformers' own."""
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
-    assert KERNELS["sdpa"] is fused_attention
-    assert ALL_ATTENTION_FUNCTIONS["sdpa"] is not fused_attention
-    assert KERNELS.get_interface("eager", scaled_dot_product_attention) is scaled_dot_product_attention

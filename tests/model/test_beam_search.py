@@ -1,15 +1,9 @@
 """Tests for modeling_vaswani.model.beam_search: §6.1's beam search — GNMT's length penalty, the
 stopping bound, the choice between it and transformers' own search by the generation config,
-decoder prompts and caches, the beam trace, and custom_generate/generate.py in a process without
-this package."""
+decoder prompts and caches, the beam trace."""
 
-import importlib.util
 import json
 import math
-import os
-import shutil
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -23,7 +17,6 @@ from modeling_vaswani.model import beam_search as search
 from modeling_vaswani.model import generation
 from modeling_vaswani.model.beam_search import gnmt_length_penalty
 from modeling_vaswani.model.generation import PAPER_DECODING, PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
-from modeling_vaswani.model.loading import CUSTOM_GENERATE_FILE, CUSTOM_GENERATE_SOURCE
 
 EOS = 2
 
@@ -58,8 +51,6 @@ def calls(monkeypatch):
         monkeypatch.setattr(module, name, counting)
     return ran
 
-
-# ---- GNMT's length penalty by hand --------------------------------------------------------------
 
 def test_gnmt_length_penalty_by_hand():
     assert gnmt_length_penalty(1, 0.6) == 1.0  # ((5 + 1) / 6)^α
@@ -165,10 +156,8 @@ def test_new_models_decode_with_the_papers_search(tmp_path, calls):
     ids, mask = padded_batch()
     paper = model.generate(input_ids=ids, attention_mask=mask)
     assert calls == ["paper"]
-    # Saved with generation_config.json, and chosen again after loading.
-    model.save_pretrained(tmp_path)
-    saved = json.loads((tmp_path / "generation_config.json").read_text())
-    assert {k: saved[k] for k in PAPER_SEARCH} == PAPER_SEARCH
+    model.save_pretrained(tmp_path)  # saved with generation_config.json, and chosen again after loading
+    assert PAPER_SEARCH.items() <= json.loads((tmp_path / "generation_config.json").read_text()).items()
     loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path).eval()
     assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask), paper)
     # The same search, asked for explicitly.
@@ -184,8 +173,8 @@ def test_transformers_beam_search_is_generation_mixins_own(calls):
     theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
     assert calls == ["transformers"]
     direct = GenerationMixin.generate(model, **kwargs)  # transformers' generate, no choice of ours involved
-    assert torch.equal(theirs.sequences, direct.sequences)
-    assert torch.equal(theirs.sequences_scores, direct.sequences_scores)
+    assert torch.equal(theirs.sequences, direct.sequences) and torch.equal(theirs.sequences_scores,
+                                                                           direct.sequences_scores)
     # A generation_config.json saved before the entries existed: transformers' search, as it was.
     for name in PAPER_SEARCH:
         delattr(model.generation_config, name)
@@ -309,60 +298,3 @@ def test_the_trace_records_each_step_and_ends_with_what_generate_returns():
     for before, after in left:
         for sentence in (s for s, done in enumerate(before["done"]) if done):
             assert all(after[key][sentence] == before[key][sentence] for key in ("alive", "finished", "bound", "done"))
-
-
-# ---- custom_generate/generate.py travels with every checkpoint -----------------------------------
-
-CHILD = """
-import sys; sys.modules["modeling_vaswani"] = None  # this package must not be importable here
-import json, torch
-from transformers import AutoModelForSeq2SeqLM
-model = AutoModelForSeq2SeqLM.from_pretrained(sys.argv[1], trust_remote_code=True).eval()
-ids, mask = (torch.tensor(x) for x in json.loads(sys.argv[2]))
-out = model.generate(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
-print(json.dumps(dict(
-    generate=getattr(model.generate, "func", model.generate).__module__,
-    paper=[out.sequences.tolist(), out.sequences_scores.tolist()],
-    transformers=model.generate(input_ids=ids, attention_mask=mask, length_penalty_formula=None,
-                                beam_termination=None).tolist(),
-    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module],
-)))
-"""
-
-
-@pytest.mark.slow
-def test_saved_folder_decodes_with_the_papers_search_without_the_package(tmp_path):
-    model = tiny_model()
-    ids, mask = padded_batch()
-    model.save_pretrained(tmp_path / "saved")
-    assert (tmp_path / "saved" / CUSTOM_GENERATE_FILE).read_bytes() == CUSTOM_GENERATE_SOURCE.read_bytes()
-    folder = shutil.copytree(tmp_path / "saved", tmp_path / "elsewhere" / "copied")
-    paper = model.generate(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
-    theirs = model.generate(input_ids=ids, attention_mask=mask, **TRANSFORMERS_BEAM_SEARCH)
-    assert not torch.equal(paper.sequences[:, :theirs.shape[1]], theirs)  # the two searches differ here
-
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    # -I: isolated mode, neither the working directory nor PYTHONPATH nor user site-packages on sys.path.
-    arguments = [str(folder), json.dumps([ids.tolist(), mask.tolist()])]
-    completed = subprocess.run([sys.executable, "-I", "-c", CHILD, *arguments], cwd=tmp_path / "elsewhere", env=env,
-                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["imported"] == []
-    assert report["generate"].startswith("transformers_modules.") and report["generate"].endswith(
-        "custom_generate.generate")  # transformers loaded the folder's custom_generate
-    assert report["paper"] == [paper.sequences.tolist(), paper.sequences_scores.tolist()]
-    assert report["transformers"] == theirs.tolist()
-
-
-def test_custom_generate_hands_over_to_the_models_own_generate_only():
-    spec = importlib.util.spec_from_file_location("custom_generate_under_test", CUSTOM_GENERATE_SOURCE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    model = tiny_model()
-    ids, mask = padded_batch()
-    assert torch.equal(module.generate(input_ids=ids, attention_mask=mask, model=model),
-                       model.generate(input_ids=ids, attention_mask=mask))
-    with pytest.raises(TypeError, match="SimpleNamespace"):
-        module.generate(input_ids=ids, model=SimpleNamespace())

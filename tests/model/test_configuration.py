@@ -30,45 +30,27 @@ def test_presets_are_table_3(name, d_model, d_ff, heads, p_drop):
     assert config.is_encoder_decoder
 
 
-def test_preset_overrides_win():
+def test_presets_overrides_defaults_and_derived_sizes():
     config = VaswaniConfig.from_preset("base", vocab_size=37000, dropout=0.2, num_layers=4)
     assert (config.vocab_size, config.dropout, config.num_layers, config.num_decoder_layers) == (37000, 0.2, 4, 4)
     assert config.d_model == 512  # the rest of the row is kept
-
-
-def test_unknown_preset_lists_choices():
     with pytest.raises(ValueError, match="huge") as info:
         VaswaniConfig.from_preset("huge")
-    assert "base" in str(info.value) and "big" in str(info.value)
-
-
-def test_defaults_and_derived_head_sizes():
-    config = VaswaniConfig(**TINY)
-    assert config.d_k == config.d_v == 4  # d_model / h
-    ids = (config.pad_token_id, config.bos_token_id, config.eos_token_id, config.decoder_start_token_id)
-    assert ids == (0, 1, 2, 1)
-    assert config.num_decoder_layers == 2
-    assert VaswaniConfig(**TINY, num_decoder_layers=3).num_decoder_layers == 3
-
-
-def test_attribute_map_gives_hugging_face_names():
+    assert_names(info, "base", "big")  # the choices
     config = VaswaniConfig(**TINY, num_decoder_layers=3)
-    assert config.hidden_size == 16
-    assert config.num_attention_heads == 4
-    assert config.intermediate_size == 32
-    # The generation cache sizes itself from num_hidden_layers: the decoder's depth.
-    assert config.num_hidden_layers == 3
-    assert (config.encoder_layers, config.decoder_layers) == (2, 3)
+    assert config.d_k == config.d_v == 4  # d_model / h
+    assert (config.pad_token_id, config.bos_token_id, config.eos_token_id, config.decoder_start_token_id) == (0, 1, 2, 1)
+    assert VaswaniConfig(**TINY).num_decoder_layers == 2  # N, unless given
+    # Hugging Face's names; the generation cache sizes itself from num_hidden_layers: the decoder's depth.
+    assert (config.hidden_size, config.num_attention_heads, config.intermediate_size) == (16, 4, 32)
+    assert (config.num_hidden_layers, config.encoder_layers, config.decoder_layers) == (3, 2, 3)
     config.hidden_size = 24  # writes through to the paper's name
     assert config.d_model == 24
-
-
-def test_indivisible_d_model_needs_explicit_head_sizes():
     with pytest.raises(ValueError, match="d_model") as info:
         VaswaniConfig(**{**TINY, "d_model": 18})
-    assert "num_heads" in str(info.value) and "d_k" in str(info.value)
-    config = VaswaniConfig(**{**TINY, "d_model": 18}, d_k=5, d_v=7)
-    assert (config.d_k, config.d_v) == (5, 7)
+    assert_names(info, "num_heads", "d_k")
+    explicit = VaswaniConfig(**{**TINY, "d_model": 18}, d_k=5, d_v=7)
+    assert (explicit.d_k, explicit.d_v) == (5, 7)
 
 
 SIZES = ["vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decoder_layers", "max_position_embeddings",
@@ -106,9 +88,8 @@ def test_a_saved_warmup_steps_is_dropped():
     assert not hasattr(config, "warmup_steps") and "warmup_steps" not in config.to_json_string()
 
 
-@pytest.mark.parametrize("field", RATES)
-def test_rates_at_lower_edge_are_valid(field):
-    assert getattr(VaswaniConfig(**{**TINY, field: 0.0}), field) == 0.0
+def test_values_at_the_edges_are_valid():
+    assert all(getattr(VaswaniConfig(**{**TINY, field: 0.0}), field) == 0.0 for field in RATES)
     assert VaswaniConfig(**TINY, positional_encoding="learned").positional_encoding == "learned"
 
 
@@ -157,21 +138,12 @@ def test_save_load_round_trip_and_auto_config(tmp_path):
     )
     config.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "config.json").read_text())
-    assert saved["model_type"] == "vaswani"
-    assert saved["auto_map"]["AutoConfig"] == "configuration_vaswani.VaswaniConfig"
-
+    assert saved["model_type"] == "vaswani" and saved["auto_map"]["AutoConfig"] == "configuration_vaswani.VaswaniConfig"
     for loaded in (VaswaniConfig.from_pretrained(tmp_path), AutoConfig.from_pretrained(tmp_path)):
         assert type(loaded) is VaswaniConfig
         got, want = loaded.to_dict(), config.to_dict()
         got.pop("_name_or_path"), want.pop("_name_or_path")  # where it was loaded from
-        assert got == want
-        assert (loaded.d_k, loaded.d_v, loaded.num_decoder_layers) == (8, 6, 3)
-        assert loaded.tie_word_embeddings is False
-
-
-def test_loading_an_invalid_saved_config_fails_clearly(tmp_path):
-    VaswaniConfig(**TINY).save_pretrained(tmp_path)
-    path = tmp_path / "config.json"
-    path.write_text(path.read_text().replace('"dropout": 0.1', '"dropout": 1.5'))
+        assert got == want and loaded.tie_word_embeddings is False
+    (tmp_path / "config.json").write_text(json.dumps({**saved, "dropout": 1.5}))
     with pytest.raises(ValueError, match="dropout"):
         AutoConfig.from_pretrained(tmp_path)

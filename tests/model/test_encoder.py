@@ -1,4 +1,5 @@
-"""Tests for modeling_vaswani.model.encoder: the encoder stack of §3.1."""
+"""Tests for modeling_vaswani.model.encoder: the encoder stack of §3.1 (that padding changes nothing, for random
+configurations: test_properties.py)."""
 
 import pytest
 import torch
@@ -42,37 +43,19 @@ def test_bottom_is_scaled_embedding_plus_positional_encoding(make_encoder):
     torch.testing.assert_close(out.hidden_states[0], expected)
 
 
-def test_post_ln_has_no_final_layernorm(make_encoder):
-    encoder = make_encoder()
-    assert encoder.final_norm is None
-    assert sum(isinstance(m, nn.LayerNorm) for m in encoder.modules()) == 3 * 2  # one per sub-layer
-    ids = torch.randint(4, 30, (2, 5))
-    out = encoder(input_ids=ids, output_hidden_states=True)
-    last_layer, _ = encoder.layers[-1](out.hidden_states[-2], None)
-    torch.testing.assert_close(out.last_hidden_state, last_layer, rtol=0, atol=0)
-
-
-def test_pre_ln_ends_with_one_layernorm(make_encoder):
-    encoder = make_encoder(norm_first=True)
-    assert isinstance(encoder.final_norm, nn.LayerNorm)
-    assert sum(isinstance(m, nn.LayerNorm) for m in encoder.modules()) == 3 * 2 + 1
-    with torch.no_grad():
-        encoder.final_norm.weight.fill_(2.0)
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_post_ln_has_no_final_layernorm_pre_ln_ends_with_one(make_encoder, norm_first):
+    encoder = make_encoder(norm_first=norm_first)
+    assert (encoder.final_norm is not None) is norm_first
+    assert sum(isinstance(m, nn.LayerNorm) for m in encoder.modules()) == 3 * 2 + norm_first  # one per sub-layer
+    if norm_first:
+        with torch.no_grad():
+            encoder.final_norm.weight.fill_(2.0)
     out = encoder(input_ids=torch.randint(4, 30, (2, 5)), output_hidden_states=True)
-    # hidden_states[-2] is the input of the last layer; the output is final_norm(last layer).
+    # hidden_states[-2] is the input of the last layer; the output is (final_norm of) the last layer's.
     last_layer, _ = encoder.layers[-1](out.hidden_states[-2], None)
-    torch.testing.assert_close(out.last_hidden_state, encoder.final_norm(last_layer))
-
-
-def test_padding_does_not_change_real_positions(make_encoder):
-    encoder = make_encoder()
-    ids = torch.tensor([[5, 6, 7, 2, 0, 0]])
-    keep = torch.tensor([[1, 1, 1, 1, 0, 0]])
-    padded = encoder(input_ids=ids, attention_mask=keep).last_hidden_state
-    alone = encoder(input_ids=ids[:, :4]).last_hidden_state
-    torch.testing.assert_close(padded[:, :4], alone, rtol=0, atol=1e-5)
-    other_pad = encoder(input_ids=torch.tensor([[5, 6, 7, 2, 9, 13]]), attention_mask=keep).last_hidden_state
-    torch.testing.assert_close(other_pad[:, :4], padded[:, :4], rtol=0, atol=1e-6)
+    torch.testing.assert_close(out.last_hidden_state, encoder.final_norm(last_layer) if norm_first else last_layer,
+                               rtol=0, atol=1e-6)
 
 
 def test_layer_is_self_attention_then_feed_forward(make_encoder):

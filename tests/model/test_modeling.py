@@ -3,13 +3,12 @@ Hugging Face model — weight sharing (§3.4), Table 3 sizes, the loss (§5.4), 
 
 import json
 from contextlib import nullcontext
+
 import pytest
 import torch
-from safetensors import safe_open
-from transformers import AutoModel, AutoModelForSeq2SeqLM
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, VaswaniModel
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
 from modeling_vaswani.model.generation import MAX_OUTPUT_LENGTH_OFFSET
 from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
@@ -20,39 +19,10 @@ EOS = 2
 # A padded batch: sentence 0 is shorter than sentence 1.
 SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
 SOURCE_MASK = (SOURCE != 0).long()
+TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
 
 
-def embedding_weights(model):
-    return (model.model.shared.weight, model.model.encoder.embed_tokens.weight,
-            model.model.decoder.embed_tokens.weight, model.lm_head.weight)
-
-
-# ---- §3.4: one weight matrix shared three ways -------------------------------------------------
-
-def test_three_way_sharing_is_one_tensor_and_survives_save_load(tiny_model, tmp_path):
-    shared, encoder, decoder, head = embedding_weights(tiny_model)
-    assert shared is encoder and shared is decoder and shared is head
-    tiny_model.save_pretrained(tmp_path)
-    loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path)
-    shared, encoder, decoder, head = embedding_weights(loaded)
-    assert shared is encoder and shared is decoder and shared is head
-    torch.testing.assert_close(shared, tiny_model.model.shared.weight, rtol=0, atol=0)
-    # A gradient step on the loaded model moves all four views together.
-    with torch.no_grad():
-        head[7].add_(1.0)
-    assert torch.equal(encoder[7], head[7]) and torch.equal(decoder[7], head[7])
-
-
-def test_unshared_embeddings_are_distinct_tensors(make_model):
-    model = make_model(share_embeddings=False)
-    encoder, decoder, head = (model.model.encoder.embed_tokens.weight, model.model.decoder.embed_tokens.weight,
-                              model.lm_head.weight)
-    assert not hasattr(model.model, "shared")  # no unused matrix left behind
-    assert model.get_input_embeddings().weight is encoder
-    assert encoder is not decoder and encoder is not head and decoder is not head
-    assert encoder.data_ptr() != decoder.data_ptr() != head.data_ptr()
-    assert not torch.equal(encoder, decoder)
-
+# ---- §3.4: the shared matrix (how it is shared: test_hf_integration.py) -----------------------------
 
 def test_embeddings_are_scaled_and_logits_use_the_shared_matrix(tiny_model):
     ids = torch.tensor([[5, 6, EOS]])
@@ -125,51 +95,33 @@ def test_loss_uses_config_label_smoothing(make_model):
 
 # ---- §6.1 generation ----------------------------------------------------------------------------
 
-def test_generation_config_is_the_papers(tiny_model, tmp_path, make_model):
-    for config in (tiny_model.generation_config, make_model().generation_config):
-        assert config.num_beams == 4 and config.length_penalty == 0.6 and config.use_cache is True
-        assert (config.eos_token_id, config.pad_token_id, config.decoder_start_token_id) == (EOS, 0, 1)
-    tiny_model.config.use_cache = False  # what the Trainer writes into config.json
-    try:
-        tiny_model.save_pretrained(tmp_path)
-    finally:
-        tiny_model.config.use_cache = True
-    loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path)
-    assert loaded.generation_config.num_beams == 4 and loaded.generation_config.length_penalty == 0.6
-    assert loaded.generation_config.use_cache is True
-
-
-def test_saved_generation_config_lists_only_what_was_set(tiny_model, tmp_path):
-    """generate()'s fallbacks written into the config (as Trainer evaluation once did) are not saved as choices."""
-    generation_config = tiny_model.generation_config
-    generation_config.update(**generation_config._get_default_generation_params(), defaults_only=True)
-    del tiny_model.generation_config.max_output_length_offset  # as in files saved before the entry existed
-    assert tiny_model.generation_config.max_length == 20 and tiny_model.generation_config.top_k == 50
+def test_generation_config_is_the_papers_and_saved_with_only_what_was_set(tiny_model, tmp_path):
+    """generate()'s fallbacks written into the config (as Trainer evaluation once did) are not saved as
+    choices, and the §6.1 settings survive a config.json with use_cache=False (as the Trainer writes it)."""
+    config = tiny_model.generation_config
+    assert config.num_beams == 4 and config.length_penalty == 0.6 and config.use_cache is True
+    assert (config.eos_token_id, config.pad_token_id, config.decoder_start_token_id) == (EOS, 0, 1)
+    config.update(**config._get_default_generation_params(), defaults_only=True)
+    del config.max_output_length_offset  # as in files saved before the entry existed
+    assert config.max_length == 20 and config.top_k == 50
+    tiny_model.config.use_cache = False
     tiny_model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "generation_config.json").read_text())
     saved.pop("transformers_version")
     assert saved == {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True, "use_cache": True,
                      "max_output_length_offset": 50, "length_penalty_formula": "gnmt", "beam_termination": "bound",
                      "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": EOS, "decoder_start_token_id": 1}
-    loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path)
-    assert loaded.generation_config.max_length is None and loaded.generation_config.num_beams == 4
-    # An explicit choice that differs from the fallback is kept.
-    tiny_model.generation_config.no_repeat_ngram_size = 3
-    try:
-        tiny_model.save_pretrained(tmp_path)
-    finally:
-        tiny_model.generation_config.no_repeat_ngram_size = None
+    loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path).generation_config
+    assert loaded.max_length is None and loaded.num_beams == 4 and loaded.use_cache is True
+    tiny_model.generation_config.no_repeat_ngram_size = 3  # a choice that differs from the fallback is kept
+    tiny_model.save_pretrained(tmp_path)
     assert json.loads((tmp_path / "generation_config.json").read_text())["no_repeat_ngram_size"] == 3
 
 
-@pytest.mark.parametrize("num_beams", [1, 4])
-def test_cached_and_uncached_generation_agree(tiny_model, num_beams):
-    kwargs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=num_beams, do_sample=False,
-                  max_new_tokens=12)
+def test_cached_and_uncached_beam_search_agree(tiny_model):  # greedy search: test_properties.py
+    kwargs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=4, do_sample=False, max_new_tokens=12)
     cached = tiny_model.generate(**kwargs, use_cache=True)
-    uncached = tiny_model.generate(**kwargs, use_cache=False)
-    assert cached.shape[1] > 2
-    assert torch.equal(cached, uncached)
+    assert cached.shape[1] > 2 and torch.equal(cached, tiny_model.generate(**kwargs, use_cache=False))
 
 
 def test_sentence_alone_and_in_padded_batch_decode_identically(tiny_model):
@@ -181,43 +133,25 @@ def test_sentence_alone_and_in_padded_batch_decode_identically(tiny_model):
     assert torch.equal(batch.sequences[0, :n], alone.sequences[0])
     for step_alone, step_batch in zip(alone.logits, batch.logits):
         torch.testing.assert_close(step_batch[0], step_alone[0], rtol=0, atol=1e-5)
-    beams = dict(num_beams=4, max_new_tokens=10)
-    beam_alone = tiny_model.generate(input_ids=SOURCE[:1, :5], **beams)
-    beam_batch = tiny_model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, **beams)
-    m = beam_alone.shape[1]
-    assert torch.equal(beam_batch[0, :m], beam_alone[0])
-    assert torch.all(beam_batch[0, m:] == 0)
 
 
 def test_default_length_limit_is_input_length_plus_50(tiny_model):
-    source = SOURCE[:1, :5]
     # suppress_tokens keeps the untrained model from ever ending early, so the limit is what stops it.
-    out = tiny_model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS])
-    assert MAX_OUTPUT_LENGTH_OFFSET == 50
-    assert out.shape == (1, 1 + 5 + 50)
-    assert EOS not in out
-    # The padded length of the batch sets the limit for the batch.
-    out = tiny_model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=1, suppress_tokens=[EOS])
-    assert out.shape == (2, 1 + 7 + 50)
-    # An explicit limit wins.
-    assert tiny_model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS], max_new_tokens=3).shape == (1, 4)
-    assert tiny_model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS], max_length=9).shape == (1, 9)
-    # Checkpoints saved during Trainer evaluation by earlier versions carry generate's fallback
-    # max_length of 20: that is still no chosen limit, and input length + 50 applies.
-    tiny_model.generation_config.max_length = 20
-    try:
-        assert tiny_model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS]).shape == (1, 1 + 5 + 50)
-    finally:
-        tiny_model.generation_config.max_length = None
-    # The offset is the generation config's (saved in generation_config.json); one without it gets 50.
-    assert tiny_model.generation_config.max_output_length_offset == 50
-    tiny_model.generation_config.max_output_length_offset = 10
-    try:
-        assert tiny_model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS]).shape == (1, 1 + 5 + 10)
-        del tiny_model.generation_config.max_output_length_offset
-        assert tiny_model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS]).shape == (1, 1 + 5 + 50)
-    finally:
-        tiny_model.generation_config.max_output_length_offset = 50
+    def length(source=SOURCE[:1, :5], **kwargs):
+        out = tiny_model.generate(input_ids=source, num_beams=1, suppress_tokens=[EOS], **kwargs)
+        assert EOS not in out
+        return out.shape[1]
+
+    assert MAX_OUTPUT_LENGTH_OFFSET == 50 and length() == 1 + 5 + 50
+    assert length(SOURCE, attention_mask=SOURCE_MASK) == 1 + 7 + 50  # the batch's padded length sets the limit
+    assert length(max_new_tokens=3) == 4 and length(max_length=9) == 9  # an explicit limit wins
+    # Checkpoints saved by Trainer evaluation in earlier versions carry generate's fallback max_length of 20:
+    # no chosen limit. The offset is the generation config's; one without it gets 50.
+    config = tiny_model.generation_config
+    config.max_length, config.max_output_length_offset = 20, 10
+    assert length() == 1 + 5 + 10
+    del config.max_output_length_offset
+    assert length() == 1 + 5 + 50
 
 
 def test_sampling_runs_and_is_reproducible_with_a_seed(tiny_model):
@@ -235,28 +169,34 @@ def test_sampling_runs_and_is_reproducible_with_a_seed(tiny_model):
     assert torch.equal(tiny_model.generate(**kwargs, top_k=1), greedy)
 
 
+@pytest.mark.parametrize("name", ["cache", "past_key_values", None])
 @pytest.mark.parametrize("part", ["VaswaniForConditionalGeneration", "VaswaniModel"])
-def test_forward_accepts_cache_under_both_names(tiny_model, part):
-    # transformers 5.24 hands the cache over as cache=, earlier 5.x as past_key_values=.
+def test_decoding_step_by_step_from_a_cache_equals_the_full_pass(tiny_model, part, name):
+    """A cache passed as cache= (transformers 5.24) or past_key_values= (earlier 5.x; it warns where
+    transformers says `cache`), or created by forward(use_cache=True) (None) and returned to continue from."""
     module = tiny_model if part == "VaswaniForConditionalGeneration" else tiny_model.model
     result = (lambda out: out.logits) if module is tiny_model else (lambda out: out.last_hidden_state)
-    decoder_ids = torch.tensor([[1, 5, 6, 7], [1, 9, 10, 11]])
-    full = result(module(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=decoder_ids, use_cache=False))
+    full = result(module(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, use_cache=False))
     encoder_outputs = tiny_model.get_encoder()(input_ids=SOURCE, attention_mask=SOURCE_MASK)
-    for name in ("cache", "past_key_values"):
-        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        steps = []
-        for t in range(4):
-            # The old name still works; where transformers says `cache`, it warns as transformers' models do.
-            legacy = name == "past_key_values" and CACHE_FIELD == "cache"
-            with pytest.warns(FutureWarning, match="`past_key_values` is deprecated") if legacy else nullcontext():
-                out = module(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK,
-                             decoder_input_ids=decoder_ids[:, t:t + 1], use_cache=True, **{name: cache})
-            steps.append(result(out))
-        assert cache.get_seq_length() == 4, name
-        torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
-        returned = out.cache if "cache" in out else out.past_key_values
-        assert returned is cache
+    cache, steps, start = EncoderDecoderCache(DynamicCache(), DynamicCache()), [], 0
+    if name is None:
+        first = module(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET[:, :2], use_cache=True)
+        assert isinstance(first.cache, EncoderDecoderCache) and first.cache.get_seq_length() == 2
+        cache, steps, start, name = first.cache, [result(first)], 2, "cache"
+    for t in range(start, TARGET.shape[1]):
+        legacy = name == "past_key_values" and CACHE_FIELD == "cache"
+        with pytest.warns(FutureWarning, match="`past_key_values` is deprecated") if legacy else nullcontext():
+            out = module(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK,
+                         decoder_input_ids=TARGET[:, t:t + 1], use_cache=True, **{name: cache})
+        assert (out.cache if "cache" in out else out.past_key_values) is cache
+        steps.append(result(out))
+    assert cache.get_seq_length() == TARGET.shape[1]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
+
+
+def test_no_cache_without_use_cache_or_with_labels(tiny_model):
+    assert tiny_model(input_ids=SOURCE, decoder_input_ids=TARGET, use_cache=False).cache is None
+    assert tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=TARGET[:, 1:], use_cache=True).cache is None
 
 
 # ---- outputs, training helpers, serialization -----------------------------------------------------
@@ -310,36 +250,3 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(method, make_m
     assert checkpointed_grads.keys() == grads.keys()
     for name in grads:
         torch.testing.assert_close(checkpointed_grads[name], grads[name], rtol=1e-5, atol=1e-6, msg=name)
-
-
-@pytest.mark.parametrize(
-    "overrides", [{}, dict(share_embeddings=False, positional_encoding="learned", norm_first=True)]
-)
-def test_save_load_round_trip_is_bit_exact(tmp_path, overrides, make_model):
-    model = make_model(seed=3, **overrides)
-    model.save_pretrained(tmp_path)
-    with safe_open(str(tmp_path / "model.safetensors"), "pt") as f:
-        assert not any("table" in key for key in f.keys())  # §3.5's formula is not a weight
-    loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path).eval()
-    want, got = model.state_dict(), loaded.state_dict()
-    assert want.keys() == got.keys()
-    for key in want:
-        assert torch.equal(want[key], got[key]), key
-    decoder_ids = torch.tensor([[1, 5, 6], [1, 9, 10]])
-    a = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=decoder_ids).logits
-    b = loaded(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=decoder_ids).logits
-    assert torch.equal(a, b)
-    assert loaded.config.to_diff_dict().keys() >= {"d_model", "num_heads"}
-    assert all(getattr(loaded.config, k) == v for k, v in overrides.items())
-
-
-def test_auto_classes_resolve_ours(tmp_path, make_model, tiny_config):
-    assert type(AutoModelForSeq2SeqLM.from_config(tiny_config)) is VaswaniForConditionalGeneration
-    base = AutoModel.from_config(tiny_config)
-    assert type(base) is VaswaniModel
-    out = base(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=torch.tensor([[1, 5], [1, 6]]))
-    assert out.last_hidden_state.shape == (2, 2, 16) and out.encoder_last_hidden_state.shape == (2, 7, 16)
-    make_model().save_pretrained(tmp_path)
-    assert type(AutoModelForSeq2SeqLM.from_pretrained(tmp_path)) is VaswaniForConditionalGeneration
-    assert type(AutoModel.from_pretrained(tmp_path)) is VaswaniModel
-

@@ -72,6 +72,20 @@ def names(layers, kinds=("self_k", "self_v", "cross_k", "cross_v"), prefix="past
     return [f"{prefix}_{i}_{kind}" for i in range(layers) for kind in kinds]
 
 
+def export(graph, arguments, path, inputs, outputs, axes, dynamo=False, **options):
+    """torch.onnx.export with the `axes` (name → {dimension: name}) dynamic: as dynamic_axes, or for the
+    dynamo exporter as dynamic_shapes (its step graph takes the cache as one tuple, `*past`)."""
+    if not dynamo:
+        return torch.onnx.export(graph, arguments, path, input_names=inputs, output_names=outputs,
+                                 dynamic_axes=axes, dynamo=False, **options)
+    from torch.export import Dim
+
+    shapes = [{i: Dim.DYNAMIC for i in axes[name]} for name in inputs]
+    shapes = (*shapes[:3], tuple(shapes[3:])) if len(shapes) > 3 else tuple(shapes)
+    torch.onnx.export(graph, arguments, path, input_names=inputs, output_names=outputs, dynamo=True,
+                      dynamic_shapes=shapes, **options)
+
+
 def export_all(model, folder, **options):
     """The three graphs, with batch, source length and cache length dynamic."""
     layers = model.config.num_decoder_layers
@@ -82,21 +96,16 @@ def export_all(model, folder, **options):
         past = first(start, hidden, SOURCE_MASK)[1:]
     present, past_names = names(layers, prefix="present"), names(layers)
     batch_source = {0: "batch", 1: "source"}
-    torch.onnx.export(encoder, (SOURCE, SOURCE_MASK), folder / "encoder.onnx",
-                      input_names=["input_ids", "attention_mask"], output_names=["encoder_hidden_states"],
-                      dynamic_axes={"input_ids": batch_source, "attention_mask": batch_source,
-                                    "encoder_hidden_states": batch_source}, **options)
+    export(encoder, (SOURCE, SOURCE_MASK), folder / "encoder.onnx", ["input_ids", "attention_mask"],
+           ["encoder_hidden_states"], {"input_ids": batch_source, "attention_mask": batch_source,
+                                       "encoder_hidden_states": batch_source}, **options)
     step_inputs = ["decoder_input_ids", "encoder_hidden_states", "attention_mask"]
     common = {"decoder_input_ids": {0: "batch"}, "encoder_hidden_states": batch_source, "attention_mask": batch_source}
-    torch.onnx.export(first, (start, hidden, SOURCE_MASK), folder / "decoder_first.onnx", input_names=step_inputs,
-                      output_names=["logits"] + present,
-                      dynamic_axes={**common, **{n: {0: "batch", 2: "source" if "cross" in n else "target"}
-                                                 for n in present}}, **options)
-    torch.onnx.export(step, (start, hidden, SOURCE_MASK, *past), folder / "decoder_step.onnx",
-                      input_names=step_inputs + past_names,
-                      output_names=["logits"] + names(layers, ("self_k", "self_v"), "present"),
-                      dynamic_axes={**common, **{n: {0: "batch", 2: "source" if "cross" in n else "past"}
-                                                 for n in past_names}}, **options)
+    export(first, (start, hidden, SOURCE_MASK), folder / "decoder_first.onnx", step_inputs, ["logits"] + present,
+           {**common, **{n: {0: "batch", 2: "source" if "cross" in n else "target"} for n in present}}, **options)
+    export(step, (start, hidden, SOURCE_MASK, *past), folder / "decoder_step.onnx", step_inputs + past_names,
+           ["logits"] + names(layers, ("self_k", "self_v"), "present"),
+           {**common, **{n: {0: "batch", 2: "source" if "cross" in n else "past"} for n in past_names}}, **options)
 
 
 def greedy_in_onnxruntime(folder, input_ids, attention_mask, layers, max_new_tokens):
@@ -149,36 +158,13 @@ def model(make_model):
     return model
 
 
-@pytest.mark.parametrize("fold", [True, False])
-def test_torchscript_export_default_folding_matches_pytorch(model, tmp_path, fold):
-    export_all(model, tmp_path, dynamo=False, do_constant_folding=fold)
+@pytest.mark.parametrize("options", [
+    dict(do_constant_folding=True), dict(do_constant_folding=False),
+    pytest.param(dict(dynamo=True), marks=pytest.mark.slow),
+], ids=["torchscript-folding", "torchscript", "dynamo"])
+def test_export_matches_pytorch(model, tmp_path, options):
+    if options.get("dynamo"):
+        pytest.importorskip("onnxscript")
+    export_all(model, tmp_path, **options)
     assert not model.training
-    check_against_pytorch(model, tmp_path)
-
-
-@pytest.mark.slow
-def test_dynamo_export_matches_pytorch(model, tmp_path):
-    pytest.importorskip("onnxscript")
-    from torch.export import Dim
-
-    layers = model.config.num_decoder_layers
-    batch, source, past_length = Dim("batch"), Dim("source"), Dim("past")
-    start = torch.ones(SOURCE.shape[0], 1, dtype=torch.long)
-    encoder, first, step = EncoderGraph(model).eval(), FirstStepGraph(model).eval(), NextStepGraph(model).eval()
-    with torch.no_grad():
-        hidden = encoder(SOURCE, SOURCE_MASK)
-        past = first(start, hidden, SOURCE_MASK)[1:]
-    step_inputs = ["decoder_input_ids", "encoder_hidden_states", "attention_mask"]
-    shapes = ({0: batch}, {0: batch, 1: source}, {0: batch, 1: source})
-    torch.onnx.export(encoder, (SOURCE, SOURCE_MASK), tmp_path / "encoder.onnx", dynamo=True,
-                      input_names=["input_ids", "attention_mask"], output_names=["encoder_hidden_states"],
-                      dynamic_shapes=({0: batch, 1: source}, {0: batch, 1: source}))
-    torch.onnx.export(first, (start, hidden, SOURCE_MASK), tmp_path / "decoder_first.onnx", dynamo=True,
-                      input_names=step_inputs, output_names=["logits"] + names(layers, prefix="present"),
-                      dynamic_shapes=shapes)
-    past_shapes = tuple({0: batch, 2: source if j % 4 >= 2 else past_length} for j in range(4 * layers))
-    torch.onnx.export(step, (start, hidden, SOURCE_MASK, *past), tmp_path / "decoder_step.onnx", dynamo=True,
-                      input_names=step_inputs + names(layers),
-                      output_names=["logits"] + names(layers, ("self_k", "self_v"), "present"),
-                      dynamic_shapes=(*shapes, past_shapes))
     check_against_pytorch(model, tmp_path)

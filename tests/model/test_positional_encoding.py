@@ -24,26 +24,12 @@ def pe(pos, dim, d_model=D):
     return math.sin(angle) if dim % 2 == 0 else math.cos(angle)
 
 
-def test_position_zero_is_zero_one_alternating():
-    table = sinusoidal_table(3, D)
-    assert table[0].tolist() == [0.0, 1.0] * (D // 2)
-
-
-def test_position_one_by_hand():
-    row = sinusoidal_table(2, D, dtype=torch.float64)[1]
-    expected = [
-        math.sin(1), math.cos(1),
-        math.sin(1 / 10000 ** (2 / D)), math.cos(1 / 10000 ** (2 / D)),
-        math.sin(1 / 10000 ** (4 / D)), math.cos(1 / 10000 ** (4 / D)),
-        math.sin(1 / 10000 ** (6 / D)), math.cos(1 / 10000 ** (6 / D)),
-    ]
-    assert row.tolist() == pytest.approx(expected, abs=1e-12)
-
-
-@pytest.mark.parametrize("d_model", [6, 8, 16])
+@pytest.mark.parametrize("d_model", [6, 7, 8, 16])
 def test_every_entry_matches_the_formula(d_model):
+    """Position 0 is 0, 1, 0, 1, …; an odd d_model ends with a sine."""
     table = sinusoidal_table(40, d_model, dtype=torch.float64)
     assert table.shape == (40, d_model)
+    assert table[0].tolist() == [0.0, 1.0] * (d_model // 2) + [0.0] * (d_model % 2)
     for pos in range(40):
         for dim in range(d_model):
             assert table[pos, dim].item() == pytest.approx(pe(pos, dim, d_model), abs=1e-12)
@@ -62,20 +48,10 @@ def test_interleaved_not_concatenated():
     torch.testing.assert_close((pairs ** 2).sum(-1), torch.ones(50, D // 2, dtype=torch.float64))
 
 
-def test_odd_d_model_ends_with_a_sine():
-    table = sinusoidal_table(5, 7, dtype=torch.float64)
-    assert table[3, 6].item() == pytest.approx(math.sin(3 / 10000 ** (6 / 7)), abs=1e-12)
-
-
-def test_buffer_is_not_saved():
+def test_forward_slices_with_offset_from_a_buffer_that_is_not_saved():
     module = SinusoidalPositionalEncoding(D, 16)
-    assert "table" not in module.state_dict()
+    assert "table" not in module.state_dict() and list(module.parameters()) == []
     assert dict(module.named_buffers())["table"].shape == (16, D)
-    assert list(module.parameters()) == []
-
-
-def test_forward_slices_with_offset():
-    module = SinusoidalPositionalEncoding(D, 16)
     out = module(4, offset=3)
     assert out.shape == (4, D)
     torch.testing.assert_close(out, sinusoidal_table(16, D)[3:7])
@@ -95,15 +71,11 @@ def test_table_grows_on_demand_and_keeps_the_formula():
     assert "table" not in module.state_dict()
 
 
-def test_learned_variant_is_a_trainable_table():
+def test_learned_variant_is_a_trainable_table_that_cannot_extrapolate():
     module = LearnedPositionalEmbedding(D, 12)
     assert [name for name, _ in module.named_parameters()] == ["weight"]
     torch.testing.assert_close(module(3, offset=2), module.weight[2:5])
     assert module(12).shape == (12, D)
-
-
-def test_learned_variant_cannot_extrapolate():
-    module = LearnedPositionalEmbedding(D, 12)
     check_positions(module, 12)
     with pytest.raises(ValueError, match="max_position_embeddings") as info:
         check_positions(module, 15)  # positions 10 … 14, checked at the model's entry

@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani import VaswaniForConditionalGeneration
 
 PAD = 0
 FIRST_WORD = 3  # ids 0-2 are <pad>, <s>, </s>; random "words" are drawn from 3 … vocab_size − 1
@@ -90,49 +90,31 @@ def test_output_shapes(make_model, spec, data):
 
 @settings(max_examples=20, **SETTINGS)
 @given(spec=configs(), data=st.data())
-def test_cached_and_uncached_greedy_decoding_agree(make_model, spec, data):
-    model = build(make_model, spec)
-    source, mask, _ = data.draw(padded_batches(spec["vocab_size"]))
-    steps = data.draw(st.integers(1, 8))
-    kwargs = dict(input_ids=source, attention_mask=mask, num_beams=1, do_sample=False, max_new_tokens=steps)
-    cached = model.generate(**kwargs, use_cache=True)
-    uncached = model.generate(**kwargs, use_cache=False)
-    assert torch.equal(cached, uncached)
-
-
-@settings(max_examples=20, **SETTINGS)
-@given(spec=configs(), data=st.data())
-def test_padded_batch_agrees_with_rows_alone(make_model, spec, data):
+def test_padding_and_the_future_never_influence_outputs(make_model, spec, data):
+    """A padded batch gives each row the logits it gets alone; any tokens may sit under attention_mask = 0
+    (§3.2.3); changing target position t onwards leaves the logits before t unchanged (the causal mask);
+    greedy decoding with and without the cache agree."""
     model = build(make_model, spec)
     source, mask, target = data.draw(padded_batches(spec["vocab_size"]))
-    batched = model(input_ids=source, attention_mask=mask, decoder_input_ids=target, use_cache=False).logits
-    for row in range(source.shape[0]):
-        length = int(mask[row].sum())
-        alone = model(input_ids=source[row:row + 1, :length], decoder_input_ids=target[row:row + 1],
-                      use_cache=False).logits
-        torch.testing.assert_close(batched[row:row + 1], alone, atol=1e-5, rtol=0)
-
-
-@settings(max_examples=20, **SETTINGS)
-@given(spec=configs(), data=st.data())
-def test_masked_positions_never_influence_outputs(make_model, spec, data):
-    model = build(make_model, spec)
-    source, mask, target = data.draw(padded_batches(spec["vocab_size"]))
-    # §3.2.3 padding mask: any tokens may sit under attention_mask = 0.
-    garbage = words(data.draw, spec["vocab_size"], tuple(source.shape))
-    changed = torch.where(mask == 1, source, garbage)
     first = model(input_ids=source, attention_mask=mask, decoder_input_ids=target, use_cache=False)
+    for row in range(source.shape[0]):
+        alone = model(input_ids=source[row:row + 1, :int(mask[row].sum())], decoder_input_ids=target[row:row + 1],
+                      use_cache=False).logits
+        torch.testing.assert_close(first.logits[row:row + 1], alone, atol=1e-5, rtol=0)
+    changed = torch.where(mask == 1, source, words(data.draw, spec["vocab_size"], tuple(source.shape)))
     second = model(input_ids=changed, attention_mask=mask, decoder_input_ids=target, use_cache=False)
     real = mask.bool()
     torch.testing.assert_close(first.encoder_last_hidden_state[real], second.encoder_last_hidden_state[real],
                                atol=1e-6, rtol=0)
     torch.testing.assert_close(first.logits, second.logits, atol=1e-6, rtol=0)
-    # Causal mask: changing target position t onwards leaves the logits before t unchanged.
     t = data.draw(st.integers(0, target.shape[1] - 1))
     future = target.clone()
     future[:, t:] = words(data.draw, spec["vocab_size"], (target.shape[0], target.shape[1] - t))
     third = model(input_ids=source, attention_mask=mask, decoder_input_ids=future, use_cache=False)
     torch.testing.assert_close(first.logits[:, :t], third.logits[:, :t], atol=1e-6, rtol=0)
+    kwargs = dict(input_ids=source, attention_mask=mask, num_beams=1, do_sample=False,
+                  max_new_tokens=data.draw(st.integers(1, 8)))
+    assert torch.equal(model.generate(**kwargs, use_cache=True), model.generate(**kwargs, use_cache=False))
 
 
 # No shrinking: each example writes a folder, and shrinking a failure would take minutes.
@@ -145,14 +127,11 @@ def test_save_load_round_trip_is_exact(make_model, spec, data):
         model.save_pretrained(folder)
         loaded = VaswaniForConditionalGeneration.from_pretrained(folder).eval()
     loaded.config._attn_implementation = model.config._attn_implementation  # a runtime choice, not saved
-    def fields(config):
-        return {k: v for k, v in config.to_dict().items() if k != "_name_or_path"}  # where it was loaded from
-
-    assert fields(loaded.config) == fields(model.config)
+    configs_ = [{k: v for k, v in m.config.to_dict().items() if k != "_name_or_path"} for m in (model, loaded)]
+    assert configs_[0] == configs_[1]  # but for where it was loaded from
     original_state, loaded_state = model.state_dict(), loaded.state_dict()
     assert original_state.keys() == loaded_state.keys()
-    for name, tensor in original_state.items():
-        assert torch.equal(tensor, loaded_state[name]), name
+    assert all(torch.equal(tensor, loaded_state[name]) for name, tensor in original_state.items())
     inputs = dict(input_ids=source, attention_mask=mask, decoder_input_ids=target, use_cache=False)
     assert torch.equal(model(**inputs).logits, loaded(**inputs).logits)
     assert loaded.lm_head.weight is loaded.model.shared.weight  # §3.4: the three-way tie survives
@@ -160,8 +139,7 @@ def test_save_load_round_trip_is_exact(make_model, spec, data):
 
 def test_configs_strategy_covers_the_space():
     """Control: the strategies really produce every option listed in the module docstring."""
-    seen = {"d_model": set(), "positional_encoding": set(), "norm_first": set(), "num_layers": set(),
-            "attention": set()}
+    seen = {key: set() for key in ("d_model", "positional_encoding", "norm_first", "num_layers", "attention")}
 
     @settings(max_examples=60, **SETTINGS)
     @given(spec=configs())

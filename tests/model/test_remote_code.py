@@ -1,85 +1,90 @@
-"""End-to-end test: a saved model folder works with `trust_remote_code=True` where this package is absent.
+"""End-to-end test: a saved model folder works with `trust_remote_code=True` where this package is absent
+(that the folder holds exactly the model's code: tests/repository/test_safety.py).
 
-`save_pretrained` copies the model's code into the folder (flat, one file per module) and writes
-`auto_map` and `custom_pipelines` into config.json; a user who only has transformers then loads it
-with `AutoModelForSeq2SeqLM` and `pipeline("translation", ...)`.
+`save_pretrained` copies the model's code into the folder (flat, one file per module, and
+custom_generate/generate.py) and writes `auto_map` and `custom_pipelines` into config.json; a user who
+only has transformers loads it with the Auto classes and `pipeline("translation", ...)`, and decodes
+with §6.1's search (the folder's custom_generate hands over to the model's own generate).
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
+import torch
+
+from modeling_vaswani.model.loading import CUSTOM_GENERATE_SOURCE
 
 SENTENCE = "A man is riding a bicycle."
 
-# Runs in a fresh interpreter in which `import modeling_vaswani` fails, as on a user's machine.
+# Runs in a fresh, isolated interpreter in which `import modeling_vaswani` fails, as on a user's machine.
 CHILD = f"""
 import sys; sys.modules['modeling_vaswani'] = None
 import json
 import torch
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
 folder = sys.argv[1]
 model = AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True).eval()
+base = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
 # The tokenizer's loader reads config.json, whose auto_map also points at the folder's code.
 tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
-inputs = tokenizer([{SENTENCE!r}], return_tensors="pt")
-generated = model.generate(**inputs, num_beams=1, max_new_tokens=5)
+inputs = tokenizer([{SENTENCE!r}, "Two dogs."], return_tensors="pt", padding=True)
+paper = model.generate(**inputs, max_new_tokens=6, output_scores=True, return_dict_in_generate=True)
 translator = pipeline("translation", model=folder, trust_remote_code=True)
-result = translator({SENTENCE!r}, num_beams=1, max_new_tokens=5)
 print(json.dumps(dict(
-    model_class=type(model).__name__,
-    model_module=type(model).__module__,
-    generated=generated.tolist(),
+    classes=[type(m).__name__ for m in (model, base)],
+    modules=[type(m).__module__ for m in (model, base)],
+    generate=getattr(model.generate, "func", model.generate).__module__,
+    hidden=base(**inputs, decoder_input_ids=torch.tensor([[1, 5, 6]] * 2)).last_hidden_state.tolist(),
+    paper=[paper.sequences.tolist(), paper.sequences_scores.tolist()],
+    transformers=model.generate(**inputs, max_new_tokens=6, length_penalty_formula=None,
+                                beam_termination=None).tolist(),
+    greedy=model.generate(**inputs, num_beams=1, max_new_tokens=5).tolist(),
     pipeline_class=type(translator).__name__,
-    result=result,
+    result=translator({SENTENCE!r}, num_beams=1, max_new_tokens=5),
     imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module],
 )))
 """
 
 
-def test_saved_code_is_the_package_code_byte_for_byte(saved_model_dir, model_code_dir):
-    path = saved_model_dir
-    saved = sorted(p.name for p in path.glob("*.py"))
-    # The folder tells what ships: every module of modeling_vaswani/model/, and nothing else.
-    assert saved == sorted(p.name for p in model_code_dir.glob("*.py") if p.name != "__init__.py")
-    for name in saved:
-        assert (path / name).read_bytes() == (model_code_dir / name).read_bytes(), name
-    # Where transformers looks for a model's own generate (trust_remote_code): a hand-over to the model's.
-    assert sorted(p.relative_to(path).as_posix() for p in path.glob("*/*.py")) == ["custom_generate/generate.py"]
-    assert (path / "custom_generate" / "generate.py").read_bytes() == (
-        model_code_dir / "custom_generate" / "generate.py").read_bytes()
-
-
-def test_config_json_points_at_the_saved_code(saved_model_dir):
-    path = saved_model_dir
-    config = json.loads((path / "config.json").read_text())
-    assert config["auto_map"]["AutoConfig"] == "configuration_vaswani.VaswaniConfig"
-    assert config["auto_map"]["AutoModelForSeq2SeqLM"] == "modeling_vaswani.VaswaniForConditionalGeneration"
-    assert config["custom_pipelines"]["translation"]["impl"] == "pipeline_vaswani.VaswaniTranslationPipeline"
-    assert config["custom_pipelines"]["translation"]["pt"] == ["AutoModelForSeq2SeqLM"]
-    for entry in list(config["auto_map"].values()) + [config["custom_pipelines"]["translation"]["impl"]]:
-        assert (path / (entry.split(".")[0] + ".py")).is_file()
-
-
 @pytest.mark.slow
-def test_loads_and_translates_without_the_package(saved_model_dir, translation_model, tokenizer):
-    path = saved_model_dir  # translation_model and tokenizer, saved
-    expected = translation_model.generate(**tokenizer([SENTENCE], return_tensors="pt"), num_beams=1, max_new_tokens=5)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(path.parent / "modules"),
-           "OMP_NUM_THREADS": "1"}
+def test_loads_translates_and_searches_as_the_paper_without_the_package(saved_model_dir, translation_model, tokenizer,
+                                                                        tmp_path):
+    folder = shutil.copytree(saved_model_dir, tmp_path / "elsewhere" / "copied")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)
-    completed = subprocess.run([sys.executable, "-c", CHILD, str(path)], cwd=path, env=env,
+    # -I: isolated mode, neither the working directory nor PYTHONPATH nor user site-packages on sys.path.
+    completed = subprocess.run([sys.executable, "-I", "-c", CHILD, str(folder)], cwd=tmp_path / "elsewhere", env=env,
                                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["model_class"] == "VaswaniForConditionalGeneration"
-    assert report["model_module"].startswith("transformers_modules.")  # the folder's copy of the code
-    assert report["imported"] == []
-    assert report["generated"] == expected.tolist()  # same weights, same code, same tokens
+    assert report["imported"] == [] and str(saved_model_dir.parent) not in completed.stdout
+    assert report["classes"] == ["VaswaniForConditionalGeneration", "VaswaniModel"]
+    assert all(module.startswith("transformers_modules.") for module in report["modules"])  # the folder's code
+    assert report["generate"].startswith("transformers_modules.") and report["generate"].endswith(
+        "custom_generate.generate")  # transformers loaded the folder's custom_generate
+    inputs = tokenizer([SENTENCE, "Two dogs."], return_tensors="pt", padding=True)
+    expected = translation_model.model(**inputs, decoder_input_ids=torch.tensor([[1, 5, 6]] * 2)).last_hidden_state
+    torch.testing.assert_close(torch.tensor(report["hidden"]), expected, rtol=0, atol=1e-6)
+    paper = translation_model.generate(**inputs, max_new_tokens=6, output_scores=True, return_dict_in_generate=True)
+    assert report["paper"] == [paper.sequences.tolist(), paper.sequences_scores.tolist()]
+    assert report["transformers"] == translation_model.generate(**inputs, max_new_tokens=6, length_penalty_formula=None,
+                                                                beam_termination=None).tolist()
+    assert report["greedy"] == translation_model.generate(**inputs, num_beams=1, max_new_tokens=5).tolist()
     assert report["pipeline_class"] == "VaswaniTranslationPipeline"
-    result = report["result"]
-    assert isinstance(result, list) and len(result) == 1
-    assert list(result[0]) == ["translation_text"] and isinstance(result[0]["translation_text"], str)
+    assert [list(row) for row in report["result"]] == [["translation_text"]]
+
+
+def test_custom_generate_hands_over_to_the_models_own_generate_only(make_model, load_module):
+    module = load_module(CUSTOM_GENERATE_SOURCE)
+    model = make_model()
+    ids, mask = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]]), torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+    assert torch.equal(module.generate(input_ids=ids, attention_mask=mask, model=model),
+                       model.generate(input_ids=ids, attention_mask=mask))
+    with pytest.raises(TypeError, match="SimpleNamespace"):
+        module.generate(input_ids=ids, model=SimpleNamespace())

@@ -7,8 +7,6 @@ import torch
 from transformers import CompileConfig
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCache
 
-from modeling_vaswani import VaswaniForConditionalGeneration
-
 EOS = 2
 SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
 SOURCE_MASK = (SOURCE != 0).long()
@@ -53,10 +51,6 @@ def test_decoding_by_hand_with_a_static_cache_matches_the_full_forward(make_mode
         torch.testing.assert_close(out.logits, full, rtol=0, atol=1e-5)
 
 
-def test_the_compile_flag_transformers_reads_is_declared():
-    assert VaswaniForConditionalGeneration._can_compile_fullgraph is True
-
-
 @pytest.mark.slow
 def test_compiled_generation_with_a_static_cache_gives_the_same_tokens(make_model):
     model = make_model(seed=2)
@@ -89,4 +83,4 @@ def test_a_shorter_input_does_not_compile_the_decoding_step_again(make_model):
         compiled_graphs = counters["stats"]["unique_graphs"]
     finally:
         torch._dynamo.reset()
-    assert compiled_graphs == 1
+    assert compiled_graphs == 1  # compiled at all: transformers reads _can_compile_fullgraph

@@ -34,22 +34,14 @@ def test_pre_ln_normalizes_the_sublayer_input_only():
     assert out.std() > 3  # the residual path is not normalized
 
 
-def test_dropout_hits_the_sublayer_output_not_the_residual():
+def test_dropout_hits_the_sublayer_output_not_the_residual_and_only_in_training():
     torch.manual_seed(0)
     block = SublayerConnection(8, dropout=0.5, layer_norm_eps=1e-6, norm_first=True).train()
     x = torch.randn(4, 6, 8)
     added = block(x, lambda h: torch.ones_like(h)) - x
     # Each sub-layer output (1) is dropped to 0 or kept and scaled to 1 / (1 − 0.5) = 2.
     assert set(added.round(decimals=4).unique().tolist()) == {0.0, 2.0}
-    block.eval()
-    torch.testing.assert_close(block(x, lambda h: torch.ones_like(h)), x + 1)
-
-
-def test_post_ln_dropout_only_in_training():
-    block = SublayerConnection(8, dropout=0.5, layer_norm_eps=1e-6, norm_first=False)
-    x = torch.randn(2, 3, 8)
-    block.eval()
-    torch.testing.assert_close(block(x, sublayer), F.layer_norm(x + sublayer(x), (8,), eps=1e-6))
-    block.train()
-    torch.manual_seed(1)
-    assert not torch.allclose(block(x, sublayer), F.layer_norm(x + sublayer(x), (8,), eps=1e-6))
+    torch.testing.assert_close(block.eval()(x, lambda h: torch.ones_like(h)), x + 1)
+    post = SublayerConnection(8, dropout=0.5, layer_norm_eps=1e-6, norm_first=False).eval()
+    torch.testing.assert_close(post(x, sublayer), F.layer_norm(x + sublayer(x), (8,), eps=1e-6))
+    assert not torch.allclose(post.train()(x, sublayer), F.layer_norm(x + sublayer(x), (8,), eps=1e-6))

@@ -1,11 +1,9 @@
-"""Half precision: a model loaded in bfloat16 or float16 computes in that dtype from end to end.
+"""Half and mixed precision: a model loaded in bfloat16 or float16 computes in that dtype end to end,
+and bf16 autocast trains and generates without overflow.
 
-Loading never casts the §3.5 sinusoid table (a non-persistent float32 buffer); the encodings are
-cast to the embeddings' dtype where they are added, so activations stay bf16/fp16 (a float32 table
-would promote them and the next projection would fail on mixed dtypes). A table regrown for an
-input longer than max_position_embeddings keeps its dtype too. In float16 the mask value
-finfo.min plus a negative score overflows to −∞; the written-out attention clamps it back, so a
-fully padded row stays finite (masking.py).
+The §3.5 sinusoid table (a non-persistent float32 buffer) is cast where it is added, and regrown in its
+own dtype. §3.2.3's −∞ is finfo(dtype).min of the scores' dtype, which follows autocast (masking.py);
+in float16 finfo.min plus a negative score overflows to −∞, and the written-out attention clamps it back.
 """
 
 import json
@@ -17,8 +15,10 @@ import torch
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.model.attention import scaled_dot_product_attention
 from modeling_vaswani.model.masking import padding_mask
+from modeling_vaswani.training.optimization import create_adam
 
 HALF = [torch.bfloat16, torch.float16]
+BF16 = torch.bfloat16
 EOS = 2
 SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
 SOURCE_MASK = (SOURCE != 0).long()
@@ -26,19 +26,13 @@ TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
 LABELS = torch.tensor([[5, 6, 7, 8, EOS], [9, 10, 11, EOS, -100]])
 # Largest |logit| difference from float32 seen on the tiny models (about 0.02 bf16, 0.003 fp16), with room.
 TOLERANCE = {torch.bfloat16: 0.1, torch.float16: 0.02}
-
-ROOT = Path(__file__).resolve().parents[2]
-HUB_CARD = ROOT / "hub_card"
-PINNED = json.loads((ROOT / "tests" / "repository" / "data" / "hub_card_pins.json").read_text(encoding="utf-8"))
+HUB_CARD = Path(__file__).resolve().parents[2] / "hub_card"
+MIXED = dict(preset="tiny", vocab_size=60, dropout=0.1)  # with dropout: the training steps use it
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    torch.manual_seed(0)
-    from modeling_vaswani import VaswaniConfig
-
-    model = VaswaniForConditionalGeneration(VaswaniConfig(vocab_size=40, d_model=16, d_ff=32, num_heads=4,
-                                                          num_layers=2, dropout=0.0)).eval()
+def saved(tmp_path_factory, make_model):
+    model = make_model()
     path = tmp_path_factory.mktemp("half") / "tiny"
     model.save_pretrained(path)
     return path, model
@@ -63,12 +57,12 @@ def test_a_model_loaded_in_half_precision_runs_forward_generate_and_a_training_s
     path, reference = saved
     model = VaswaniForConditionalGeneration.from_pretrained(path, dtype=dtype, attn_implementation=impl)
     assert all(p.dtype == dtype for p in model.parameters())
+    # Loading leaves the sinusoid table (a buffer) in float32: the hidden states show it is cast where added.
+    assert model.model.encoder.embed_positions.table.dtype == torch.float32
     inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, output_hidden_states=True)
     out = model(**inputs)
-    assert all(h.dtype == dtype for h in out.encoder_hidden_states + out.decoder_hidden_states)
-    assert out.logits.dtype == dtype
-    expected = reference(**inputs).logits
-    assert (out.logits.float() - expected).abs().max() < TOLERANCE[dtype]
+    assert all(h.dtype == dtype for h in out.encoder_hidden_states + out.decoder_hidden_states + (out.logits,))
+    assert (out.logits.float() - reference(**inputs).logits).abs().max() < TOLERANCE[dtype]
     for num_beams in (1, 4):
         generated = model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=num_beams, max_new_tokens=6)
         assert generated.shape[0] == 2 and ((generated >= 0) & (generated < 40)).all()
@@ -77,42 +71,27 @@ def test_a_model_loaded_in_half_precision_runs_forward_generate_and_a_training_s
 
 def test_dtype_auto_loads_a_folder_saved_in_bfloat16(saved, tmp_path):
     path, reference = saved
-    VaswaniForConditionalGeneration.from_pretrained(path).to(torch.bfloat16).save_pretrained(tmp_path)
+    VaswaniForConditionalGeneration.from_pretrained(path).to(BF16).save_pretrained(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text())["dtype"] == "bfloat16"
     model = VaswaniForConditionalGeneration.from_pretrained(tmp_path, dtype="auto")
-    assert model.dtype == torch.bfloat16
-    logits = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET).logits
-    assert logits.dtype == torch.bfloat16
-    assert (logits.float() - reference(input_ids=SOURCE, attention_mask=SOURCE_MASK,
-                                       decoder_input_ids=TARGET).logits).abs().max() < TOLERANCE[torch.bfloat16]
+    inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET)
+    logits = model(**inputs).logits
+    assert model.dtype == logits.dtype == BF16
+    assert (logits.float() - reference(**inputs).logits).abs().max() < TOLERANCE[BF16]
 
 
 @pytest.mark.parametrize("dtype", HALF)
 def test_an_input_longer_than_max_position_embeddings_in_half_precision(make_model, dtype):
     reference = make_model(seed=1, max_position_embeddings=8)
     model = make_model(seed=1, max_position_embeddings=8).to(dtype)
-    table = model.model.encoder.embed_positions.table
-    assert table.dtype == dtype and table.shape[0] == 8
-    source = torch.randint(4, 40, (2, 13))
-    target = torch.randint(4, 40, (2, 11))
+    table = model.model.encoder.embed_positions
+    assert table.table.dtype == dtype and table.table.shape[0] == 8
+    source, target = torch.randint(4, 40, (2, 13)), torch.randint(4, 40, (2, 11))
     logits = model(input_ids=source, decoder_input_ids=target).logits
-    assert logits.dtype == dtype
-    assert model.model.encoder.embed_positions.table.shape[0] >= 13
-    assert model.model.encoder.embed_positions.table.dtype == dtype  # regrown in the dtype it had
+    assert logits.dtype == dtype and table.table.shape[0] >= 13 and table.table.dtype == dtype  # regrown, same dtype
     assert (logits.float() - reference(input_ids=source, decoder_input_ids=target).logits).abs().max() < 2 * TOLERANCE[dtype]
     # Generation past the table's end, one position at a time from the cache.
-    generated = model.generate(input_ids=source, num_beams=1, max_new_tokens=12, suppress_tokens=[EOS])
-    assert generated.shape == (2, 13)
-
-
-def test_a_float32_table_is_cast_where_it_is_added(make_model):
-    model = make_model()
-    model.model.to(torch.bfloat16)
-    for stack in (model.model.encoder, model.model.decoder):
-        stack.embed_positions.table = stack.embed_positions.table.float()  # as from_pretrained(dtype=...) leaves it
-    model.lm_head.to(torch.bfloat16)
-    out = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, output_hidden_states=True)
-    assert out.encoder_hidden_states[0].dtype == torch.bfloat16 and out.logits.dtype == torch.bfloat16
+    assert model.generate(input_ids=source, num_beams=1, max_new_tokens=12, suppress_tokens=[EOS]).shape == (2, 13)
 
 
 def test_float16_written_out_attention_keeps_a_fully_masked_row_finite():
@@ -120,15 +99,13 @@ def test_float16_written_out_attention_keeps_a_fully_masked_row_finite():
     query = torch.full((1, 1, 3, 8), 4.0, dtype=torch.float16)
     key, value = -query, torch.randn(1, 1, 3, 8, dtype=torch.float16)
     scores = query @ key.transpose(-2, -1) / 8 ** 0.5  # −45 everywhere
-    assert (scores < -16).all()  # finfo(fp16).min + such a score is below −65504: −∞ without the clamp
     mask = padding_mask(torch.tensor([[0, 0, 0]]), torch.float16)
-    assert torch.isinf(scores + mask).all()
+    assert torch.isinf(scores + mask).all()  # finfo(fp16).min + such a score: −∞ without the clamp
     output, weights = scaled_dot_product_attention(query, key, value, mask)
     assert torch.isfinite(output).all() and torch.isfinite(weights).all()
     torch.testing.assert_close(weights.float().sum(-1), torch.ones(1, 1, 3), rtol=0, atol=1e-3)
     # Rows with a visible key still give every hidden key exactly zero weight.
-    mask = padding_mask(torch.tensor([[1, 0, 0]]), torch.float16)
-    _, weights = scaled_dot_product_attention(query, key, value, mask)
+    _, weights = scaled_dot_product_attention(query, key, value, padding_mask(torch.tensor([[1, 0, 0]]), torch.float16))
     assert torch.equal(weights[..., 1:], torch.zeros_like(weights[..., 1:]))
 
 
@@ -143,55 +120,91 @@ def test_float16_model_with_a_sentence_of_padding_only_stays_finite(make_model, 
     mask = SOURCE_MASK.clone()
     mask[0] = 0  # the model's entry refuses such a mask; the stacks below it must still stay finite
     encoder = model.get_encoder()(input_ids=SOURCE, attention_mask=mask, output_attentions=impl == "eager")
-    assert torch.isfinite(encoder.last_hidden_state).all()
     decoder = model.get_decoder()(input_ids=TARGET, encoder_hidden_states=encoder.last_hidden_state,
                                   encoder_attention_mask=mask)
-    assert torch.isfinite(decoder.last_hidden_state).all()
+    assert torch.isfinite(encoder.last_hidden_state).all() and torch.isfinite(decoder.last_hidden_state).all()
 
 
-# ---- the shipped model (hub_card) -----------------------------------------------------------------
+# ---- bf16 autocast ------------------------------------------------------------------------------
 
-def first_difference(a, b):
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
+def mixed_batch():
+    torch.manual_seed(1)
+    input_ids, labels = torch.randint(4, 60, (3, 7)), torch.randint(4, 60, (3, 5))
+    attention_mask = torch.ones_like(input_ids)
+    input_ids[0, 3:], attention_mask[0, 3:], labels[2, 2:] = 0, 0, -100
+    return input_ids, attention_mask, labels
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+def test_bf16_autocast_training_steps_and_generation_stay_finite(make_model, impl):
+    model = make_model(**MIXED, attn_implementation=impl).train()
+    optimizer = create_adam(model.parameters(), lr=1e-3)
+    input_ids, attention_mask, labels = mixed_batch()
+    before = model.model.shared.weight.detach().clone()
+    for _ in range(3):
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=BF16):
+            out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+        assert out.logits.dtype == BF16 and torch.isfinite(out.loss)  # the projections really ran in bf16
+        out.loss.backward()
+        for name, parameter in model.named_parameters():
+            assert parameter.grad is not None and torch.isfinite(parameter.grad).all(), name
+        optimizer.step()
+    assert not torch.equal(before, model.model.shared.weight)
+    model.eval()
+    for num_beams in (1, 4):
+        with torch.autocast("cpu", dtype=BF16):
+            out = model.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=num_beams,
+                                 min_new_tokens=5, max_new_tokens=5, output_scores=True, return_dict_in_generate=True)
+        assert out.sequences.shape == (3, 6) and ((out.sequences >= 0) & (out.sequences < 60)).all()
+        assert not any(torch.isnan(step).any() for step in out.scores)  # −inf is allowed (</s> too early), NaN not
+        assert num_beams == 1 or torch.isfinite(out.sequences_scores).all()
+
+
+def test_masks_follow_the_autocast_dtype(make_model):
+    model = make_model(**MIXED, attn_implementation="sdpa").train()
+    seen = []
+    for attention in (model.model.encoder.layers[0].self_attn, model.model.decoder.layers[0].cross_attn):
+        attention.register_forward_pre_hook(lambda _, args, kwargs: seen.append(kwargs["attention_mask"]),
+                                            with_kwargs=True)
+    input_ids, attention_mask, labels = mixed_batch()
+    with torch.autocast("cpu", dtype=BF16):
+        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+    model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+    for mask, dtype in zip(seen[:3], (BF16, BF16, torch.float32)):
+        assert mask.dtype == dtype
+        assert mask[0, 0, 0, 3:].eq(torch.finfo(dtype).min).all() and mask[0, 0, 0, :3].eq(0).all()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", HALF)
 def test_the_shipped_model_in_half_precision(dtype):
     """bf16/fp16 forward close to float32; greedy translations of the pinned sentences equal to
-    float32's, except where float32 itself is at a near-tie.
-
-    Measured: fp16 matches 4 of 5, bf16 3 or 4 of 5 (sdpa/eager). Each difference starts at a step
-    where float32's two best tokens are within 0.01 nats ("Fahrrad." / "auf", "einen" / "ein"),
-    well below half precision's logit error (about 0.1 in bf16, 0.02 in fp16): the half-precision
-    model sees an exact tie there and takes the other token. Past that token both decode well.
-    """
+    float32's (fp16 4 of 5, bf16 3 or 4 of 5 measured), except where float32 itself is at a near-tie:
+    its two best tokens within half precision's logit error, where the half model takes the other."""
     from modeling_vaswani.tokenizer_loading import load_tokenizer
 
+    pinned = json.loads((HUB_CARD.parent / "tests/repository/data/hub_card_pins.json").read_text(encoding="utf-8"))
     tokenizer = load_tokenizer(HUB_CARD)
     reference = VaswaniForConditionalGeneration.from_pretrained(HUB_CARD).eval()
     model = VaswaniForConditionalGeneration.from_pretrained(HUB_CARD, dtype=dtype).eval()
-    sources = [pin["source"] for pin in PINNED]
+    sources = [pin["source"] for pin in pinned]
     batch = tokenizer(sources, return_tensors="pt", padding=True)
-    decoder_input_ids = torch.tensor([[1] + tokenizer(PINNED[0]["greedy"])["input_ids"][:-1]] * len(sources))
+    decoder_input_ids = torch.tensor([[1] + tokenizer(pinned[0]["greedy"])["input_ids"][:-1]] * len(sources))
     with torch.no_grad():
         expected = reference(**batch, decoder_input_ids=decoder_input_ids).logits
         got = model(**batch, decoder_input_ids=decoder_input_ids).logits
-    assert got.dtype == dtype
     logit_error = (got.float() - expected).abs().max().item()
-    assert logit_error < 0.3 * (1 if dtype == torch.bfloat16 else 0.2), logit_error
-
+    assert got.dtype == dtype and logit_error < 0.3 * (1 if dtype == BF16 else 0.2), logit_error
     equal = 0
     for source in sources:
         encoded = tokenizer([source], return_tensors="pt")
         full = reference.generate(**encoded, num_beams=1, output_scores=True, return_dict_in_generate=True)
-        half = model.generate(**encoded, num_beams=1)
-        a, b = full.sequences[0].tolist(), half[0].tolist()
+        a, b = full.sequences[0].tolist(), model.generate(**encoded, num_beams=1)[0].tolist()
         if a == b:
             equal += 1
             continue
-        step = first_difference(a, b)
+        step = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
         log_probs = torch.log_softmax(full.scores[step - 1][0], dim=-1)
         gap = (log_probs[a[step]] - log_probs[b[step]]).item()
         assert 0 <= gap < logit_error, (source, tokenizer.decode(a), tokenizer.decode(b), gap)
