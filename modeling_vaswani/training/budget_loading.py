@@ -1,11 +1,9 @@
-"""§5.1 in the Trainer: batches of about `max_tokens` source and `max_tokens` target tokens per
-optimizer step, sentences grouped by length, instead of a fixed number of sentences.
+"""§5.1 in the Trainer: about `max_tokens` source and target tokens per optimizer step, sentences grouped by length.
 
 `TokenBudgetLoading` (mixed into `trainer.VaswaniTrainer` before `Seq2SeqTrainer`) builds the
-training DataLoader from `batching.TokenBudgetBatchSampler`, or for a streamed dataset from
-`stream_batching.TokenBudgetStream` (sorted inside a shuffle buffer). The budget is the whole
-step's, as in the paper (25,000 tokens over 8 GPUs): under P data-parallel processes and G
-gradient-accumulation steps each batch holds at most max_tokens / (P·G), so the number of
+training DataLoader from `batching.TokenBudgetBatchSampler`, or `batching.TokenBudgetStream` for a
+stream. The budget is the whole step's, as in the paper (25,000 tokens over 8 GPUs): under P
+processes and G accumulation steps each batch holds at most max_tokens / (P·G), so the number of
 processes changes the speed, not the training. Without `max_tokens` the Trainer's own loader runs.
 """
 
@@ -14,8 +12,7 @@ import math
 from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader
 
-from .batching import TokenBudgetBatchSampler, padded_tokens
-from .stream_batching import TokenBudgetStream, is_stream
+from .batching import TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
 
 
 class TokenBudgetLoading:
@@ -57,10 +54,8 @@ class TokenBudgetLoading:
             pin_memory=self.args.dataloader_pin_memory,
         )
         prepared = self.accelerator.prepare(loader)
-        # With several processes accelerate wraps the sampler in a BatchSamplerShard, which has no
-        # set_epoch. A run resumed mid-epoch wraps that once more (to skip the batches already
-        # trained), and the Trainer's set_epoch then stops at the shard: the rest of the epoch would
-        # repeat epoch 0's arrangement. Let the shard pass set_epoch on.
+        # Several processes: accelerate wraps the sampler in a BatchSamplerShard without set_epoch, and
+        # a resumed run would repeat epoch 0's arrangement. Let the shard pass set_epoch on.
         shard = getattr(prepared, "batch_sampler", None)
         if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
             shard.set_epoch = sampler.set_epoch
@@ -84,11 +79,8 @@ class TokenBudgetLoading:
             persistent_workers=self.args.dataloader_persistent_workers,
             prefetch_factor=self.args.dataloader_prefetch_factor,
         )
-        # Each process has its own share of the batches already. Prepared for all the processes,
-        # accelerate would have process 0 read every process's batches and concatenate them to
-        # dispatch (dispatch_batches, its default for iterable datasets: it fails on batches padded
-        # to different lengths), or shard the stream once more; so it is prepared as for one
-        # process: device placement and the end-of-data signal, nothing split.
+        # Each process has its own share already; prepared for all, accelerate would dispatch batches
+        # from process 0 (failing on different paddings) or shard again. So: as for one process.
         accelerator = self.accelerator
         prepared = prepare_data_loader(
             loader, accelerator.device, num_processes=1, process_index=0, split_batches=False,
@@ -106,12 +98,9 @@ class TokenBudgetLoading:
                                        num_replicas=1, rank=0)
 
     def batching_summary(self, dataset=None) -> dict:
-        """How the §5.1 budget is spent in the first epoch: per step and per batch, for the log and the run record.
+        """How the §5.1 budget is spent in the first epoch (of a stream: its first shuffle buffer), for the run record.
 
-        tokens_per_step is the mean padded count per optimizer step, source and target side (what
-        --max_tokens bounds); padding_efficiency the share of them that are real tokens. A streamed
-        training set has no epoch to count: its first shuffle buffer is summed up, and tokens_per_step
-        is the mean padded count of that buffer's batches times the batches of a step.
+        tokens_per_step: mean padded tokens per optimizer step a side (what --max_tokens bounds).
         """
         if self.max_tokens is None:
             raise ValueError("batching_summary needs a token budget (max_tokens).")

@@ -7,7 +7,7 @@ from datasets import Dataset
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
 from transformers.utils import logging as hf_logging
 
-from modeling_vaswani.training.stream_batching import TokenBudgetStream
+from modeling_vaswani.training.batching import TokenBudgetStream
 from modeling_vaswani.training.trainer import VaswaniTrainer
 
 VOCAB = 300
