@@ -15,11 +15,10 @@ from modeling_vaswani.training.data import (
     load_translation_dataset,
     read_lines,
     select_first,
-    stream_parallel_files,
 )
 from checks import assert_names
 from modeling_vaswani.training.data_files import load_data_files
-from modeling_vaswani.training.pair_rows import DataError, in_memory
+from modeling_vaswani.training.data_files import DataError, in_memory
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +291,7 @@ def test_parallel_text_files_stream_in_step(tmp_path):
     assert len(data["validation"]) == 3
     short = _write(tmp_path / "short.de", ["eins"])
     with pytest.raises(DataError) as error:
-        list(stream_parallel_files(src, short, "en", "de"))
+        list(load_parallel_files(src, short, "en", "de", streaming=True))
     assert_names(error, "short.de", "line 1")
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from modeling_vaswani.training.data import iter_lines, load_parallel_files, load_translation_dataset, read_lines
 from modeling_vaswani.training.data_files import load_data_files
-from modeling_vaswani.training.data_lines import MAX_LINE_BYTES, data_lines
-from modeling_vaswani.training.pair_rows import DataError, as_translation_rows
+from modeling_vaswani.training.data_files import MAX_LINE_BYTES, data_lines
+from modeling_vaswani.training.data_files import DataError, as_translation_rows
 
 COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
 
