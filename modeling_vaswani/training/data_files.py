@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bz2
 import csv
+import functools
 import gzip
 import json
 import lzma
@@ -78,11 +79,10 @@ def numbered_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
 def load_data_files(
     paths: Union[PathLike, Sequence[PathLike]], source_lang: str, target_lang: str, streaming: bool = False
 ) -> AnyDataset:
-    """Sentence pairs from json(l), csv or tsv files (optionally compressed), as ``translation`` rows.
+    """Sentence pairs from json(l), csv or tsv files (optionally compressed; several of one format make a split).
 
     A file holds a ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows or one
-    column per language code (a table names its columns in its first line); every cell is text.
-    Several files (of one format) make one split; ``streaming=True`` gives a ``datasets.IterableDataset``.
+    column per language code; every cell is text. ``streaming=True``: a ``datasets.IterableDataset``.
     """
     check_language_pair(source_lang, target_lang, choices=None)
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
@@ -98,7 +98,8 @@ def load_data_files(
     files = [str(path) for path in paths]
     builder, options = "json", {}
     if suffix in _TABLES:  # checked by the first line, before any row is read
-        headers = [next(csv.reader([_first_line(path)], **_TABLES[suffix]), []) for path in files]
+        first_lines = [next(data_lines(path), (1, ""))[1].lstrip("\ufeff") for path in files]
+        headers = [next(csv.reader([line], **_TABLES[suffix]), []) for line in first_lines]
         for path, header in zip(files, headers):
             pair_columns(header, path, source_lang, target_lang)
             if header != headers[0]:
@@ -112,10 +113,10 @@ def load_data_files(
     if streaming:
         rows = datasets.IterableDataset.from_generator(_streamed_rows, features=options.get("features"),
                                                        gen_kwargs=dict(found, builder=builder, options=options))
-        return as_translation_rows(rows, name, source_lang, target_lang, locate=_Locator(found))
+        return as_translation_rows(rows, name, source_lang, target_lang, locate=functools.partial(_locate_once, found, []))
     try:
         rows = datasets.load_dataset(builder, data_files=files, split="train", **options)
-        return as_translation_rows(rows, name, source_lang, target_lang, locate=_Locator(found))
+        return as_translation_rows(rows, name, source_lang, target_lang, locate=functools.partial(_locate_once, found, []))
     except DataError:
         raise
     except Exception as err:  # pyarrow, pandas, codecs, compression: find the line, else datasets' reason
@@ -130,30 +131,25 @@ def _streamed_rows(files, suffix, source_lang, target_lang, builder, options):
 
 
 def _failure(err: Exception, files, suffix, source_lang, target_lang) -> DataError:
-    """The DataError for a load that failed: the file and line at fault where a second reading finds them."""
     _locate(files, suffix, source_lang, target_lang)
     if "corresponds to no data" in str(err):  # datasets writes no table for a file without rows
         return DataError(f"{', '.join(files)} holds no sentence pairs.")
     return DataError(f"{', '.join(files)}: cannot be read as a {suffix} data file ({_reason(err.__cause__ or err)}).")
 
 
-class _Locator:
-    """Calls `_locate` once: a row without a sentence, or an empty one (a table row short of a cell), is found."""
-
-    def __init__(self, found: dict):
-        self.found, self.done = found, False
-
-    def __call__(self) -> None:
-        if not self.done:
-            self.done = True
-            _locate(**self.found)
+def _locate_once(found: dict, done: list) -> None:
+    """`_locate`, once a load: a second reading of the files that names the file and line at fault."""
+    if not done:
+        done.append(True)
+        _locate(**found)
 
 
 def _locate(files, suffix, source_lang, target_lang) -> None:
-    """Read the files line by line; the first line that is no good row is a DataError naming file and line."""
     for path in files:
         for number, row in _rows(path, suffix):
-            _pair(row, f"{path}, line {number}", source_lang, target_lang)
+            where = f"{path}, line {number}"
+            layout = pair_columns(list(row), where, source_lang, target_lang)
+            _text_pair(row["translation"] if layout == "translation" else row, where, source_lang, target_lang)
 
 
 def _rows(path: str, suffix: str) -> Iterator[tuple[int, dict]]:
@@ -186,34 +182,27 @@ def _json_row(line: str, where: str) -> dict:
     raise DataError(f"{where}: {found}; a .json or .jsonl data file holds one JSON object per line (JSON lines).")
 
 
-def _pair(row: dict, where: str, source_lang: str, target_lang: str) -> dict:
-    """The row's two sentences; a row without both, as text, is a DataError naming `where`."""
-    pair = row
-    if pair_columns(list(row), where, source_lang, target_lang) == "translation":
-        pair = row["translation"] if isinstance(row["translation"], dict) else {}
-        _check_languages(pair, where, source_lang, target_lang)
-    for lang in (source_lang, target_lang):
-        if not isinstance(pair[lang], str) or len(pair[lang]) > MAX_LINE_BYTES:
-            raise DataError(f"{where}: {pair[lang]!r} for {lang!r}; every row needs both sentences, as text.")
-    return {source_lang: pair[source_lang], target_lang: pair[target_lang]}
+def _text_pair(pair, where: str, source_lang: str, target_lang: str) -> dict:
+    """The pair's two sentences; a pair without both, as text of a line's length at most, is a DataError."""
+    pair = {lang: (pair if isinstance(pair, dict) else {}).get(lang) for lang in (source_lang, target_lang)}
+    for lang, text in pair.items():
+        if not isinstance(text, str) or len(text) > MAX_LINE_BYTES:
+            raise DataError(f"{where}: {text!r} for {lang!r}; every row needs both sentences, as text.")
+    return pair
 
 
 def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target_lang: str, locate=None) -> AnyDataset:
-    """``dataset`` as one ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows.
-
-    It may have that column already (other columns are dropped) or one text column per language;
-    anything else is a DataError naming ``name``. A row without both sentences calls ``locate``
-    (which names the file and line, if it can), else is a DataError naming the row.
-    """
-    columns = dataset_columns(dataset)
-    if not columns:
+    """``dataset`` as one ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows, from that column
+    or one column per language; anything else is a DataError naming ``name`` (and the row, or by ``locate`` the line)."""
+    columns, first = dataset_columns(dataset), first_row(dataset)
+    if not columns or first is None:
         raise DataError(f"{name} holds no sentence pairs.")
     layout = pair_columns(columns, name, source_lang, target_lang)
     if layout == "translation":
-        first = first_row(dataset)
-        if first is None:
-            raise DataError(f"{name} holds no sentence pairs.")
-        _check_languages(first["translation"] or {}, name, source_lang, target_lang)
+        missing = [lang for lang in (source_lang, target_lang) if lang not in (first["translation"] or {})]
+        if missing:
+            raise DataError(f"{name}: the 'translation' rows have no {', '.join(map(repr, missing))} text; their "
+                            f"languages are {sorted(first['translation'] or {})}. Pick the languages from those.")
         if locate is None:
             return dataset.select_columns(["translation"])
 
@@ -222,32 +211,21 @@ def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target
             {source_lang: s, target_lang: t} for s, t in zip(batch[source_lang], batch[target_lang])]
         rows = []
         for index, pair in zip(indices, pairs):
-            pair = {lang: (pair or {}).get(lang) for lang in (source_lang, target_lang)}
-            for lang, text in pair.items():
-                if locate is not None and text == "":
-                    locate()  # pandas fills a table row's missing cells with ""
-                if not isinstance(text, str) or len(text) > MAX_LINE_BYTES:
-                    if locate is not None:
-                        locate()
-                    raise DataError(f"{name}, row {index + 1}: {text!r} for {lang!r}; every row needs both sentences.")
-            rows.append(pair)
+            try:
+                rows.append(_text_pair(pair, f"{name}, row {index + 1}", source_lang, target_lang))
+            except DataError:
+                if locate is not None:
+                    locate()  # names the file and line instead, where it can
+                raise
+            if locate is not None and "" in rows[-1].values():
+                locate()  # pandas fills a table row's missing cells with ""
         return {"translation": rows}
 
-    paired = dataset.map(pair_up, batched=True, with_indices=True, remove_columns=columns)
-    if first_row(paired) is None:
-        raise DataError(f"{name} holds no sentence pairs.")
-    return paired
-
-
-def _check_languages(pair: dict, where: str, source_lang: str, target_lang: str) -> None:
-    missing = [lang for lang in (source_lang, target_lang) if lang not in pair]
-    if missing:
-        raise DataError(f"{where}: the 'translation' rows have no {', '.join(map(repr, missing))} text; their "
-                        f"languages are {sorted(pair)}. Pick the languages from those.")
+    return dataset.map(pair_up, batched=True, with_indices=True, remove_columns=columns)
 
 
 def dataset_columns(dataset: AnyDataset) -> list[str]:
-    """The column names; a stream whose features are not known yet is asked for its first row."""
+    """A stream whose features are not known yet is asked for its first row."""
     if dataset.column_names is not None:
         return list(dataset.column_names)
     first = first_row(dataset)
@@ -255,21 +233,20 @@ def dataset_columns(dataset: AnyDataset) -> list[str]:
 
 
 def first_row(dataset: AnyDataset) -> Optional[dict]:
-    """The first row (None for an empty dataset); a stream reads no further than that."""
+    """None for an empty dataset; a stream reads no further than its first row."""
     if isinstance(dataset, datasets.Dataset):
         return dataset[0] if len(dataset) else None
     return next(iter(dataset.take(1)), None)
 
 
 def in_memory(dataset: AnyDataset) -> datasets.Dataset:
-    """A stream read whole into a ``datasets.Dataset`` (a validation set, say); a Dataset as it is."""
-    if isinstance(dataset, datasets.Dataset):
-        return dataset
-    return datasets.Dataset.from_list(list(dataset), features=dataset.features)
+    """A stream read whole (a validation set, say); a Dataset as it is."""
+    return dataset if isinstance(dataset, datasets.Dataset) else datasets.Dataset.from_list(list(dataset),
+                                                                                            features=dataset.features)
 
 
 def pair_columns(columns: Sequence[str], name, source_lang: str, target_lang: str) -> str:
-    """'translation' or 'languages': which layout the columns have; neither is a DataError."""
+    """'translation' or 'languages': the layout of the columns; neither is a DataError."""
     if "translation" in columns:
         return "translation"
     if source_lang in columns and target_lang in columns:
@@ -287,10 +264,6 @@ def check_language_pair(source_lang: str, target_lang: str, choices: Optional[Se
         raise DataError("source_lang and target_lang must be non-empty language codes.")
     if source_lang == target_lang:
         raise DataError(f"source_lang and target_lang are both {source_lang!r}; choose two different languages.")
-
-
-def _first_line(path: str) -> str:
-    return next(data_lines(path), (1, ""))[1].lstrip("\ufeff")
 
 
 def _file_format(path: Path) -> str:
