@@ -28,13 +28,10 @@ from torch.utils.data import IterableDataset, Sampler, get_worker_info
 DEFAULT_SHUFFLE_BUFFER = 10_000  # examples held at a time: a few megabytes of token ids
 
 
-def token_budget_batches(
-    src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int, seed: int = 0, shuffle: bool = True
-) -> list[list[int]]:
-    """Every index once, in batches of similar length holding at most ``max_tokens`` padded tokens a side.
-
-    Ties in length are broken at random (from ``seed``); ``shuffle`` shuffles the order of the batches.
-    """
+def token_budget_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int, seed: int = 0,
+                         shuffle: bool = True) -> list[list[int]]:
+    """Every index once, in batches of similar length of at most ``max_tokens`` padded tokens a side; ties in length
+    broken at random (from ``seed``); ``shuffle`` shuffles the order of the batches."""
     src, tgt = _check_lengths(src_lengths, tgt_lengths)
     _check_positive(max_tokens, "max_tokens")
     rng = np.random.default_rng(seed)
@@ -71,19 +68,8 @@ def padding_efficiency(batches: Sequence[Sequence[int]], src_lengths, tgt_length
     return sum(int(src[list(b)].sum()) + int(tgt[list(b)].sum()) for b in batches if len(b)) / padded
 
 
-def default_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
-    """Shuffled indices in fixed-size batches: the baseline that length-aware batching is measured against."""
-    if n < 0 or batch_size < 1:
-        raise ValueError(f"Need n >= 0 and batch_size >= 1, got n={n}, batch_size={batch_size}.")
-    indices = np.random.default_rng(seed).permutation(n).tolist()
-    return [indices[i : i + batch_size] for i in range(0, n, batch_size)]
-
-
 class TokenBudgetBatchSampler(Sampler[list[int]]):
-    """``token_budget_batches`` as a batch sampler; ``set_epoch(e)`` re-arranges with seed + e, as ``DistributedSampler``.
-
-    ``num_replicas`` and ``rank`` default to those of ``torch.distributed`` when it is initialised.
-    """
+    """``token_budget_batches`` as a batch sampler; ``set_epoch(e)`` re-arranges with seed + e, as ``DistributedSampler``."""
 
     def __init__(self, src_lengths, tgt_lengths, max_tokens: int, shuffle: bool = True, seed: int = 0,
                  num_replicas: Optional[int] = None, rank: Optional[int] = None):
@@ -122,13 +108,10 @@ def is_stream(dataset) -> bool:
 
 
 class TokenBudgetStream(IterableDataset):
-    """Batches (lists of examples with ``input_ids`` and ``labels``) of a stream, one shuffle buffer at a time.
-
-    Use it as ``DataLoader(stream, batch_size=None, collate_fn=collator)``. Every process reads the
-    whole stream and keeps its share of each buffer's batches. DataLoader workers: a
-    `datasets.IterableDataset` gives each its own shards; any other stream is read whole by each
-    worker, which keeps every ``num_workers``-th batch. Buffer ``k`` of epoch ``e`` is arranged with
-    `buffer_seed` (seed, e, k); `set_epoch` reaches the stream underneath too.
+    """Batches (lists of examples with ``input_ids`` and ``labels``) of a stream, one shuffle buffer at a time, for
+    ``DataLoader(stream, batch_size=None, collate_fn=collator)``. Every process reads the whole stream and keeps its
+    share. DataLoader workers: a `datasets.IterableDataset` gives each its own shards; any other stream is read whole
+    by each, keeping every ``num_workers``-th batch. `set_epoch` reaches the stream underneath too.
     """
 
     def __init__(self, examples: Iterable[dict], max_tokens: int, buffer_size: int = DEFAULT_SHUFFLE_BUFFER,
@@ -176,8 +159,7 @@ class TokenBudgetStream(IterableDataset):
         src, tgt = example_lengths(buffer)
         batches = self.arrange(buffer, 0)
         source, target = padded_tokens(batches, src, tgt)
-        return {"shuffle_buffer": self.buffer_size, "examples_in_first_buffer": len(buffer),
-                "batches_in_first_buffer": len(batches),
+        return {"shuffle_buffer": self.buffer_size, "examples_in_first_buffer": len(buffer), "batches_in_first_buffer": len(batches),
                 "tokens_per_batch": {"source": round(source / len(batches)), "target": round(target / len(batches))},
                 "padding_efficiency": round(padding_efficiency(batches, src, tgt), 3)}
 

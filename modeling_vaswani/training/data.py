@@ -18,21 +18,10 @@ from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union
 
 import datasets
 
-from .data_files import (  # noqa: F401  (DataError, in_memory, load_data_files: imported from here too)
-    AnyDataset,
-    DataError,
-    PathLike,
-    as_translation_rows,
-    check_language_pair,
-    data_lines,
-    in_memory,
-    load_data_files,
-    numbered_lines,
-)
+from .data_files import (AnyDataset, DataError, PathLike, as_translation_rows,  # noqa: F401  (imported from here too)
+                         check_language_pair, data_lines, in_memory, load_data_files, numbered_lines)
 
-DEFAULT_DATA_DIR = Path(
-    os.environ.get("VASWANI_DATA_DIR", Path(__file__).resolve().parents[2] / "data" / "multi30k")
-)
+DEFAULT_DATA_DIR = Path(os.environ.get("VASWANI_DATA_DIR", Path(__file__).resolve().parents[2] / "data" / "multi30k"))
 MULTI30K_LANGUAGES = ("en", "de", "fr")
 # Split name used by this package -> file stem in the Multi30k distribution.
 MULTI30K_SPLITS = SPLIT_NAMES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
@@ -81,39 +70,27 @@ def _parallel_lines(source_file: str, target_file: str, source_lang: str, target
         yield {"translation": {source_lang: source, target_lang: target}}
 
 
-def load_multi30k(source_lang: str = "en", target_lang: str = "de",
-                  data_dir: Optional[PathLike] = None) -> datasets.DatasetDict:
+def load_multi30k(source_lang: str = "en", target_lang: str = "de", data_dir: Optional[PathLike] = None):
     """The embedded Multi30k corpus with splits ``train`` (29,000), ``validation`` (1,014), ``test`` (1,000)."""
     check_language_pair(source_lang, target_lang, choices=MULTI30K_LANGUAGES)
     root = Path(data_dir) if data_dir is not None else DEFAULT_DATA_DIR
-    return datasets.DatasetDict({
-        split: load_parallel_files(root / f"{stem}.{source_lang}.gz", root / f"{stem}.{target_lang}.gz",
-                                   source_lang, target_lang)
-        for split, stem in MULTI30K_SPLITS.items()})
+    return datasets.DatasetDict({split: load_parallel_files(root / f"{stem}.{source_lang}.gz",
+                                                            root / f"{stem}.{target_lang}.gz", source_lang, target_lang)
+                                 for split, stem in MULTI30K_SPLITS.items()})
 
 
 def load_translation_dataset(
-    source_lang: str = "en",
-    target_lang: str = "de",
-    dataset_name: Optional[str] = None,
-    dataset_config_name: Optional[str] = None,
-    train_files: Optional[Tuple[PathLike, PathLike]] = None,
-    validation_files: Optional[Tuple[PathLike, PathLike]] = None,
-    test_files: Optional[Tuple[PathLike, PathLike]] = None,
-    data_dir: Optional[PathLike] = None,
-    train_file: Union[PathLike, Sequence[PathLike], None] = None,
-    validation_file: Union[PathLike, Sequence[PathLike], None] = None,
-    streaming: bool = False,
+    source_lang: str = "en", target_lang: str = "de", dataset_name: Optional[str] = None,
+    dataset_config_name: Optional[str] = None, train_files: Optional[Tuple[PathLike, PathLike]] = None,
+    validation_files: Optional[Tuple[PathLike, PathLike]] = None, test_files: Optional[Tuple[PathLike, PathLike]] = None,
+    data_dir: Optional[PathLike] = None, train_file: Union[PathLike, Sequence[PathLike], None] = None,
+    validation_file: Union[PathLike, Sequence[PathLike], None] = None, streaming: bool = False,
 ) -> Union[datasets.DatasetDict, dict]:
-    """Sentence pairs from one of four places, always as ``translation`` rows.
-
-    * nothing given: the embedded Multi30k (``data_dir`` overrides its location);
-    * ``dataset_name`` (+ ``dataset_config_name``): a Hub dataset in the WMT layout, e.g. ``("wmt14", "de-en")``;
-    * ``train_files=(source_path, target_path)``: aligned text files, optionally ``validation_files``, ``test_files``;
-    * ``train_file``: json, jsonl, csv or tsv data files (`load_data_files`), optionally a ``validation_file``.
-
-    ``streaming=True`` gives a plain dict whose ``train`` split is a ``datasets.IterableDataset``
-    read as it is used; the other splits are read whole.
+    """Sentence pairs from the embedded Multi30k (nothing given; ``data_dir`` moves it), a Hub dataset in the WMT
+    layout (``dataset_name``, e.g. "wmt14", + ``dataset_config_name``), aligned text files
+    (``train_files=(source_path, target_path)``, ``validation_files``, ``test_files``) or data files (``train_file``,
+    ``validation_file``: `load_data_files`). ``streaming=True``: a dict whose ``train`` split is a
+    ``datasets.IterableDataset`` read as it is used; the other splits are read whole.
     """
     for split, pair, files in (("train", train_files, train_file), ("validation", validation_files, validation_file)):
         if pair is not None and files is not None:

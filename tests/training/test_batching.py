@@ -12,7 +12,6 @@ from modeling_vaswani.training.batching import (
     TokenBudgetBatchSampler,
     TokenBudgetStream,
     buffer_seed,
-    default_batches,
     is_stream,
     padded_tokens,
     padding_efficiency,
@@ -101,12 +100,6 @@ def test_ddp_shares_cover_everything_with_equal_lengths(n):
     # Rank 0 takes the even batches, rank 1 the odd ones (padded with the first batch if odd).
     assert lists[0] == full[0::2] and lists[1] == (full + full[:1])[1::2][: len(lists[0])]
     assert {i for lst in lists for b in lst for i in b} == set(range(n))
-
-
-def test_default_batches():
-    batches = default_batches(10, 4, seed=0)
-    assert [len(b) for b in batches] == [4, 4, 2] and _flat(batches) == list(range(10))
-    assert batches != default_batches(10, 4, seed=1)
 
 
 # Streams ----------------------------------------------------------------------------------------
@@ -210,6 +203,7 @@ def test_multi30k_padding_efficiency():
     tgt = [len(e.ids) for e in tok.backend_tokenizer.encode_batch([p["de"] for p in pairs])]
     assert len(src) == 29000 and tgt[0] == len(tok(pairs[0]["de"])["input_ids"])
     budget = token_budget_batches(src, tgt, max_tokens=4096, seed=0)
-    baseline = default_batches(len(src), round(len(src) / len(budget)), seed=0)
+    size, shuffled = round(len(src) / len(budget)), np.random.default_rng(0).permutation(len(src)).tolist()
+    baseline = [shuffled[i : i + size] for i in range(0, len(src), size)]  # random batches of as many sentences
     eff_budget, eff_default = padding_efficiency(budget, src, tgt), padding_efficiency(baseline, src, tgt)
     assert eff_budget >= 0.9 and eff_budget > eff_default + 0.2
