@@ -8,15 +8,8 @@ from datasets import Dataset
 from datasets.distributed import split_dataset_by_node
 
 from checks import assert_names
-from modeling_vaswani.training.batching import (
-    TokenBudgetBatchSampler,
-    TokenBudgetStream,
-    buffer_seed,
-    is_stream,
-    padded_tokens,
-    padding_efficiency,
-    token_budget_batches,
-)
+from modeling_vaswani.training.batching import (TokenBudgetBatchSampler, TokenBudgetStream, buffer_seed, is_stream,
+                                                padded_tokens, padding_efficiency, token_budget_batches)
 
 BUDGET = 120
 
@@ -104,21 +97,18 @@ def test_ddp_shares_cover_everything_with_equal_lengths(n):
 
 # Streams ----------------------------------------------------------------------------------------
 
-def _examples(n=237, seed=0):
+def _examples(n=237):
     """Example i has id i and random lengths 1–30."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(n):
-        src = int(rng.integers(1, 31))
-        rows.append({"id": i, "input_ids": [7] * src, "labels": [8] * max(1, src + int(rng.integers(-3, 4)))})
-    return rows
+    src, tgt = _random_lengths(n, seed=0)
+    return [{"id": i, "input_ids": [7] * int(s % 30 + 1), "labels": [8] * int(t % 30 + 1)} for i, (s, t) in
+            enumerate(zip(src, tgt))]
 
 
 def _ids(batches):
     return [[example["id"] for example in batch] for batch in batches]
 
 
-def test_a_stream_gives_every_example_once_within_the_budget_inside_its_buffer():
+def test_a_stream_gives_every_example_once_within_the_budget_inside_its_buffer_by_the_map_style_rule():
     examples = _examples()
     batches = list(TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=1))
     assert _flat(_ids(batches)) == list(range(len(examples)))  # 4 full buffers and a remainder of 37
@@ -131,17 +121,12 @@ def test_a_stream_gives_every_example_once_within_the_budget_inside_its_buffer()
     expected = token_budget_batches([len(e["input_ids"]) for e in few], [len(e["labels"]) for e in few], BUDGET,
                                     seed=buffer_seed(5, 0, 0))
     assert _ids(TokenBudgetStream(few, BUDGET, buffer_size=1000, seed=5)) == expected
-
-
-def test_a_stream_is_deterministic_for_a_seed_and_new_for_another_seed_and_each_epoch():
-    def epoch(seed, number):
-        stream = TokenBudgetStream(_examples(), BUDGET, buffer_size=60, seed=seed)
-        stream.set_epoch(number)
-        return _ids(stream)
-
-    first, second = epoch(3, 0), epoch(3, 1)
-    assert epoch(3, 0) == first != epoch(4, 0)
-    assert second != first and _flat(second) == list(range(237))
+    # The same for a seed, new for another seed and for each epoch.
+    stream = TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=1)
+    stream.set_epoch(1)
+    assert _ids(stream) != _ids(batches) and _flat(_ids(stream)) == list(range(len(examples)))
+    assert _ids(TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=1)) == _ids(batches)
+    assert _ids(TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=2)) != _ids(batches)
 
 
 @pytest.mark.parametrize("n,even", [(237, False), (64, True)])
