@@ -15,6 +15,7 @@ import bz2
 import csv
 import functools
 import gzip
+import itertools
 import json
 import lzma
 import os
@@ -55,9 +56,7 @@ def data_lines(path: PathLike) -> Iterator[tuple[int, str]]:
 
 def numbered_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
     """`data_lines` of a binary file object already open (``sys.stdin.buffer``, say)."""
-    number = 0
-    while True:
-        number += 1
+    for number in itertools.count(1):
         try:
             raw = handle.readline(MAX_LINE_BYTES + 1)
         except _BROKEN as err:
@@ -88,9 +87,6 @@ def load_data_files(
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
         raise DataError("No data files were given.")
-    for path in paths:
-        if not path.is_file():
-            raise DataError(f"Data file not found: {path}. Check the path.")
     formats = {_file_format(path) for path in paths}
     if len(formats) > 1:
         raise DataError(f"The files of one split must share a format; got {', '.join(map(str, paths))}.")
@@ -194,7 +190,8 @@ def _text_pair(pair, where: str, source_lang: str, target_lang: str) -> dict:
 def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target_lang: str, locate=None) -> AnyDataset:
     """``dataset`` as one ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows, from that column
     or one column per language; anything else is a DataError naming ``name`` (and the row, or by ``locate`` the line)."""
-    columns, first = dataset_columns(dataset), first_row(dataset)
+    first = first_row(dataset)  # a stream whose features are not known yet tells its columns by its first row
+    columns = list(dataset.column_names) if dataset.column_names is not None else list(first or {})
     if not columns or first is None:
         raise DataError(f"{name} holds no sentence pairs.")
     layout = pair_columns(columns, name, source_lang, target_lang)
@@ -222,14 +219,6 @@ def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target
         return {"translation": rows}
 
     return dataset.map(pair_up, batched=True, with_indices=True, remove_columns=columns)
-
-
-def dataset_columns(dataset: AnyDataset) -> list[str]:
-    """A stream whose features are not known yet is asked for its first row."""
-    if dataset.column_names is not None:
-        return list(dataset.column_names)
-    first = first_row(dataset)
-    return list(first) if first is not None else []
 
 
 def first_row(dataset: AnyDataset) -> Optional[dict]:
@@ -267,6 +256,8 @@ def check_language_pair(source_lang: str, target_lang: str, choices: Optional[Se
 
 
 def _file_format(path: Path) -> str:
+    if not path.is_file():
+        raise DataError(f"Data file not found: {path}. Check the path.")
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in COMPRESSION:
         suffixes.pop()

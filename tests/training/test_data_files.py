@@ -111,28 +111,25 @@ DOORS = {
 
 
 def assert_file_and_line(error, path, line=None):
-    message = str(error.value)
-    assert "\n" not in message
-    assert re.search(re.escape(str(path)) + r", line " + (str(line) if line else r"\d+"), message), message
+    assert "\n" not in str(error.value)
+    assert re.search(re.escape(str(path)) + r", line " + (str(line) if line else r"\d+"), str(error.value)), error.value
 
 
-@pytest.mark.parametrize("door,suffix", [(door, list(COMPRESSORS)[i % 3]) for i, door in enumerate(DOORS)])
-def test_a_cut_short_archive_names_file_and_line(tmp_path, door, suffix):
+FAULTS = [(door, fault) for i, door in enumerate(DOORS) for fault in (list(COMPRESSORS)[i % 3], "too-long")]
+
+
+@pytest.mark.parametrize("door,fault", FAULTS)
+def test_a_cut_short_archive_or_a_line_too_long_names_file_and_line(tmp_path, door, fault):
     name, layout, read = DOORS[door]
-    path = write(tmp_path / (name + suffix), layout([f"sentence {i} " + "x" * (i % 50) for i in range(5000)]))
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    if fault == "too-long":
+        lines = layout(["a", "x" * (MAX_LINE_BYTES + 1), "b"])
+        path, line = write(tmp_path / (name + ".gz"), lines), [len(x) > MAX_LINE_BYTES for x in lines].index(True) + 1
+    else:
+        path, line = write(tmp_path / (name + fault), layout([f"sentence {i} " + "x" * (i % 50) for i in range(5000)])), None
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(DataError) as error:
         read(path)
-    assert_file_and_line(error, path)
-
-
-@pytest.mark.parametrize("door", list(DOORS))
-def test_a_line_too_long_names_file_and_line(tmp_path, door):
-    name, layout, read = DOORS[door]
-    lines = layout(["a", "x" * (MAX_LINE_BYTES + 1), "b"])
-    with pytest.raises(DataError) as error:
-        read(write(tmp_path / (name + ".gz"), lines))
-    assert_file_and_line(error, tmp_path / (name + ".gz"), [len(line) > MAX_LINE_BYTES for line in lines].index(True) + 1)
+    assert_file_and_line(error, path, line)
 
 
 def test_a_line_as_long_as_allowed_is_read_and_text_to_translate_goes_through_the_same_reader(tmp_path):
@@ -162,8 +159,7 @@ BAD_ROWS = {
 @pytest.mark.parametrize("case", list(BAD_ROWS))
 def test_a_malformed_row_names_file_and_line(tmp_path, case, streaming):
     name, lines, words = BAD_ROWS[case]
-    path = tmp_path / name
-    data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+    path, data = tmp_path / name, "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
     path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
     with pytest.raises(DataError) as error:
         list(load_data_files(path, "en", "de", streaming=streaming))
