@@ -69,7 +69,7 @@ def padding_efficiency(batches: Sequence[Sequence[int]], src_lengths, tgt_length
 
 
 class TokenBudgetBatchSampler(Sampler[list[int]]):
-    """``token_budget_batches`` as a batch sampler; ``set_epoch(e)`` re-arranges with seed + e, as ``DistributedSampler``."""
+    """``token_budget_batches`` as a batch sampler; ``set_epoch(e)`` re-arranges (seed + e), as DistributedSampler."""
 
     def __init__(self, src_lengths, tgt_lengths, max_tokens: int, shuffle: bool = True, seed: int = 0,
                  num_replicas: Optional[int] = None, rank: Optional[int] = None):
@@ -159,7 +159,8 @@ class TokenBudgetStream(IterableDataset):
         src, tgt = example_lengths(buffer)
         batches = self.arrange(buffer, 0)
         source, target = padded_tokens(batches, src, tgt)
-        return {"shuffle_buffer": self.buffer_size, "examples_in_first_buffer": len(buffer), "batches_in_first_buffer": len(batches),
+        return {"shuffle_buffer": self.buffer_size, "examples_in_first_buffer": len(buffer),
+                "batches_in_first_buffer": len(batches),
                 "tokens_per_batch": {"source": round(source / len(batches)), "target": round(target / len(batches))},
                 "padding_efficiency": round(padding_efficiency(batches, src, tgt), 3)}
 

@@ -50,7 +50,8 @@ class TokenBudgetLoading:
         # Several processes: accelerate wraps the sampler in a BatchSamplerShard without set_epoch, and
         # a resumed run would repeat epoch 0's arrangement. Let the shard pass set_epoch on.
         shard = getattr(prepared, "batch_sampler", None)
-        if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
+        wraps_sampler = shard is not sampler and getattr(shard, "batch_sampler", None) is sampler
+        if wraps_sampler and not hasattr(shard, "set_epoch"):
             shard.set_epoch = sampler.set_epoch
         return prepared
 
@@ -66,23 +67,24 @@ class TokenBudgetLoading:
         args = self.args
         loader = DataLoader(self.token_budget_stream(self.train_dataset), batch_size=None,  # items are whole batches
                             collate_fn=collator, num_workers=args.dataloader_num_workers,
-                            pin_memory=args.dataloader_pin_memory, persistent_workers=args.dataloader_persistent_workers,
+                            pin_memory=args.dataloader_pin_memory,
+                            persistent_workers=args.dataloader_persistent_workers,
                             prefetch_factor=args.dataloader_prefetch_factor)
         # Each process has its own share already; prepared for all, accelerate would dispatch batches
         # from process 0 (failing on different paddings) or shard again. So: as for one process.
         accelerator = self.accelerator
-        prepared = prepare_data_loader(loader, accelerator.device, num_processes=1, process_index=0, split_batches=False,
-                                       put_on_device=accelerator.device_placement, rng_types=None, dispatch_batches=False,
-                                       non_blocking=accelerator.non_blocking,
+        prepared = prepare_data_loader(loader, accelerator.device, num_processes=1, process_index=0,
+                                       split_batches=False, put_on_device=accelerator.device_placement,
+                                       rng_types=None, dispatch_batches=False, non_blocking=accelerator.non_blocking,
                                        use_stateful_dataloader=accelerator.use_stateful_dataloader)
         accelerator._dataloaders.append(prepared)  # as accelerator.prepare does, for save_state
         return prepared
 
     def token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
         """All processes' batches of one epoch, each within `max_tokens_per_batch`."""
-        return TokenBudgetBatchSampler([len(ids) for ids in dataset["input_ids"]], [len(ids) for ids in dataset["labels"]],
-                                       self.max_tokens_per_batch, shuffle=True, seed=self._data_seed(), num_replicas=1,
-                                       rank=0)
+        src, tgt = [len(ids) for ids in dataset["input_ids"]], [len(ids) for ids in dataset["labels"]]
+        return TokenBudgetBatchSampler(src, tgt, self.max_tokens_per_batch, shuffle=True, seed=self._data_seed(),
+                                       num_replicas=1, rank=0)
 
     def batching_summary(self, dataset=None) -> dict:
         """How the §5.1 budget is spent in the first epoch (of a stream: its first shuffle buffer), for the run record.
@@ -105,6 +107,7 @@ class TokenBudgetLoading:
         per_process = math.ceil(len(batches) / self.args.world_size)
         steps = math.ceil(per_process / self.args.gradient_accumulation_steps)
         source, target = padded_tokens(batches, sampler.src_lengths, sampler.tgt_lengths)
-        return {**budget, "batches_per_epoch": len(batches), "batches_per_process": per_process, "steps_per_epoch": steps,
+        return {**budget, "batches_per_epoch": len(batches), "batches_per_process": per_process,
+                "steps_per_epoch": steps,
                 "tokens_per_step": {"source": round(source / steps), "target": round(target / steps)},
                 "padding_efficiency": round(sampler.padding_efficiency, 3)}

@@ -25,6 +25,7 @@ DEFAULT_DATA_DIR = Path(os.environ.get("VASWANI_DATA_DIR", Path(__file__).resolv
 MULTI30K_LANGUAGES = ("en", "de", "fr")
 # Split name used by this package -> file stem in the Multi30k distribution.
 MULTI30K_SPLITS = SPLIT_NAMES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
+FilePair = Tuple[PathLike, PathLike]  # (source_path, target_path)
 _VALIDATION_ALIASES = ("val", "valid", "dev")  # what Hub datasets call their development split
 
 
@@ -81,8 +82,8 @@ def load_multi30k(source_lang: str = "en", target_lang: str = "de", data_dir: Op
 
 def load_translation_dataset(
     source_lang: str = "en", target_lang: str = "de", dataset_name: Optional[str] = None,
-    dataset_config_name: Optional[str] = None, train_files: Optional[Tuple[PathLike, PathLike]] = None,
-    validation_files: Optional[Tuple[PathLike, PathLike]] = None, test_files: Optional[Tuple[PathLike, PathLike]] = None,
+    dataset_config_name: Optional[str] = None, train_files: Optional[FilePair] = None,
+    validation_files: Optional[FilePair] = None, test_files: Optional[FilePair] = None,
     data_dir: Optional[PathLike] = None, train_file: Union[PathLike, Sequence[PathLike], None] = None,
     validation_file: Union[PathLike, Sequence[PathLike], None] = None, streaming: bool = False,
 ) -> Union[datasets.DatasetDict, dict]:
@@ -98,7 +99,8 @@ def load_translation_dataset(
                             f"{split}_file (data files), not both.")
     # split -> (whether they are data files rather than a pair of text files, the files)
     local = {"train": (train_file is not None, train_files if train_file is None else train_file),
-             "validation": (validation_file is not None, validation_files if validation_file is None else validation_file),
+             "validation": (validation_file is not None,
+                            validation_files if validation_file is None else validation_file),
              "test": (False, test_files)}
     uses_files = any(files is not None for _, files in local.values())
     if dataset_name is not None and uses_files:

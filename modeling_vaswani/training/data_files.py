@@ -106,13 +106,14 @@ def load_data_files(
                                        features=datasets.Features({column: text for column in headers[0]}))
     found = dict(files=files, suffix=suffix, source_lang=source_lang, target_lang=target_lang)
     name = ", ".join(files)
+    locate = functools.partial(_locate_once, found, [])
     if streaming:
         rows = datasets.IterableDataset.from_generator(_streamed_rows, features=options.get("features"),
                                                        gen_kwargs=dict(found, builder=builder, options=options))
-        return as_translation_rows(rows, name, source_lang, target_lang, locate=functools.partial(_locate_once, found, []))
+        return as_translation_rows(rows, name, source_lang, target_lang, locate=locate)
     try:
         rows = datasets.load_dataset(builder, data_files=files, split="train", **options)
-        return as_translation_rows(rows, name, source_lang, target_lang, locate=functools.partial(_locate_once, found, []))
+        return as_translation_rows(rows, name, source_lang, target_lang, locate=locate)
     except DataError:
         raise
     except Exception as err:  # pyarrow, pandas, codecs, compression: find the line, else datasets' reason
@@ -189,7 +190,8 @@ def _text_pair(pair, where: str, source_lang: str, target_lang: str) -> dict:
 
 def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target_lang: str, locate=None) -> AnyDataset:
     """``dataset`` as one ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows, from that column
-    or one column per language; anything else is a DataError naming ``name`` (and the row, or by ``locate`` the line)."""
+    or one column per language; anything else is a DataError naming ``name`` and the row (or, by ``locate``, the
+    file and line)."""
     first = first_row(dataset)  # a stream whose features are not known yet tells its columns by its first row
     columns = list(dataset.column_names) if dataset.column_names is not None else list(first or {})
     if not columns or first is None:

@@ -33,7 +33,8 @@ def test_every_index_once_and_budget_respected():
         assert (len(b) * src[b].max() <= 256 and len(b) * tgt[b].max() <= 256) or len(b) == 1
     assert [7] in batches and [8] in batches  # oversized examples sit alone, not dropped
     source, target = padded_tokens(batches, src, tgt)
-    assert source == sum(len(b) * src[b].max() for b in batches) and target == sum(len(b) * tgt[b].max() for b in batches)
+    assert source == sum(len(b) * src[b].max() for b in batches)
+    assert target == sum(len(b) * tgt[b].max() for b in batches)
     assert padded_tokens([[0, 1], []], [2, 4], [3, 1]) == (8, 6)
     assert padding_efficiency([[0, 1]], [2, 4], [3, 3]) == pytest.approx((2 + 4 + 3 + 3) / (2 * 4 + 2 * 3))
 

@@ -139,7 +139,8 @@ def test_hub_dataset_splits_renamed_and_languages_checked(monkeypatch, streaming
 
 
 def test_streaming_reads_only_the_training_split_as_a_stream(tmp_path):
-    src, tgt = _write(tmp_path / "s.en", ["one", "two", "three"]), _write(tmp_path / "s.de.gz", ["eins", "zwei", "drei"])
+    src = _write(tmp_path / "s.en", ["one", "two", "three"])
+    tgt = _write(tmp_path / "s.de.gz", ["eins", "zwei", "drei"])
     data = load_translation_dataset("en", "de", train_files=(src, tgt), validation_files=(src, tgt), streaming=True)
     assert isinstance(data["train"], datasets.IterableDataset) and len(data["validation"]) == 3
     assert [row["translation"]["de"] for row in data["train"]] == ["eins", "zwei", "drei"]

@@ -13,7 +13,8 @@ import pytest
 
 from checks import assert_names
 from modeling_vaswani.training.data import iter_lines, load_parallel_files, load_translation_dataset, read_lines
-from modeling_vaswani.training.data_files import MAX_LINE_BYTES, DataError, as_translation_rows, data_lines, load_data_files
+from modeling_vaswani.training.data_files import (MAX_LINE_BYTES, DataError, as_translation_rows, data_lines,
+                                                  load_data_files)
 
 COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
 PAIRS = [{"en": 'He said "hi", then left.', "de": 'Er sagte "hallo" und ging.'},
@@ -86,8 +87,8 @@ def test_a_missing_column_names_the_file_the_columns_found_and_expected(tmp_path
 ])
 def test_files_that_make_no_split(tmp_path, files, words):
     contents = {"other.csv": ["de,en,id", "x,y,1"], "empty.csv": ["en,de"]}
-    paths = [tmp_path / name if name == "nope.jsonl" else write(tmp_path / name, contents.get(name) or as_lines(name, PAIRS))
-             for name in files]
+    paths = [tmp_path / name if name == "nope.jsonl" else
+             write(tmp_path / name, contents.get(name) or as_lines(name, PAIRS)) for name in files]
     with pytest.raises(DataError) as error:
         load_data_files(paths, "en", "de")
     assert_names(error, *words)
@@ -101,7 +102,8 @@ DOORS = {
         "en", "de", train_files=(path, path), validation_files=(path, path), streaming=True)["train"])),
     "jsonl": ("p.jsonl", lambda lines: as_lines("p.jsonl", [{"en": s, "de": s} for s in lines]),
               lambda path: load_data_files(path, "en", "de")),
-    "jsonl-streaming": ("p.jsonl", lambda lines: as_lines("p.jsonl", [{"en": s, "de": s} for s in lines], "translation"),
+    "jsonl-streaming": ("p.jsonl", lambda lines: as_lines("p.jsonl", [{"en": s, "de": s} for s in lines],
+                                                          "translation"),
                         lambda path: list(load_data_files(path, "en", "de", streaming=True))),
     "tsv": ("p.tsv", lambda lines: as_lines("p.tsv", [{"en": s, "de": s} for s in lines]),
             lambda path: load_data_files(path, "en", "de")),
@@ -125,7 +127,8 @@ def test_a_cut_short_archive_or_a_line_too_long_names_file_and_line(tmp_path, do
         lines = layout(["a", "x" * (MAX_LINE_BYTES + 1), "b"])
         path, line = write(tmp_path / (name + ".gz"), lines), [len(x) > MAX_LINE_BYTES for x in lines].index(True) + 1
     else:
-        path, line = write(tmp_path / (name + fault), layout([f"sentence {i} " + "x" * (i % 50) for i in range(5000)])), None
+        lines, line = layout([f"sentence {i} " + "x" * (i % 50) for i in range(5000)]), None
+        path = write(tmp_path / (name + fault), lines)
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(DataError) as error:
         read(path)

@@ -81,7 +81,8 @@ def test_the_budget_of_a_step_is_split_between_its_batches(stream_trainer):
 def test_training_on_a_stream_reads_it_again_and_a_resumed_run_ends_with_the_same_weights(stream_trainer, tmp_path):
     """7 steps on a stream of 4 batches: a second epoch, as max_steps asks. Resumed at step 3, the Trainer skips
     the batches already trained on; they are the same batches, so the run goes on exactly."""
-    settings = dict(max_steps=7, logging_steps=1, max_tokens=600, shuffle_buffer=45, save_strategy="steps", save_steps=3)
+    settings = dict(max_steps=7, logging_steps=1, max_tokens=600, shuffle_buffer=45, save_strategy="steps",
+                    save_steps=3)
     whole = stream_trainer(**settings)
     assert len(list(whole.get_train_dataloader())) == 4
     before = {name: p.detach().clone() for name, p in whole.model.named_parameters()}

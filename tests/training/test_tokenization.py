@@ -25,7 +25,8 @@ def test_special_ids_shared_vocab_eos_and_padding(tok):
     assert tok.convert_tokens_to_ids(SPECIAL_TOKENS) == [0, 1, 2, 3]
     assert (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.unk_token_id) == (0, 1, 2, 3)
     assert len(tok) == 2000 and "▁the" in tok.get_vocab() and "▁der" in tok.get_vocab()  # one vocabulary for both
-    batch = tok(["A dog runs.", "Two men."], text_target=["Ein Hund rennt.", "Zwei Männer."], truncation=True, max_length=4)
+    batch = tok(["A dog runs.", "Two men."], text_target=["Ein Hund rennt.", "Zwei Männer."], truncation=True,
+                max_length=4)
     for ids in batch["input_ids"] + batch["labels"]:
         assert ids[-1] == EOS_ID and len(ids) <= 4 and EOS_ID not in ids[:-1] and BOS_ID not in ids
     assert tok.decode(tok("Ein Hund rennt.")["input_ids"]) == "Ein Hund rennt.</s>"
