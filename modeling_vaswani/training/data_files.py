@@ -36,7 +36,7 @@ COMPRESSION = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _BROKEN = (OSError, EOFError, lzma.LZMAError, zlib.error)  # what a cut-short or corrupt archive raises
 # Table suffix -> how its cells are split; in a .tsv a quotation mark is an ordinary character.
 _TABLES = {".csv": dict(delimiter=","), ".tsv": dict(delimiter="\t", quoting=csv.QUOTE_NONE)}
-DATA_FILE_FORMATS = (".json", ".jsonl", *_TABLES)  # a .json file is read as JSON lines too
+DATA_FILE_FORMATS = (".json", ".jsonl", *_TABLES)  # .json: JSON lines, or (as datasets reads it) one array
 
 
 class DataError(ValueError):
@@ -180,10 +180,10 @@ def _json_row(line: str, where: str) -> dict:
 
 
 def _text_pair(pair, where: str, source_lang: str, target_lang: str) -> dict:
-    """The pair's two sentences; a pair without both, as text of a line's length at most, is a DataError."""
+    """The pair's two sentences; a pair without both, as text, is a DataError."""
     pair = {lang: (pair if isinstance(pair, dict) else {}).get(lang) for lang in (source_lang, target_lang)}
     for lang, text in pair.items():
-        if not isinstance(text, str) or len(text) > MAX_LINE_BYTES:
+        if not isinstance(text, str):
             raise DataError(f"{where}: {text!r} for {lang!r}; every row needs both sentences, as text.")
     return pair
 
@@ -216,8 +216,8 @@ def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target
                 if locate is not None:
                     locate()  # names the file and line instead, where it can
                 raise
-            if locate is not None and "" in rows[-1].values():
-                locate()  # pandas fills a table row's missing cells with ""
+            if locate is not None and any(not text or len(text) > MAX_LINE_BYTES for text in rows[-1].values()):
+                locate()  # a table row short of a cell (pandas fills it with ""), or a line too long
         return {"translation": rows}
 
     return dataset.map(pair_up, batched=True, with_indices=True, remove_columns=columns)
