@@ -54,24 +54,20 @@ def _epoch(loader):
     return [(*b["input_ids"].shape, b["labels"].shape[1], b["input_ids"][:, 0].tolist()) for b in loader]
 
 
-def test_stream_dataloader_batches_within_the_budget_and_covers_the_stream(stream_trainer):
-    trainer = stream_trainer(max_steps=3)
+def test_stream_batches_share_the_step_budget_cover_the_stream_and_change_each_epoch(stream_trainer):
+    trainer = stream_trainer(max_steps=3, gradient_accumulation_steps=2)  # 120 tokens a step: 60 a batch
     loader = trainer.get_train_dataloader()
     assert isinstance(loader.dataset, TokenBudgetStream) and loader.dataset.buffer_size == 40
+    assert loader.dataset.max_tokens == 60
     epoch0 = _epoch(loader)
     for n, src_len, tgt_len, _ in epoch0:
-        assert n * src_len <= 120 and n * tgt_len <= 120
+        assert n * src_len <= 60 and n * tgt_len <= 60
     assert len({n for n, *_ in epoch0}) > 2  # batch sizes follow the lengths
     assert sorted(i - 4 for *_, firsts in epoch0 for i in firsts) == list(range(N_EXAMPLES))
     loader.set_epoch(1)  # what the Trainer calls each epoch
     epoch1 = _epoch(loader)
     assert [f for *_, f in epoch1] != [f for *_, f in epoch0]
     assert sorted(i - 4 for *_, firsts in epoch1 for i in firsts) == list(range(N_EXAMPLES))
-
-
-def test_the_budget_of_a_step_is_split_between_its_batches(stream_trainer):
-    trainer = stream_trainer(max_steps=3, gradient_accumulation_steps=2)
-    assert trainer.get_train_dataloader().dataset.max_tokens == 60
     summary = trainer.batching_summary()
     assert (summary["max_tokens_per_step"], summary["max_tokens_per_batch"], summary["shuffle_buffer"]) == (120, 60, 40)
     assert summary["examples_in_first_buffer"] == 40 and summary["batches_in_first_buffer"] > 1
