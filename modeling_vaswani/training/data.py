@@ -35,7 +35,7 @@ def iter_lines(handle: BinaryIO, name: str) -> Iterator[str]:
 
 
 def read_lines(path: PathLike) -> list[str]:
-    """A UTF-8 text file, plain or compressed, one item per line; only "\n" or "\r\n" is removed."""
+    """A UTF-8 text file, plain or compressed, one item per line; only "\\n" or "\\r\\n" is removed."""
     if not Path(path).is_file():
         raise DataError(f"Data file not found: {path}. Check the path (or set VASWANI_DATA_DIR).")
     return [line for _, line in data_lines(path)]
@@ -55,10 +55,10 @@ def load_parallel_files(source_file: PathLike, target_file: PathLike, source_lan
                  target_lang=target_lang)
     if streaming:
         return datasets.IterableDataset.from_generator(_parallel_lines, gen_kwargs=files)
-    rows = list(_parallel_lines(**files))
+    rows = [row["translation"] for row in _parallel_lines(**files)]
     if not rows:
         raise DataError(f"Empty corpus: {source_file} (and {target_file}) contain no lines.")
-    return datasets.Dataset.from_list(rows)
+    return datasets.Dataset.from_dict({"translation": rows})
 
 
 def _parallel_lines(source_file: str, target_file: str, source_lang: str, target_lang: str):
