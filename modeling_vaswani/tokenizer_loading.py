@@ -1,11 +1,5 @@
-"""Loading a saved tokenizer, strictly (not from the paper): for training, translating, converting and
-sharing a model alike.
-
-`load_tokenizer` reads the folder `save_pretrained` wrote (the BPE tokenizer of
-training/tokenization.py, or another kind such as the sentencepiece `MarianTokenizer` of a converted
-model) and refuses, in one line naming the file, what does not parse. The `tokenizers` library
-panics instead of raising on some inputs; `is_tokenizer_panic` and `tokenizer_failure` turn such a
-panic into a one-line ValueError.
+"""Loading a saved tokenizer strictly (not from the paper), for training, translating, converting and sharing alike:
+what does not parse is refused in one line naming the file, a panic of the `tokenizers` library included.
 """
 
 from __future__ import annotations
@@ -21,13 +15,8 @@ from .model.strict_json import read_json
 
 
 def load_tokenizer(path: Union[str, os.PathLike]):
-    """Load a tokenizer saved with ``save_pretrained`` (a directory holding ``tokenizer.json``).
-
-    A directory holding another kind of tokenizer (a ``tokenizer_config.json`` without
-    ``tokenizer.json``, e.g. the sentencepiece ``MarianTokenizer`` of a model converted from
-    Marian) is loaded with ``AutoTokenizer``, and so is a Hub id (never running code it ships).
-    A file that does not parse as a tokenizer is refused with a ValueError naming it.
-    """
+    """The tokenizer of a ``save_pretrained`` folder (``tokenizer.json``), else by ``AutoTokenizer`` (a
+    ``tokenizer_config.json`` alone, as Marian's sentencepiece tokenizer; a Hub id), never running shipped code."""
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"{directory} is a file, not a tokenizer folder; point to the model's folder.")
@@ -37,10 +26,8 @@ def load_tokenizer(path: Union[str, os.PathLike]):
         return _loaded(lambda: AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False),
                        str(directory / "tokenizer_config.json"))
     if not (directory / "tokenizer.json").is_file():
-        raise FileNotFoundError(
-            f"No tokenizer found at {directory}: expected {directory / 'tokenizer.json'}. "
-            "Train one with train_bpe_tokenizer(...) and save it with tokenizer.save_pretrained(path)."
-        )
+        raise FileNotFoundError(f"No tokenizer found at {directory}: expected {directory / 'tokenizer.json'}. Train "
+                                "one with train_bpe_tokenizer(...) and save it with tokenizer.save_pretrained(path).")
     return _loaded(lambda: PreTrainedTokenizerFast.from_pretrained(str(directory)), str(directory / "tokenizer.json"))
 
 
@@ -54,22 +41,17 @@ _TOKENIZER_SIDE_FILES = ("tokenizer_config.json", "special_tokens_map.json", "ad
 
 
 def is_tokenizer_panic(error: BaseException) -> bool:
-    """Whether `error` is a panic of the `tokenizers` library (pyo3's PanicException).
-
-    The Rust code panics instead of raising on some inputs (a pre-tokenizer regex that backtracks
-    too much on a line, for one); pyo3 turns a panic into a BaseException that `except Exception`
-    does not catch.
-    """
+    """Whether `error` is a panic of the `tokenizers` library (pyo3's PanicException, which `except Exception`
+    misses): the Rust code panics on some inputs, a pre-tokenizer regex that backtracks too much for one."""
     return type(error).__name__ == "PanicException"
 
 
 def tokenizer_failure(error: BaseException, what: str) -> ValueError:
     """A one-line ValueError for a tokenizer that failed (or panicked) on `what`."""
     reason = " ".join(str(error).split()) or type(error).__name__
-    return ValueError(
-        f"The tokenizer failed on {what} ({reason}); its tokenizer.json is damaged or holds a pattern that "
-        "cannot handle this text. Use the tokenizer the model was trained with, from a trusted source."
-    )
+    return ValueError(f"The tokenizer failed on {what} ({reason}); its tokenizer.json is damaged or holds a pattern "
+                      "that cannot handle this text. Use the tokenizer the model was trained with, from a trusted "
+                      "source.")
 
 
 def _loaded(load, name: str):
@@ -90,7 +72,6 @@ def _loaded(load, name: str):
         if isinstance(error, OSError) and not Path(name).exists():
             raise  # a Hub id that cannot be fetched: transformers' message says why
         reason = " ".join(str(error).split()) or type(error).__name__
-        raise ValueError(
-            f"{name} is not a valid tokenizer ({reason}); save the tokenizer again with save_pretrained, or "
-            "copy the model's tokenizer files (tokenizer.json, tokenizer_config.json) from where the model came from."
-        ) from None
+        raise ValueError(f"{name} is not a valid tokenizer ({reason}); save the tokenizer again with save_pretrained, "
+                         "or copy the model's tokenizer files (tokenizer.json, tokenizer_config.json) from where the "
+                         "model came from.") from None

@@ -1,226 +1,217 @@
 """Batching by approximate length under a token budget (§5.1 "Training Data and Batching").
 
-The paper batches sentence pairs of similar length together and sizes each batch by tokens, not
-sentences: every training batch held roughly 25,000 source tokens and 25,000 target tokens.
-Grouping similar lengths wastes little compute on padding, and a token budget keeps the work per
-step about constant whether the sentences are short or long.
+The paper batches sentence pairs of similar length and sizes each batch by tokens, not sentences
+(about 25,000 source and 25,000 target tokens): little compute goes to padding, and the work per
+step stays about constant. As in fairseq the budget counts *padded* tokens: a batch of ``n`` pairs
+costs ``n × longest source`` and ``n × longest target``, both within ``max_tokens``. An example
+longer than the budget on its own is never dropped: it forms a batch by itself.
 
-``token_budget_batches`` sorts the examples by (source length, target length), walks through them
-in that order and closes a batch as soon as one more sentence would exceed the budget, then
-shuffles the order of the batches (not their contents) so training does not see lengths in a
-rising sequence. As in fairseq, the budget counts *padded* tokens: a batch of ``n`` pairs costs
-``n × longest source`` on the encoder side and ``n × longest target`` on the decoder side, and both
-must stay within ``max_tokens``. That is the memory a batch really takes.
-
-An example longer than ``max_tokens`` on its own is never dropped: it forms a batch by itself
-(which then exceeds the budget). Truncate or filter long sentences beforehand if that matters.
-
-``TokenBudgetBatchSampler`` puts this behind the ``torch.utils.data.Sampler`` interface (use it as
-``DataLoader(..., batch_sampler=sampler)``), with per-epoch reshuffling and sharding over
-data-parallel ranks. A stream, which cannot be sorted whole, is batched the same way one shuffle
-buffer at a time (``stream_batching.TokenBudgetStream``).
+``TokenBudgetBatchSampler`` serves a map-style dataset (``DataLoader(batch_sampler=...)``).
+``TokenBudgetStream`` serves a stream, which cannot be sorted whole: it batches one shuffle buffer
+at a time by the same rule. Deviation: inside a buffer, similar lengths are grouped from a window
+of the corpus only. With P data-parallel processes, rank ``r`` keeps batches ``r, r + P, ...``
+(`share_of_batches`), every process as many: under DistributedDataParallel a process with one
+batch more would wait forever for a gradient all-reduce the others never join.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
+import datasets
 import numpy as np
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import IterableDataset, Sampler, get_worker_info
+
+DEFAULT_SHUFFLE_BUFFER = 10_000  # examples held at a time: a few megabytes of token ids
 
 
-def token_budget_batches(
-    src_lengths: Sequence[int],
-    tgt_lengths: Sequence[int],
-    max_tokens: int,
-    seed: int = 0,
-    shuffle: bool = True,
-) -> list[list[int]]:
-    """Group example indices into batches of similar length holding at most ``max_tokens`` padded tokens per side.
-
-    Every index appears exactly once. Examples with equal lengths are ordered at random (from
-    ``seed``) so that which of them share a batch changes with the seed; with ``shuffle=True`` the
-    order of the batches is shuffled too.
-    """
+def token_budget_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int, seed: int = 0,
+                         shuffle: bool = True) -> list[list[int]]:
+    """Every index once, in batches of similar length of at most ``max_tokens`` padded tokens a side; ties in length
+    broken at random (from ``seed``); ``shuffle`` shuffles the order of the batches."""
     src, tgt = _check_lengths(src_lengths, tgt_lengths)
-    check_max_tokens(max_tokens)
+    _check_positive(max_tokens, "max_tokens")
     rng = np.random.default_rng(seed)
-    # §5.1: "batched together by approximate sequence length". lexsort uses the last key first:
-    # source length, then target length, then a random number to break ties.
+    # §5.1 "batched together by approximate sequence length": lexsort sorts by its last key first.
     order = np.lexsort((rng.random(len(src)), tgt, src))
-
     batches: list[list[int]] = []
     batch: list[int] = []
     longest_src = longest_tgt = 0
     for index in order.tolist():
-        new_src = max(longest_src, int(src[index]))
-        new_tgt = max(longest_tgt, int(tgt[index]))
-        size = len(batch) + 1
-        # §5.1: about max_tokens source tokens and max_tokens target tokens per batch (padded).
-        if batch and (size * new_src > max_tokens or size * new_tgt > max_tokens):
+        new_src, new_tgt = max(longest_src, int(src[index])), max(longest_tgt, int(tgt[index]))
+        if batch and (len(batch) + 1) * max(new_src, new_tgt) > max_tokens:
             batches.append(batch)
             batch, new_src, new_tgt = [], int(src[index]), int(tgt[index])
-        # An empty batch always takes the example, so one longer than max_tokens sits alone.
-        batch.append(index)
+        batch.append(index)  # an empty batch always takes the example: one over the budget sits alone
         longest_src, longest_tgt = new_src, new_tgt
     if batch:
         batches.append(batch)
-
-    if shuffle:
-        permutation = rng.permutation(len(batches))
-        batches = [batches[i] for i in permutation]
-    return batches
+    return [batches[i] for i in rng.permutation(len(batches))] if shuffle else batches
 
 
-def check_max_tokens(max_tokens) -> None:
-    """A token budget must be a positive whole number."""
-    if not isinstance(max_tokens, (int, np.integer)) or isinstance(max_tokens, bool) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}.")
-
-
-def padding_efficiency(
-    batches: Sequence[Sequence[int]], src_lengths: Sequence[int], tgt_lengths: Sequence[int]
-) -> float:
-    """Real tokens / tokens after padding each batch to its longest sentence, both sides together (1.0 = no padding)."""
+def padded_tokens(batches: Sequence[Sequence[int]], src_lengths, tgt_lengths) -> tuple[int, int]:
+    """(source, target) tokens of all the batches, each padded to its longest sentence: what the budget counts."""
     src, tgt = _check_lengths(src_lengths, tgt_lengths)
-    real = padded = 0
-    for batch in batches:
-        if len(batch) == 0:
-            continue
-        idx = np.asarray(batch, dtype=np.int64)
-        s, t = src[idx], tgt[idx]
-        real += int(s.sum()) + int(t.sum())
-        padded += len(idx) * (int(s.max()) + int(t.max()))
+    sides = [(len(b) * int(src[list(b)].max()), len(b) * int(tgt[list(b)].max())) for b in batches if len(b)]
+    return sum(s for s, _ in sides), sum(t for _, t in sides)
+
+
+def padding_efficiency(batches: Sequence[Sequence[int]], src_lengths, tgt_lengths) -> float:
+    """Real tokens / tokens after padding, both sides together (1.0 = no padding)."""
+    src, tgt = _check_lengths(src_lengths, tgt_lengths)
+    padded = sum(padded_tokens(batches, src, tgt))
     if padded == 0:
         raise ValueError("No tokens in the batches: padding efficiency is undefined.")
-    return real / padded
-
-
-def padded_tokens(
-    batches: Sequence[Sequence[int]], src_lengths: Sequence[int], tgt_lengths: Sequence[int]
-) -> tuple[int, int]:
-    """(source, target): the tokens of all the batches once each is padded to its longest sentence.
-
-    That is what the budget of ``token_budget_batches`` counts, summed over the batches.
-    """
-    src, tgt = _check_lengths(src_lengths, tgt_lengths)
-    source = target = 0
-    for batch in batches:
-        if len(batch):
-            idx = np.asarray(batch, dtype=np.int64)
-            source += len(idx) * int(src[idx].max())
-            target += len(idx) * int(tgt[idx].max())
-    return source, target
-
-
-def default_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
-    """Shuffled indices cut into fixed-size batches, as a random sampler with a fixed batch size gives.
-
-    The baseline against which length-aware batching is measured.
-    """
-    if n < 0 or batch_size < 1:
-        raise ValueError(f"Need n >= 0 and batch_size >= 1, got n={n}, batch_size={batch_size}.")
-    indices = np.random.default_rng(seed).permutation(n).tolist()
-    return [indices[i : i + batch_size] for i in range(0, n, batch_size)]
+    return sum(int(src[list(b)].sum()) + int(tgt[list(b)].sum()) for b in batches if len(b)) / padded
 
 
 class TokenBudgetBatchSampler(Sampler[list[int]]):
-    """Yields lists of indices from ``token_budget_batches``; pass it as ``DataLoader(batch_sampler=...)``.
+    """``token_budget_batches`` as a batch sampler; ``set_epoch(e)`` re-arranges (seed + e), as DistributedSampler."""
 
-    Call ``set_epoch(epoch)`` before each epoch to get a new arrangement (seed + epoch), as with
-    ``DistributedSampler``.
-
-    With several data-parallel processes (``num_replicas > 1``; read from ``torch.distributed`` when
-    it is initialised), rank ``r`` takes batches ``r, r + num_replicas, ...`` (``share_of_batches``):
-    every process gets as many, at the cost of a few batches seen twice per epoch.
-    """
-
-    def __init__(
-        self,
-        src_lengths: Sequence[int],
-        tgt_lengths: Sequence[int],
-        max_tokens: int,
-        shuffle: bool = True,
-        seed: int = 0,
-        num_replicas: Optional[int] = None,
-        rank: Optional[int] = None,
-    ):
+    def __init__(self, src_lengths, tgt_lengths, max_tokens: int, shuffle: bool = True, seed: int = 0,
+                 num_replicas: Optional[int] = None, rank: Optional[int] = None):
         self.src_lengths, self.tgt_lengths = _check_lengths(src_lengths, tgt_lengths)
         if len(self.src_lengths) == 0:
             raise ValueError("Cannot batch an empty dataset: no lengths were given.")
-        self.max_tokens = max_tokens
-        self.shuffle = shuffle
-        self.seed = seed
-        self.epoch = 0
+        self.max_tokens, self.shuffle, self.seed, self.epoch = max_tokens, shuffle, seed, 0
         self.num_replicas, self.rank = data_parallel_place(num_replicas, rank)
         self._cache: tuple[int, list[list[int]]] | None = None
-        self._all_batches()  # validates max_tokens now rather than at the first epoch
+        self._all_batches()  # refuses a bad max_tokens now rather than at the first epoch
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def _all_batches(self) -> list[list[int]]:
         if self._cache is None or self._cache[0] != self.epoch:
-            batches = token_budget_batches(
-                self.src_lengths, self.tgt_lengths, self.max_tokens, seed=self.seed + self.epoch, shuffle=self.shuffle
-            )
-            self._cache = (self.epoch, batches)
+            self._cache = (self.epoch, token_budget_batches(self.src_lengths, self.tgt_lengths, self.max_tokens,
+                                                            seed=self.seed + self.epoch, shuffle=self.shuffle))
         return self._cache[1]
 
-    def _rank_batches(self) -> list[list[int]]:
-        return share_of_batches(self._all_batches(), self.num_replicas, self.rank)
-
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(self._rank_batches())
+        return iter(share_of_batches(self._all_batches(), self.num_replicas, self.rank))
 
     def __len__(self) -> int:
-        return len(self._rank_batches())
+        return len(share_of_batches(self._all_batches(), self.num_replicas, self.rank))
 
     @property
     def padding_efficiency(self) -> float:
-        """Padding efficiency of this epoch's batches (all ranks together)."""
+        """Of this epoch's batches, all ranks together."""
         return padding_efficiency(self._all_batches(), self.src_lengths, self.tgt_lengths)
 
 
+def is_stream(dataset) -> bool:
+    """Whether ``dataset`` is read in order only (no length, no random access)."""
+    return isinstance(dataset, (IterableDataset, datasets.IterableDataset))
+
+
+class TokenBudgetStream(IterableDataset):
+    """Batches (lists of examples with ``input_ids`` and ``labels``) of a stream, one shuffle buffer at a time, for
+    ``DataLoader(stream, batch_size=None, collate_fn=collator)``. Every process reads the whole stream and keeps its
+    share. DataLoader workers: a `datasets.IterableDataset` gives each its own shards; any other stream is read whole
+    by each, keeping every ``num_workers``-th batch. `set_epoch` reaches the stream underneath too.
+    """
+
+    def __init__(self, examples: Iterable[dict], max_tokens: int, buffer_size: int = DEFAULT_SHUFFLE_BUFFER,
+                 seed: int = 0, num_replicas: Optional[int] = None, rank: Optional[int] = None):
+        _check_positive(max_tokens, "max_tokens")
+        _check_positive(buffer_size, "buffer_size (the examples a shuffle buffer holds)")
+        if getattr(examples, "_distributed", None) is not None:
+            # split_dataset_by_node gives each process other examples, so the batch lists would differ.
+            raise ValueError("The stream is already split by process (split_dataset_by_node); pass the whole "
+                             "stream: each process keeps its own share of the batches, and all get as many.")
+        self.examples, self.max_tokens, self.buffer_size = examples, int(max_tokens), int(buffer_size)
+        self.seed, self.epoch = seed, 0
+        self.num_replicas, self.rank = data_parallel_place(num_replicas, rank)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        if hasattr(self.examples, "set_epoch"):
+            self.examples.set_epoch(epoch)
+
+    def buffers(self) -> Iterator[list[dict]]:
+        """The stream in lists of ``buffer_size`` examples (the last one shorter)."""
+        iterator = iter(self.examples)
+        while buffer := list(itertools.islice(iterator, self.buffer_size)):
+            yield buffer
+
+    def arrange(self, buffer: list[dict], number: int) -> list[list[int]]:
+        """All processes' batches of buffer ``number`` of this epoch, as indices into it."""
+        return token_budget_batches(*example_lengths(buffer), self.max_tokens,
+                                    seed=buffer_seed(self.seed, self.epoch, number))
+
+    def __iter__(self) -> Iterator[list[dict]]:
+        worker = get_worker_info()
+        by_position = (worker is not None and worker.num_workers > 1
+                       and not isinstance(self.examples, datasets.IterableDataset))
+        for number, buffer in enumerate(self.buffers()):
+            batches = share_of_batches(self.arrange(buffer, number), self.num_replicas, self.rank)
+            for batch in batches[worker.id :: worker.num_workers] if by_position else batches:
+                yield [buffer[i] for i in batch]
+
+    def summary(self) -> dict:
+        """How the budget is spent on the first buffer (read for that alone)."""
+        buffer = next(self.buffers(), [])
+        if not buffer:
+            raise ValueError("The training stream is empty: no examples to batch.")
+        src, tgt = example_lengths(buffer)
+        batches = self.arrange(buffer, 0)
+        source, target = padded_tokens(batches, src, tgt)
+        return {"shuffle_buffer": self.buffer_size, "examples_in_first_buffer": len(buffer),
+                "batches_in_first_buffer": len(batches),
+                "tokens_per_batch": {"source": round(source / len(batches)), "target": round(target / len(batches))},
+                "padding_efficiency": round(padding_efficiency(batches, src, tgt), 3)}
+
+
+def example_lengths(examples: list[dict]) -> tuple[list[int], list[int]]:
+    """(source, target) token counts of tokenized examples."""
+    try:
+        return [len(e["input_ids"]) for e in examples], [len(e["labels"]) for e in examples]
+    except (KeyError, TypeError):
+        found = sorted(examples[0]) if isinstance(examples[0], dict) else type(examples[0]).__name__
+        raise ValueError(f"Token-budget batches need tokenized examples with 'input_ids' and 'labels'; the stream "
+                         f"gives {found}. Tokenize it first (dataset.map(...)).") from None
+
+
+def buffer_seed(seed: int, epoch: int, number: int) -> int:
+    """The same on every process, new for each buffer and epoch."""
+    return int(np.random.SeedSequence([seed & 0xFFFFFFFF, epoch, number]).generate_state(1)[0])
+
+
 def data_parallel_place(num_replicas: Optional[int] = None, rank: Optional[int] = None) -> tuple[int, int]:
-    """(number of data-parallel processes, this one's rank): as given, else from ``torch.distributed`` when
-    it is initialised, else (1, 0)."""
+    """(processes, this one's rank): as given, else from an initialised ``torch.distributed``, else (1, 0)."""
     distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
     if num_replicas is None:
         num_replicas = torch.distributed.get_world_size() if distributed else 1
     if rank is None:
         rank = torch.distributed.get_rank() if distributed else 0
     if num_replicas < 1 or not 0 <= rank < num_replicas:
-        raise ValueError(
-            f"Need num_replicas >= 1 and 0 <= rank < num_replicas; got num_replicas={num_replicas}, rank={rank}."
-        )
+        raise ValueError(f"Need num_replicas >= 1 and 0 <= rank < num_replicas; got num_replicas={num_replicas}, "
+                         f"rank={rank}.")
     return num_replicas, rank
 
 
 def share_of_batches(batches: Sequence[Sequence[int]], num_replicas: int, rank: int) -> list:
-    """Batches ``rank, rank + num_replicas, ...`` of ``batches``, every process getting as many.
-
-    The list is first padded by repeating batches from its start until its length divides evenly:
-    under DistributedDataParallel every process must run the same number of steps, or the ones with
-    more batches wait forever for a gradient all-reduce the others never join.
-    """
+    """Batches ``rank, rank + num_replicas, ...``, the list first padded from its start to divide evenly."""
     batches = list(batches)
     if num_replicas == 1 or not batches:
         return batches
     total = math.ceil(len(batches) / num_replicas) * num_replicas
-    padded = [batches[i % len(batches)] for i in range(total)]
-    return padded[rank::num_replicas]
+    return [batches[i % len(batches)] for i in range(total)][rank::num_replicas]
 
 
-def _check_lengths(src_lengths: Sequence[int], tgt_lengths: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def _check_positive(value, name: str) -> None:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def _check_lengths(src_lengths, tgt_lengths) -> tuple[np.ndarray, np.ndarray]:
     src = np.asarray(src_lengths, dtype=np.int64).reshape(-1)
     tgt = np.asarray(tgt_lengths, dtype=np.int64).reshape(-1)
     if len(src) != len(tgt):
-        raise ValueError(
-            f"src_lengths and tgt_lengths must have one entry per example; got {len(src)} and {len(tgt)}."
-        )
+        raise ValueError(f"src_lengths and tgt_lengths must have one entry per example; got {len(src)} and {len(tgt)}.")
     if len(src) and (src.min() < 0 or tgt.min() < 0):
         raise ValueError("Sequence lengths must be non-negative.")
     return src, tgt

@@ -1,24 +1,13 @@
 """Shared byte-pair-encoding vocabulary (§5.1 "Training Data and Batching").
 
-The paper encodes WMT 2014 English–German with byte-pair encoding, using one vocabulary of about
-37,000 tokens for both the source and the target language. BPE (the subword method of Sennrich
-et al., 2016) starts from single characters and repeatedly merges the most frequent adjacent pair
-into a new symbol, so frequent words become one token and rare words break into pieces. Sharing the vocabulary is what
-lets the model tie the encoder embedding, decoder embedding and output projection (§3.4).
+The paper encodes WMT 2014 English–German with BPE (Sennrich et al., 2016), one vocabulary of
+about 37,000 tokens for source and target alike; sharing it lets the model tie the embeddings and
+the output projection (§3.4). ``train_bpe_tokenizer`` trains one BPE model on both languages with
+the ``tokenizers`` library and wraps it as a ``transformers`` fast tokenizer: NFC normalisation;
+spaces kept inside the tokens as "▁" (so ``decode(encode(s)) == s`` for seen characters); ``</s>``
+after every sequence; fixed ids ``<pad>`` 0, ``<s>`` 1 (decoder start), ``</s>`` 2, ``<unk>`` 3.
 
-``train_bpe_tokenizer`` trains one BPE model on source and target text together with the
-``tokenizers`` library and wraps it as a ``transformers`` fast tokenizer:
-
-* NFC normalisation, so the same visible character is always the same symbol;
-* spaces turned into "▁" and kept inside the tokens (Metaspace pre-tokenizer and decoder), so
-  ``decode(encode(s)) == s`` for any text whose characters were seen in training;
-* ``</s>`` appended to every sequence, the end-of-sentence symbol the decoder must learn to emit;
-* fixed special ids: ``<pad>`` 0, ``<s>`` 1 (decoder start), ``</s>`` 2, ``<unk>`` 3.
-
-A saved tokenizer is loaded, for training and translating alike, by `tokenizer_loading.load_tokenizer`.
-
-Deviation: the default size is 8,000 rather than 37,000 because the default corpus (Multi30k) is
-about 150 times smaller than WMT 2014; pass ``vocab_size=37000`` for the paper's setting.
+Deviation: the default size is 8,000, not 37,000: Multi30k is about 150 times smaller than WMT 2014.
 """
 
 from __future__ import annotations
@@ -39,22 +28,13 @@ _SPACE = "\u2581"  # "▁", the SentencePiece word-boundary mark
 _TRAIN_BATCH = 1000
 
 
-def train_bpe_tokenizer(
-    texts: Iterable[str],
-    vocab_size: int = 8000,
-    min_frequency: int = 2,
-    model_max_length: int = 1024,
-) -> PreTrainedTokenizerFast:
-    """Train one BPE vocabulary on ``texts`` (source and target sentences mixed, §5.1).
-
-    Every character seen in ``texts`` is in the vocabulary; characters never seen become ``<unk>``.
-    """
+def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
+                        model_max_length: int = 1024) -> PreTrainedTokenizerFast:
+    """One BPE vocabulary on ``texts`` (source and target sentences mixed); unseen characters become ``<unk>``."""
     if not isinstance(vocab_size, int) or vocab_size < MIN_VOCAB_SIZE:
-        raise ValueError(
-            f"vocab_size must be an integer of at least {MIN_VOCAB_SIZE} (the {len(SPECIAL_TOKENS)} "
-            f"special tokens plus the alphabet and some merges); got {vocab_size!r}. "
-            "The paper uses about 37,000 (§5.1)."
-        )
+        raise ValueError(f"vocab_size must be an integer of at least {MIN_VOCAB_SIZE} (the {len(SPECIAL_TOKENS)} "
+                         f"special tokens plus the alphabet and some merges); got {vocab_size!r}. The paper uses "
+                         "about 37,000 (§5.1).")
     if not isinstance(min_frequency, int) or min_frequency < 1:
         raise ValueError(f"min_frequency must be a positive integer, got {min_frequency!r}.")
     if isinstance(texts, str):
@@ -64,58 +44,54 @@ def train_bpe_tokenizer(
     # Spaces become "▁" inside the tokens, and one "▁" is put in front of the text so the first
     # word is spelled like every other word; the decoder removes exactly that one again. Doing
     # this in the normalizer (not the pre-tokenizer) keeps leading spaces, so decoding is exact.
-    tokenizer.normalizer = normalizers.Sequence(
-        [normalizers.NFC(), normalizers.Prepend(_SPACE), normalizers.Replace(" ", _SPACE)]
-    )
+    tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Prepend(_SPACE),
+                                                 normalizers.Replace(" ", _SPACE)])
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=_SPACE, prepend_scheme="never")
     tokenizer.decoder = decoders.Metaspace(replacement=_SPACE, prepend_scheme="always")
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=SPECIAL_TOKENS,
-        show_progress=False,
-    )
-    seen = _Counted(texts)
-    tokenizer.train_from_iterator(seen, trainer=trainer)
-    if seen.count == 0:
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
+                                  show_progress=False)
+    count = 0
+
+    def checked() -> Iterator[str]:
+        nonlocal count  # counted, so that an empty corpus is reported
+        for text in texts:
+            if not isinstance(text, str):
+                raise ValueError(f"texts must contain strings; found {type(text).__name__}: {text!r}.")
+            count += 1
+            yield text
+
+    tokenizer.train_from_iterator(checked(), trainer=trainer)
+    if count == 0:
         raise ValueError("No training text: texts was empty. Pass the source and target sentences.")
 
     actual = tokenizer.get_vocab_size()
     if actual > vocab_size:
         # The trainer never drops characters, so a tiny vocab_size is silently exceeded.
-        raise ValueError(
-            f"vocab_size={vocab_size} is smaller than the {actual} special tokens and distinct "
-            f"characters in the training text; use a vocab_size well above {actual}."
-        )
+        raise ValueError(f"vocab_size={vocab_size} is smaller than the {actual} special tokens and distinct "
+                         f"characters in the training text; use a vocab_size well above {actual}.")
     for token, expected in zip(SPECIAL_TOKENS, (PAD_ID, BOS_ID, EOS_ID, UNK_ID)):
         assert tokenizer.token_to_id(token) == expected, (token, tokenizer.token_to_id(token))
 
     tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"$A {EOS_TOKEN}",
-        pair=f"$A {EOS_TOKEN} $B {EOS_TOKEN}",
-        special_tokens=[(EOS_TOKEN, EOS_ID)],
-    )
-    return _wrap(tokenizer, model_max_length)
+        single=f"$A {EOS_TOKEN}", pair=f"$A {EOS_TOKEN} $B {EOS_TOKEN}", special_tokens=[(EOS_TOKEN, EOS_ID)])
+    # The Metaspace decoder restores spaces exactly; the English clean-up ("word ." -> "word.") would not.
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token=PAD_TOKEN, bos_token=BOS_TOKEN,
+                                   eos_token=EOS_TOKEN, unk_token=UNK_TOKEN, model_max_length=model_max_length,
+                                   clean_up_tokenization_spaces=False)
 
 
-def train_tokenizer_for_dataset(
-    dataset: Union[datasets.DatasetDict, datasets.Dataset],
-    source_lang: str,
-    target_lang: str,
-    vocab_size: int = 8000,
-    min_frequency: int = 2,
-    model_max_length: int = 1024,
-) -> PreTrainedTokenizerFast:
+def train_tokenizer_for_dataset(dataset: Union[datasets.DatasetDict, datasets.Dataset], source_lang: str,
+                                target_lang: str, vocab_size: int = 8000, min_frequency: int = 2,
+                                model_max_length: int = 1024) -> PreTrainedTokenizerFast:
     """Train the shared vocabulary on both sides of the ``train`` split's ``translation`` pairs."""
     if isinstance(dataset, datasets.DatasetDict):
         if "train" not in dataset:
-            raise ValueError(f"The dataset has no 'train' split to learn the vocabulary from (splits: {list(dataset)}).")
+            raise ValueError(f"The dataset has no 'train' split to learn the vocabulary from (splits: "
+                             f"{list(dataset)}).")
         dataset = dataset["train"]
     if "translation" not in dataset.column_names:
-        raise ValueError(
-            f"Expected a 'translation' column of {{{source_lang!r}: ..., {target_lang!r}: ...}} rows; "
-            f"columns are {dataset.column_names}. Load data with modeling_vaswani.training.data."
-        )
+        raise ValueError(f"Expected a 'translation' column of {{{source_lang!r}: ..., {target_lang!r}: ...}} rows; "
+                         f"columns are {dataset.column_names}. Load data with modeling_vaswani.training.data.")
     first = dataset[0]["translation"] if len(dataset) else {}
     for lang in (source_lang, target_lang):
         if len(dataset) and lang not in first:
@@ -127,35 +103,6 @@ def train_tokenizer_for_dataset(
                 yield pair[source_lang]
                 yield pair[target_lang]
 
-    return train_bpe_tokenizer(
-        pairs(), vocab_size=vocab_size, min_frequency=min_frequency, model_max_length=model_max_length
-    )
+    return train_bpe_tokenizer(pairs(), vocab_size=vocab_size, min_frequency=min_frequency,
+                               model_max_length=model_max_length)
 
-
-def _wrap(tokenizer: Tokenizer, model_max_length: int) -> PreTrainedTokenizerFast:
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        pad_token=PAD_TOKEN,
-        bos_token=BOS_TOKEN,
-        eos_token=EOS_TOKEN,
-        unk_token=UNK_TOKEN,
-        model_max_length=model_max_length,
-        # The Metaspace decoder already restores spaces exactly; the English-centric clean-up
-        # ("word ." -> "word.") would break the round trip.
-        clean_up_tokenization_spaces=False,
-    )
-
-
-class _Counted:
-    """Iterate ``texts`` once, counting items, so an empty corpus can be reported."""
-
-    def __init__(self, texts: Iterable[str]):
-        self._texts = texts
-        self.count = 0
-
-    def __iter__(self) -> Iterator[str]:
-        for text in self._texts:
-            if not isinstance(text, str):
-                raise ValueError(f"texts must contain strings; found {type(text).__name__}: {text!r}.")
-            self.count += 1
-            yield text

@@ -21,7 +21,7 @@ from .budget_loading import TokenBudgetLoading
 from .chunked_loss import fast_path_applies, training_loss
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
-from .stream_batching import DEFAULT_SHUFFLE_BUFFER
+from .batching import DEFAULT_SHUFFLE_BUFFER
 from ..evaluation.scoring import compute_bleu
 
 

@@ -1,23 +1,23 @@
-"""Tests for modeling_vaswani.training.batching: §5.1 batches of similar length under a token budget."""
+"""Tests for modeling_vaswani.training.batching: §5.1 batches of similar length under a token budget,
+for a map-style dataset and, one shuffle buffer at a time, for a stream."""
 
 import numpy as np
 import pytest
 import torch
+from datasets import Dataset
+from datasets.distributed import split_dataset_by_node
 
-from modeling_vaswani.training.batching import (
-    TokenBudgetBatchSampler,
-    default_batches,
-    padded_tokens,
-    padding_efficiency,
-    token_budget_batches,
-)
+from checks import assert_names
+from modeling_vaswani.training.batching import (TokenBudgetBatchSampler, TokenBudgetStream, buffer_seed, is_stream,
+                                                padded_tokens, padding_efficiency, token_budget_batches)
+
+BUDGET = 120
 
 
 def _random_lengths(n=2000, seed=1):
     rng = np.random.default_rng(seed)
     src = rng.integers(1, 60, size=n)
-    tgt = np.clip(src + rng.integers(-5, 10, size=n), 1, None)
-    return src, tgt
+    return src, np.clip(src + rng.integers(-5, 10, size=n), 1, None)
 
 
 def _flat(batches):
@@ -30,38 +30,43 @@ def test_every_index_once_and_budget_respected():
     batches = token_budget_batches(src, tgt, max_tokens=256, seed=3)
     assert _flat(batches) == list(range(len(src)))
     for b in batches:
-        n = len(b)
-        fits = n * src[b].max() <= 256 and n * tgt[b].max() <= 256
-        assert fits or n == 1, (b, src[b], tgt[b])
+        assert (len(b) * src[b].max() <= 256 and len(b) * tgt[b].max() <= 256) or len(b) == 1
     assert [7] in batches and [8] in batches  # oversized examples sit alone, not dropped
+    source, target = padded_tokens(batches, src, tgt)
+    assert source == sum(len(b) * src[b].max() for b in batches)
+    assert target == sum(len(b) * tgt[b].max() for b in batches)
+    assert padded_tokens([[0, 1], []], [2, 4], [3, 1]) == (8, 6)
+    assert padding_efficiency([[0, 1]], [2, 4], [3, 3]) == pytest.approx((2 + 4 + 3 + 3) / (2 * 4 + 2 * 3))
 
 
-def test_batches_are_greedy_and_length_sorted():
+def test_batches_are_greedy_length_sorted_and_seeded():
     src, tgt = _random_lengths()
     batches = token_budget_batches(src, tgt, max_tokens=256, shuffle=False)
-    # Unshuffled, batches follow increasing source length and each is full: one more
-    # example (the first of the next batch) would have broken the budget.
+    # Unshuffled, batches follow increasing source length and each is full.
     for b, nxt in zip(batches, batches[1:]):
         assert src[b].max() <= src[nxt].min()
         grown = b + nxt[:1]
-        assert len(grown) * src[grown].max() > 256 or len(grown) * tgt[grown].max() > 256
-
-
-def test_seeded_shuffle_and_empty_input():
-    src, tgt = _random_lengths()
+        assert len(grown) * max(src[grown].max(), tgt[grown].max()) > 256
     a = token_budget_batches(src, tgt, 512, seed=0)
-    assert a == token_budget_batches(src, tgt, 512, seed=0)
-    assert a != token_budget_batches(src, tgt, 512, seed=1)
+    assert a == token_budget_batches(src, tgt, 512, seed=0) != token_budget_batches(src, tgt, 512, seed=1)
     assert token_budget_batches([], [], 512) == []
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="one entry per example"):
-        token_budget_batches([1, 2], [1], 10)
-    with pytest.raises(ValueError, match="max_tokens"):
-        token_budget_batches([1, 2], [1, 2], 0)
-    with pytest.raises(ValueError, match="rank"):
-        TokenBudgetBatchSampler([1, 2], [1, 2], 10, num_replicas=2, rank=2)
+@pytest.mark.parametrize("call,words", [
+    (lambda: token_budget_batches([1, 2], [1], 10), ["one entry per example", "2 and 1"]),
+    (lambda: token_budget_batches([1, 2], [1, 2], 0), ["max_tokens", "0"]),
+    (lambda: TokenBudgetBatchSampler([1, 2], [1, 2], 10, num_replicas=2, rank=2), ["rank=2"]),
+    (lambda: TokenBudgetStream([], BUDGET, buffer_size=0), ["shuffle buffer", "0"]),
+    (lambda: TokenBudgetStream([], 0), ["max_tokens"]),
+    (lambda: TokenBudgetStream([], BUDGET).summary(), ["empty"]),
+    (lambda: list(TokenBudgetStream([{"translation": {"en": "a"}}], BUDGET)), ["'input_ids'", "['translation']"]),
+    (lambda: TokenBudgetStream(split_dataset_by_node(Dataset.from_list([{"a": 1}]).to_iterable_dataset(), rank=0,
+                                                     world_size=2), BUDGET), ["already split by process"]),
+])
+def test_bad_arguments(call, words):
+    with pytest.raises(ValueError) as error:
+        call()
+    assert_names(error, *words)
 
 
 def test_sampler_set_epoch_and_dataloader():
@@ -85,31 +90,90 @@ def test_ddp_shares_cover_everything_with_equal_lengths(n):
         s.set_epoch(4)
     full = token_budget_batches(src, tgt, 300, seed=6)
     lists = [list(s) for s in shards]
-    assert len(lists[0]) == len(lists[1]) == len(shards[0]) == len(shards[1]) == -(-len(full) // 2)
+    assert len(lists[0]) == len(lists[1]) == len(shards[1]) == -(-len(full) // 2)
     # Rank 0 takes the even batches, rank 1 the odd ones (padded with the first batch if odd).
-    assert lists[0] == full[0::2]
-    assert lists[1] == (full + full[:1])[1::2][: len(lists[0])]
-    union = {i for lst in lists for b in lst for i in b}
-    assert union == set(range(n))
+    assert lists[0] == full[0::2] and lists[1] == (full + full[:1])[1::2][: len(lists[0])]
+    assert {i for lst in lists for b in lst for i in b} == set(range(n))
 
 
-def test_default_batches():
-    batches = default_batches(10, 4, seed=0)
-    assert [len(b) for b in batches] == [4, 4, 2] and _flat(batches) == list(range(10))
-    assert batches != default_batches(10, 4, seed=1)
+# Streams ----------------------------------------------------------------------------------------
+
+def _examples(n=237):
+    """Example i has id i and random lengths 1–30."""
+    src, tgt = _random_lengths(n, seed=0)
+    return [{"id": i, "input_ids": [7] * int(s % 30 + 1), "labels": [8] * int(t % 30 + 1)} for i, (s, t) in
+            enumerate(zip(src, tgt))]
 
 
-def test_padding_efficiency_value():
-    assert padding_efficiency([[0, 1]], [2, 4], [3, 3]) == pytest.approx((2 + 4 + 3 + 3) / (2 * 4 + 2 * 3))
+def _ids(batches):
+    return [[example["id"] for example in batch] for batch in batches]
 
 
-def test_padded_tokens_are_what_the_budget_counts():
-    src, tgt = _random_lengths()
-    batches = token_budget_batches(src, tgt, max_tokens=256, seed=0)
-    source, target = padded_tokens(batches, src, tgt)
-    assert source == sum(len(b) * src[b].max() for b in batches) <= 256 * len(batches)
-    assert target == sum(len(b) * tgt[b].max() for b in batches) <= 256 * len(batches)
-    assert padded_tokens([[0, 1], []], [2, 4], [3, 1]) == (8, 6)
+def test_a_stream_gives_every_example_once_within_the_budget_inside_its_buffer_by_the_map_style_rule():
+    examples = _examples()
+    batches = list(TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=1))
+    assert _flat(_ids(batches)) == list(range(len(examples)))  # 4 full buffers and a remainder of 37
+    for batch in batches:
+        assert len(batch) * max(max(len(e["input_ids"]), len(e["labels"])) for e in batch) <= BUDGET
+        assert len({e["id"] // 50 for e in batch}) == 1  # cut inside one buffer
+    assert len(batches) > len(examples) // 50
+    # A buffer holding the whole stream gives exactly the map-style batches, with that buffer's seed.
+    few = examples[:80]
+    expected = token_budget_batches([len(e["input_ids"]) for e in few], [len(e["labels"]) for e in few], BUDGET,
+                                    seed=buffer_seed(5, 0, 0))
+    assert _ids(TokenBudgetStream(few, BUDGET, buffer_size=1000, seed=5)) == expected
+    # The same for a seed, new for another seed and for each epoch.
+    stream = TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=1)
+    stream.set_epoch(1)
+    assert _ids(stream) != _ids(batches) and _flat(_ids(stream)) == list(range(len(examples)))
+    assert _ids(TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=1)) == _ids(batches)
+    assert _ids(TokenBudgetStream(examples, BUDGET, buffer_size=50, seed=2)) != _ids(batches)
+
+
+@pytest.mark.parametrize("n,even", [(237, False), (64, True)])
+def test_two_ranks_of_a_stream_get_different_examples_and_as_many_batches(n, even):
+    # even: 10 tokens a side everywhere, a buffer of 16 makes 4 batches of 4, the shares are disjoint.
+    # Otherwise a buffer with an odd number of batches gives one rank a repeated batch.
+    examples = [{"id": i, "input_ids": [7] * 10, "labels": [8] * 10} for i in range(n)] if even else _examples(n)
+    buffer_size, budget = (16, 40) if even else (50, BUDGET)
+    ranks = [_ids(TokenBudgetStream(examples, budget, buffer_size=buffer_size, seed=2, num_replicas=2, rank=r))
+             for r in (0, 1)]
+    assert len(ranks[0]) == len(ranks[1])
+    seen = [{i for batch in share for i in batch} for share in ranks]
+    assert seen[0] | seen[1] == set(range(n))
+    everything = _ids(TokenBudgetStream(examples, budget, buffer_size=buffer_size, seed=2))
+    if even:
+        assert not seen[0] & seen[1] and sorted(ranks[0] + ranks[1]) == sorted(everything)
+    else:
+        assert len(ranks[0]) + len(ranks[1]) - len(everything) <= -(-n // buffer_size)  # a padding batch a buffer
+        repeated = [b for b in ranks[0] + ranks[1] if (ranks[0] + ranks[1]).count(b) > 1]
+        assert seen[0] & seen[1] == {i for b in repeated for i in b}
+
+
+def _ids_of(batch):
+    return [example["id"] for example in batch]
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["plain", "datasets-shards"])
+def test_dataloader_workers_share_the_batches_of_a_stream(sharded):
+    examples = _examples(150)
+    data = Dataset.from_list(examples).to_iterable_dataset(num_shards=2) if sharded else examples
+    stream = TokenBudgetStream(data, BUDGET, buffer_size=40, seed=0)
+    batches = list(torch.utils.data.DataLoader(stream, batch_size=None, collate_fn=_ids_of, num_workers=2))
+    assert _flat(batches) == list(range(150))  # a datasets stream: each worker read its own shard
+    if not sharded:
+        assert sorted(batches) == sorted(_ids(stream))
+
+
+def test_set_epoch_reaches_a_shuffled_datasets_stream_and_the_summary():
+    data = Dataset.from_list(_examples(60)).to_iterable_dataset(num_shards=3).shuffle(seed=0, buffer_size=10)
+    stream = TokenBudgetStream(data, BUDGET, buffer_size=1000, seed=0)
+    assert is_stream(data) and is_stream(stream) and not is_stream(Dataset.from_list(_examples(3)))
+    stream.set_epoch(2)
+    assert data.epoch == 2
+    summary = TokenBudgetStream(_examples(), BUDGET, buffer_size=100).summary()
+    assert summary["shuffle_buffer"] == summary["examples_in_first_buffer"] == 100
+    assert 0 < summary["tokens_per_batch"]["source"] <= BUDGET and 0.5 < summary["padding_efficiency"] <= 1
 
 
 @pytest.mark.slow
@@ -121,20 +185,11 @@ def test_multi30k_padding_efficiency():
     train = load_multi30k("en", "de")["train"]
     tok = train_tokenizer_for_dataset(train, "en", "de", vocab_size=8000)
     pairs = train["translation"]
-    # Lengths as the model sees them (with </s>), via the raw tokenizer for speed.
     src = [len(e.ids) for e in tok.backend_tokenizer.encode_batch([p["en"] for p in pairs])]
     tgt = [len(e.ids) for e in tok.backend_tokenizer.encode_batch([p["de"] for p in pairs])]
     assert len(src) == 29000 and tgt[0] == len(tok(pairs[0]["de"])["input_ids"])
-
     budget = token_budget_batches(src, tgt, max_tokens=4096, seed=0)
-    sentences_per_batch = round(len(src) / len(budget))
-    baseline = default_batches(len(src), sentences_per_batch, seed=0)
-    eff_budget = padding_efficiency(budget, src, tgt)
-    eff_default = padding_efficiency(baseline, src, tgt)
-    print(
-        f"\nMulti30k train, BPE 8000: token budget 4096 -> {len(budget)} batches, "
-        f"{sentences_per_batch} sentences/batch on average, padding efficiency {eff_budget:.3f}; "
-        f"random batches of {sentences_per_batch}: {eff_default:.3f}"
-    )
-    assert eff_budget >= 0.9
-    assert eff_budget > eff_default + 0.2
+    size, shuffled = round(len(src) / len(budget)), np.random.default_rng(0).permutation(len(src)).tolist()
+    baseline = [shuffled[i : i + size] for i in range(0, len(src), size)]  # random batches of as many sentences
+    eff_budget, eff_default = padding_efficiency(budget, src, tgt), padding_efficiency(baseline, src, tgt)
+    assert eff_budget >= 0.9 and eff_budget > eff_default + 0.2

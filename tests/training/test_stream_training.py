@@ -1,5 +1,10 @@
 """VaswaniTrainer on a streamed (iterable) training set with a §5.1 token budget."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -7,7 +12,7 @@ from datasets import Dataset
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
 from transformers.utils import logging as hf_logging
 
-from modeling_vaswani.training.stream_batching import TokenBudgetStream
+from modeling_vaswani.training.batching import TokenBudgetStream
 from modeling_vaswani.training.trainer import VaswaniTrainer
 
 VOCAB = 300
@@ -20,83 +25,70 @@ def _quiet():
     hf_logging.set_verbosity_error()
 
 
-def _stream(n=N_EXAMPLES, seed=0, shards=3):
+def _stream(n=N_EXAMPLES, shards=3):
     """A datasets.IterableDataset; example i starts with token 4 + i; lengths 2–24; a column the model ignores."""
-    rng = np.random.default_rng(seed)
-    rows = []
+    rng, rows = np.random.default_rng(0), []
     for i in range(n):
         src_len = int(rng.integers(2, 25))
-        tgt_len = max(2, src_len + int(rng.integers(-2, 3)))
         ids = [4 + i] + rng.integers(4, VOCAB, src_len - 2).tolist() + [2]
-        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids),
-                     "labels": rng.integers(4, VOCAB, tgt_len - 1).tolist() + [2], "source_text": f"pair {i}"})
+        labels = rng.integers(4, VOCAB, max(2, src_len + int(rng.integers(-2, 3))) - 1).tolist() + [2]
+        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels, "source_text": f"pair {i}"})
     return Dataset.from_list(rows).to_iterable_dataset(num_shards=shards)
 
 
 @pytest.fixture
 def stream_trainer(tmp_path, tokenizer, make_model):
-    def build(dataset=None, max_tokens=120, shuffle_buffer=40, **kwargs):
-        kwargs = {"save_strategy": "no", **kwargs}
+    def build(max_tokens=120, shuffle_buffer=40, **kwargs):
         args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, disable_tqdm=True,
-                                        dataloader_pin_memory=False, seed=0, **kwargs)
+                                        dataloader_pin_memory=False, seed=0, **{"save_strategy": "no", **kwargs})
         model = make_model(**MODEL)
-        return VaswaniTrainer(model=model, args=args, train_dataset=dataset if dataset is not None else _stream(),
-                              data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
-                              max_tokens=max_tokens, shuffle_buffer=shuffle_buffer, warmup_steps=4)
+        return VaswaniTrainer(model=model, args=args, train_dataset=_stream(), processing_class=tokenizer,
+                              data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), max_tokens=max_tokens,
+                              shuffle_buffer=shuffle_buffer, warmup_steps=4)
 
     return build
 
 
 def _epoch(loader):
     """(batch size, source length, target length, first tokens) of each batch in one pass."""
-    return [(b["input_ids"].shape[0], b["input_ids"].shape[1], b["labels"].shape[1],
-             b["input_ids"][:, 0].tolist()) for b in loader]
+    return [(*b["input_ids"].shape, b["labels"].shape[1], b["input_ids"][:, 0].tolist()) for b in loader]
 
 
-def test_stream_dataloader_batches_within_the_budget_and_covers_the_stream(stream_trainer):
-    trainer = stream_trainer(max_steps=3)
+def test_stream_batches_share_the_step_budget_cover_the_stream_and_change_each_epoch(stream_trainer):
+    trainer = stream_trainer(max_steps=3, gradient_accumulation_steps=2)  # 120 tokens a step: 60 a batch
     loader = trainer.get_train_dataloader()
     assert isinstance(loader.dataset, TokenBudgetStream) and loader.dataset.buffer_size == 40
+    assert loader.dataset.max_tokens == 60
     epoch0 = _epoch(loader)
     for n, src_len, tgt_len, _ in epoch0:
-        assert n * src_len <= 120 and n * tgt_len <= 120
+        assert n * src_len <= 60 and n * tgt_len <= 60
     assert len({n for n, *_ in epoch0}) > 2  # batch sizes follow the lengths
     assert sorted(i - 4 for *_, firsts in epoch0 for i in firsts) == list(range(N_EXAMPLES))
     loader.set_epoch(1)  # what the Trainer calls each epoch
     epoch1 = _epoch(loader)
     assert [f for *_, f in epoch1] != [f for *_, f in epoch0]
     assert sorted(i - 4 for *_, firsts in epoch1 for i in firsts) == list(range(N_EXAMPLES))
-
-
-def test_the_budget_of_a_step_is_split_between_its_batches(stream_trainer):
-    trainer = stream_trainer(max_steps=3, gradient_accumulation_steps=2)
-    assert trainer.get_train_dataloader().dataset.max_tokens == 60
     summary = trainer.batching_summary()
     assert (summary["max_tokens_per_step"], summary["max_tokens_per_batch"], summary["shuffle_buffer"]) == (120, 60, 40)
     assert summary["examples_in_first_buffer"] == 40 and summary["batches_in_first_buffer"] > 1
     assert summary["tokens_per_step"]["source"] <= 120 and 0 < summary["padding_efficiency"] <= 1
 
 
-def test_training_a_few_steps_on_a_stream(stream_trainer):
-    """7 steps on a stream of 4 batches: the run reads the stream again (a second epoch), as max_steps asks."""
-    trainer = stream_trainer(max_steps=7, logging_steps=1, max_tokens=600, shuffle_buffer=45)
-    assert len(list(trainer.get_train_dataloader())) == 4
-    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
-    result = trainer.train()
-    assert trainer.state.global_step == 7 and np.isfinite(result.training_loss)
-    assert trainer.state.epoch > 1
-    assert all(not torch.equal(before[name], p) for name, p in trainer.model.named_parameters())
-    assert len([entry for entry in trainer.state.log_history if "loss" in entry]) == 7
-
-
-def test_a_run_resumed_from_a_checkpoint_ends_with_the_same_weights(stream_trainer, tmp_path):
-    """The Trainer skips the batches already trained on; they are the same batches, so the run goes on exactly."""
-    settings = dict(max_steps=6, max_tokens=600, shuffle_buffer=45, save_strategy="steps", save_steps=3)
+def test_training_on_a_stream_reads_it_again_and_a_resumed_run_ends_with_the_same_weights(stream_trainer, tmp_path):
+    """7 steps on a stream of 4 batches: a second epoch, as max_steps asks. Resumed at step 3, the Trainer skips
+    the batches already trained on; they are the same batches, so the run goes on exactly."""
+    settings = dict(max_steps=7, logging_steps=1, max_tokens=600, shuffle_buffer=45, save_strategy="steps",
+                    save_steps=3)
     whole = stream_trainer(**settings)
-    whole.train()
+    assert len(list(whole.get_train_dataloader())) == 4
+    before = {name: p.detach().clone() for name, p in whole.model.named_parameters()}
+    result = whole.train()
+    assert whole.state.global_step == 7 and np.isfinite(result.training_loss) and whole.state.epoch > 1
+    assert all(not torch.equal(before[name], p) for name, p in whole.model.named_parameters())
+    assert len([entry for entry in whole.state.log_history if "loss" in entry]) == 7
     resumed = stream_trainer(**settings)
     resumed.train(resume_from_checkpoint=str(tmp_path / "checkpoint-3"))
-    assert resumed.state.global_step == 6
+    assert resumed.state.global_step == 7
     for (name, expected), got in zip(whole.model.named_parameters(), resumed.model.parameters()):
         assert torch.equal(expected, got), name
 
@@ -105,13 +97,6 @@ def test_without_a_budget_the_trainer_batches_the_stream_itself(stream_trainer):
     loader = stream_trainer(max_tokens=None, max_steps=2, per_device_train_batch_size=8).get_train_dataloader()
     assert not isinstance(loader.dataset, TokenBudgetStream)
     assert {b["input_ids"].shape[0] for b in loader} <= {8, N_EXAMPLES % 8}
-
-
-def test_an_untokenized_stream_is_a_clear_error(stream_trainer):
-    text = Dataset.from_list([{"translation": {"en": "a", "de": "b"}}] * 3).to_iterable_dataset()
-    trainer = stream_trainer(dataset=text, max_steps=1)
-    with pytest.raises(ValueError, match="tokenized examples"):
-        trainer.batching_summary()
 
 
 # Under torchrun ------------------------------------------------------------------------------------
@@ -157,11 +142,6 @@ with open(f"{output}/rank{trainer.args.process_index}.json", "w") as f:
 def test_torchrun_processes_train_on_their_own_share_of_the_stream(tmp_path, saved_model_dir, repo_root):
     """Two processes: each trains on exactly its TokenBudgetStream share (not re-split, not dispatched by
     accelerate), within half the step's budget, for as many steps, into the same weights."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     rows = [{key: value for key, value in row.items() if key != "source_text"} for row in _stream(shards=1)]
     (tmp_path / "rows.json").write_text(json.dumps(rows))
     (tmp_path / "worker.py").write_text(DDP_WORKER)

@@ -1,13 +1,6 @@
-"""A saved tokenizer is transformers' standard fast tokenizer: its files need no code of ours.
-
-§5.1's shared BPE vocabulary lives in tokenizer.json; tokenizer_config.json names transformers'
-own class (`TokenizersBackend`, whose other name is `PreTrainedTokenizerFast`) and holds only the
-special tokens and lengths, not the loader's or a past call's state (is_local, truncation, ...).
-
-transformers' AutoTokenizer reads the folder's config.json before tokenizer_config.json, and that
-file names this model's code (auto_map): without trust_remote_code it asks whether to run it, even
-though the tokenizer needs none. trust_remote_code=False (or the class itself) loads it at once.
-"""
+"""A saved tokenizer is transformers' standard fast tokenizer (`TokenizersBackend`): its files need no code of ours,
+and tokenizer_config.json holds no loader state. AutoTokenizer reads config.json (auto_map) first and would ask
+whether to run the model's code; trust_remote_code=False (or the class itself) loads it at once."""
 
 import json
 import os
@@ -16,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from modeling_vaswani.tokenizer_loading import load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 HUB_CARD = ROOT / "hub_card"
@@ -39,10 +34,7 @@ print(json.dumps(report))
 
 
 def expected_ids(folder):
-    from modeling_vaswani.tokenizer_loading import load_tokenizer
-
-    tokenizer = load_tokenizer(folder)
-    return [tokenizer(s)["input_ids"] for s in SENTENCES]
+    return [load_tokenizer(folder)(s)["input_ids"] for s in SENTENCES]
 
 
 @pytest.mark.parametrize("where", ["hub_card", "saved"])
@@ -59,8 +51,6 @@ def test_tokenizer_config_names_the_standard_class_and_no_loader_state(where, sa
 def test_a_tokenizer_loaded_and_saved_again_writes_the_same_config(saved_model_dir, tmp_path, monkeypatch):
     # Offline loading puts local_files_only (and tokenizer.json's truncation) into init_kwargs;
     # save_pretrained must not write them back (scripts/push_to_hub.py saves a loaded tokenizer).
-    from modeling_vaswani.tokenizer_loading import load_tokenizer
-
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     load_tokenizer(saved_model_dir).save_pretrained(tmp_path)
     again = json.loads((tmp_path / "tokenizer_config.json").read_text())

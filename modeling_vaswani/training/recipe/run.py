@@ -26,9 +26,8 @@ from ...threads import use_threads
 from ...tokenizer_loading import load_tokenizer
 from ..checkpoint_averaging import check_resumable_checkpoint
 from ..chunked_loss import describe_step
-from ..data import load_translation_dataset, select_first
+from ..data import in_memory, load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
-from ..pair_rows import in_memory
 from ..precision import first_batch, probe_precision, report_precision
 from ..run_folder import claim_output_dir, is_main_launch, start_segment
 from ..run_clocks import report_budget_stop, run_clocks, time_one_evaluation

@@ -9,7 +9,7 @@ import pytest
 
 from modeling_vaswani.training.data import DataError, load_multi30k
 from modeling_vaswani.training.recipe.checks import parse_options
-from modeling_vaswani.training.stream_batching import DEFAULT_SHUFFLE_BUFFER
+from modeling_vaswani.training.batching import DEFAULT_SHUFFLE_BUFFER
 
 
 def _refused(capsys, *argv):
