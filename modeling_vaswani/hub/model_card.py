@@ -98,7 +98,27 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         curve_table=_curve_table(training.get("log_history", []), config),
         loss_table="\n".join(_loss_row(e) for e in results.get("losses", [])),
         speed_section=speed_section(results.get("speed")),
+        comparison_table=_comparison_table(shipped, src, tgt),
     )
+
+
+# Published English→German scores on Multi30k's test_2016_flickr: (system, trained on, metric, score).
+PUBLISHED_EN_DE = (
+    ("Transformer-Tiny, text only (Wu et al., 2021)", "Multi30k", "lc-tok BLEU", 41.02),
+    ("Helsinki-NLP/opus-mt-en-de (Helsinki-NLP leaderboard)", "OPUS, general domain", "BLEU", 36.3),
+    ("facebook/wmt19-en-de (Helsinki-NLP leaderboard)", "WMT19 news, general domain", "BLEU", 39.7),
+)
+
+
+def _comparison_table(shipped: list[dict], src: str, tgt: str) -> str:
+    """This model beside the published scores, where they exist (English→German, test_2016_flickr)."""
+    test = [e for e in shipped if e.get("split_name") == "test_2016_flickr"]
+    if (src, tgt) != ("en", "de") or not test:
+        return ""
+    scores = test[0]["scores"]
+    rows = [("this model", "Multi30k", "BLEU", scores["bleu"]),
+            ("this model", "Multi30k", "lc-tok BLEU", scores["bleu_lowercase_tokenized"]), *PUBLISHED_EN_DE]
+    return "\n".join(f"| {system} | {data} | {metric} | {score:.2f} |" for system, data, metric, score in rows)
 
 
 def _eval_results(evaluation: dict, src: str, tgt: str) -> list[EvalResult]:

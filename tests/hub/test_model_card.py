@@ -133,3 +133,12 @@ def test_the_speed_section_keeps_every_system_at_every_thread_count():
     with pytest.raises(ValueError) as error:
         speed_from_benchmark({"figure_1_training": {}}, "other.json")
     assert_names(error, "other.json")
+
+
+def test_published_scores_stand_beside_this_model_only_for_english_german(model_dir, results):
+    body = str(render_model_card(model_dir, results, "someone/vaswani-test")).split("---", 2)[2]
+    assert "| this model | Multi30k | BLEU | 37.11 |" in body
+    assert "| this model | Multi30k | lc-tok BLEU | 40.36 |" in body
+    assert "| Multi30k | lc-tok BLEU | 41.02 |" in body  # Wu et al.'s metric is lowercased tokenized
+    results["target_lang"] = "fr"
+    assert "## How it compares" not in str(render_model_card(model_dir, results, "someone/vaswani-test"))
