@@ -1,9 +1,12 @@
 #!/usr/bin/env python
-"""Draw a training run's curve: training loss and validation BLEU against the step.
+"""Draw a training run's curve: training loss and validation BLEU against the step; or, with
+--time_to_quality, the validation BLEU of several runs against wall-clock minutes.
 
     python scripts/plot_training_curve.py --run_dir outputs/multi30k-en-de --output docs/images/training_curve.png
+    python scripts/plot_training_curve.py --time_to_quality outputs/multi30k-en-de old/results.json \
+        --labels "this run" "the last one" --output docs/images/time_to_quality.png
 
-Reads the Trainer's trainer_state.json (its log_history) from the run folder.
+Reads the Trainer's trainer_state.json (its log_history) from a run folder, or a model's results.json.
 """
 
 from pathlib import Path
@@ -16,13 +19,59 @@ except ModuleNotFoundError:  # run in-process by another program
 
 def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
-    parser.add_argument("--run_dir", required=True, help="Output folder of scripts/train.py.")
+    runs = parser.add_mutually_exclusive_group(required=True)
+    runs.add_argument("--run_dir", help="Output folder of scripts/train.py.")
+    runs.add_argument("--time_to_quality", nargs="+", metavar="RUN",
+                      help="Run folders or results.json files: their val BLEU against wall-clock minutes.")
+    parser.add_argument("--labels", nargs="+", help="One label for each --time_to_quality run.")
     parser.add_argument("--output", required=True, help="PNG to write.")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.labels and len(args.labels) != len(args.time_to_quality or []):
+        parser.error(f"--labels gives {len(args.labels)} labels for {len(args.time_to_quality or [])} runs")
+    return args
+
+
+def bleu_by_minute(source: Path) -> list[tuple[float, float]]:
+    """(minutes, val BLEU) of each evaluation: the minutes each entry logged ("run_minutes"), else the
+    step at the run's mean rate (its minutes over its steps)."""
+    from modeling_vaswani.model.strict_json import read_json
+    from modeling_vaswani.training.run_folder import read_run_info, summarize
+
+    if source.is_dir():
+        state = read_json(source / "trainer_state.json")
+        history, steps, minutes = state["log_history"], state["global_step"], summarize(read_run_info(source))["minutes"]
+    else:
+        training = read_json(source)["training"]
+        history, steps, minutes = training["log_history"], training["steps"], training["minutes"]
+    return [(e.get("run_minutes", e["step"] * minutes / steps), e["eval_bleu"]) for e in history if "eval_bleu" in e]
+
+
+def plot_time_to_quality(args) -> None:
+    sources = [Path(run) for run in args.time_to_quality]
+    outputs.claim("--output", args.output, [("--time_to_quality", source) for source in sources])
+    curves = [bleu_by_minute(source) for source in sources]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for curve, label in zip(curves, args.labels or [source.name for source in sources]):
+        axis.plot(*zip(*curve), "o-", label=label)
+    axis.set_xlabel("wall-clock minutes of training (evaluations included)")
+    axis.set_ylabel("val BLEU (greedy, cased sacreBLEU)")
+    axis.legend()
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    with outputs.write_file(args.output, "wb") as handle:
+        figure.savefig(handle, dpi=110, format=Path(args.output).suffix.lstrip(".") or "png")
+    print(f"wrote {args.output}: {sum(map(len, curves))} BLEU points from {len(curves)} runs")
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.time_to_quality:
+        return plot_time_to_quality(args)
     state_path = Path(args.run_dir) / "trainer_state.json"
     if not state_path.is_file():
         raise FileNotFoundError(f"{state_path}: not found; is {args.run_dir} a scripts/train.py run?")

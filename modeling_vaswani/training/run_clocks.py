@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainerCallback
 
-from .run_folder import set_segment_minutes
+from .run_folder import read_run_info, set_segment_minutes
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 
@@ -53,6 +53,20 @@ class RunClock(TrainingClock):
     def __init__(self, output_dir: str | os.PathLike, start: float | None = None):
         super().__init__(start)
         self.output_dir = output_dir
+        self.earlier_minutes = 0.0  # the segments before this one, for a resumed run
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        super().on_train_begin(args, state, control, **kwargs)
+        try:
+            earlier = read_run_info(self.output_dir)["segments"][:-1]
+        except FileNotFoundError:  # a Trainer used without scripts/train.py's record
+            earlier = []
+        self.earlier_minutes = sum(s.get("minutes") or 0.0 for s in earlier)
+
+    def on_log(self, args, state, control, **kwargs):
+        # The whole run's wall-clock minutes beside each logged loss and score: time to quality.
+        if state.log_history and self.minutes() is not None:
+            state.log_history[-1]["run_minutes"] = round(self.earlier_minutes + self.minutes(), 2)
 
     def record(self, is_main_process: bool = True) -> None:
         """Write the minutes so far (also called once the script's last work is done)."""

@@ -43,6 +43,24 @@ def test_run_clock_writes_the_minutes_from_the_main_process(tmp_path, now, recor
     assert record() == 2.5
 
 
+def test_each_log_entry_gets_the_whole_runs_minutes_earlier_segments_included(tmp_path, now, record):
+    clock = RunClock(tmp_path, start=now[0])
+    clock.on_train_begin(None, MAIN, None)
+    now[0] += 60
+    state = SimpleNamespace(log_history=[{"loss": 3.0}], is_world_process_zero=True)
+    clock.on_log(None, state, None)
+    assert state.log_history[-1]["run_minutes"] == 1.0
+    clock.on_save(None, MAIN, None)
+    start_segment(tmp_path, {"command": "python scripts/train.py --resume_from_checkpoint c", "hardware": "CPU"},
+                  {}, resuming=True)
+    resumed = RunClock(tmp_path, start=now[0])
+    resumed.on_train_begin(None, MAIN, None)
+    now[0] += 30
+    state.log_history.append({"eval_bleu": 20.0})
+    resumed.on_log(None, state, None)
+    assert state.log_history[-1]["run_minutes"] == 1.5
+
+
 @pytest.mark.parametrize("eval_strategy", ["steps", "no"])
 def test_time_budget_stops_with_a_checkpoint_on_the_run_clocks_time(tmp_path, now, record, eval_strategy):
     clock, budget, control, args = RunClock(tmp_path), TimeBudget(2), TrainerControl(), SimpleNamespace(
