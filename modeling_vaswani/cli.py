@@ -1,14 +1,6 @@
-"""Shared plumbing for the command-line scripts (not from the paper).
-
-A user's mistake — a wrong flag value, a missing file, a bad language code — should end the
-program with one line that says what was wrong, not a traceback. Every script builds its parser
-from `ScriptParser` (one-line flag errors, its module docstring as the --help text) and runs its
-`main` through `run_main`, which does the same for the errors raised on bad input; anything else
-is a bug and keeps its traceback.
-
-Only the standard library is imported here: what counts as a user error is decided by exception
-type (the package's own input errors are ValueErrors), not by importing the modules that raise them.
-"""
+"""Shared plumbing for the command-line scripts (not from the paper): a user's mistake (a wrong flag value,
+a missing file) ends the program with one `error: ...` line, not a traceback; anything else is a bug and
+keeps its traceback. Standard library only: scripts load it before torch (scripts/_light_cli.py)."""
 
 import argparse
 import os
@@ -17,17 +9,15 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-# The package raises ValueError (DataError and CheckpointMismatchError among them) for bad input;
-# OSError covers missing or unreadable files and folders, permissions and full disks. All are
-# fixed by the user, not in the code.
+# Bad input raises ValueError (DataError among them) or OSError (missing files, permissions, full disks).
 USER_ERRORS = (ValueError, OSError)
 USER_ERROR_EXIT = 2  # as argparse exits on a bad flag
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """The description as written (a script's docstring holds example commands), and each flag's
-    default where it has one and its help does not already say it."""
+    """The description as written (a script's docstring holds example commands), and each flag's default
+    where its help does not say it."""
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -38,11 +28,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class ScriptParser:
-    """Mixin for a script's argument parser: a bad flag is reported as one `error: ...` line,
-    without the usage block, and --help is laid out by `HelpFormatter`.
-
-    Mixed into `argparse.ArgumentParser` (as `ArgumentParser` below) or into `HfArgumentParser`.
-    """
+    """Mixin for argparse.ArgumentParser or HfArgumentParser: a bad flag is one `error: ...` line."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)

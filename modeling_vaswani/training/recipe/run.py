@@ -1,10 +1,7 @@
-"""The training recipe of scripts/train.py, §5 end to end (its command line is `flags`).
-
-Data (§5.1: the embedded Multi30k, a Hub dataset or local files), one BPE vocabulary shared by
-both languages, the model of a Table 3 preset (or a trained one to fine-tune, or a checkpoint to
-resume), `VaswaniTrainer` with token-budget batches, Adam and Eq. (3), the clocks of the run
-(`run_clocks`), and at the end the model folder, its evaluation and §6.1's averaging
-(`closing`).
+"""The work of scripts/train.py, §5 end to end: data (§5.1), one BPE vocabulary shared by both languages,
+the model (a Table 3 preset, a trained model to fine-tune or a checkpoint to resume), `VaswaniTrainer` with
+token-budget batches, Adam and Eq. (3), the run's clocks, then the model folder, its evaluation and §6.1's
+averaging (`closing`).
 """
 
 from __future__ import annotations
@@ -34,9 +31,10 @@ from ..run_folder import claim_output_dir, is_main_launch, start_segment
 from ..run_clocks import report_budget_stop, run_clocks, time_one_evaluation
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
-from .checks import check_resumed_model, given, paired_files
+from ...model.configuration_vaswani import PRESETS
+from ...model.strict_json import read_json
+from .arguments import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS, RecipeArguments
 from .closing import average_last, next_step
-from .flags import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
 
@@ -44,19 +42,13 @@ logger = logging.getLogger("train")  # the script's own log: its lines read "tra
 STREAM_VOCABULARY_PAIRS = 200_000
 
 
-def load_data(options):
+def load_data(options: RecipeArguments):
     """The training and validation splits the flags name (a Hub dataset, local files or the embedded Multi30k)."""
     data = load_translation_dataset(
-        options.source_lang,
-        options.target_lang,
-        dataset_name=options.dataset_name,
-        dataset_config_name=options.dataset_config_name,
-        train_files=paired_files(options, "train"),
-        validation_files=paired_files(options, "validation"),
-        train_file=options.train_file,
-        validation_file=options.validation_file,
-        streaming=options.streaming,
-    )
+        options.source_lang, options.target_lang, dataset_name=options.dataset_name,
+        dataset_config_name=options.dataset_config_name, train_files=options.files("train"),
+        validation_files=options.files("validation"), train_file=options.train_file,
+        validation_file=options.validation_file, streaming=options.streaming)
     if "train" not in data:
         raise ValueError("The dataset has no train split.")
     data["train"] = select_first(data["train"], options.max_train_samples)
@@ -67,9 +59,25 @@ def load_data(options):
     return data
 
 
-def build_model(options, tokenizer):
+def check_resumed_model(options: RecipeArguments, checkpoint) -> None:
+    """Model flags given with --resume_from_checkpoint must agree with the checkpoint's model."""
+    config = read_json(Path(checkpoint) / "config.json")
+    wanted = {}  # name -> (value, the flag that asks for it)
+    if options.preset:
+        wanted.update({name: (value, f"--preset {options.preset}")
+                       for name, value in PRESETS[options.preset].items() if name in SIZE_FLAGS})
+    for name in (*SIZE_FLAGS, *REGULARISATION_FLAGS):
+        if getattr(options, name) is not None:
+            wanted[name] = (getattr(options, name), f"--{name} {getattr(options, name)}")
+    for name, (value, flag) in wanted.items():
+        if name in config and config[name] != value:
+            raise ValueError(f"{flag} asks for {name}={value!r} but the checkpoint {checkpoint} has {config[name]!r}; "
+                             "a resumed run keeps its model: leave the flag out.")
+
+
+def build_model(options: RecipeArguments, tokenizer):
     """The model to train: the checkpoint's when resuming, a trained one to fine-tune, or a new one of a preset."""
-    regularisation = {name: getattr(options, name) for name in REGULARISATION_FLAGS if given(options, name)}
+    regularisation = {name: getattr(options, name) for name in REGULARISATION_FLAGS if getattr(options, name) is not None}
     if options.resume_from_checkpoint:
         # The checkpoint's own model (the Trainer then loads its weights and optimizer again).
         return VaswaniForConditionalGeneration.from_pretrained(options.resume_from_checkpoint)
@@ -77,17 +85,11 @@ def build_model(options, tokenizer):
         # The package's own classes, never code shipped inside the folder (see translation.load_translator).
         return AutoModelForSeq2SeqLM.from_pretrained(options.model_name_or_path, trust_remote_code=False,
                                                      **regularisation)
-    sizes = {name: getattr(options, name) for name in SIZE_FLAGS if given(options, name)}
+    sizes = {name: getattr(options, name) for name in SIZE_FLAGS if getattr(options, name) is not None}
     config = VaswaniConfig.from_preset(
-        options.preset or DEFAULT_PRESET,
-        vocab_size=len(tokenizer),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
-        **sizes,
-        **regularisation,
-    )
+        options.preset or DEFAULT_PRESET, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id, **sizes, **regularisation)
     return VaswaniForConditionalGeneration(config)
 
 
@@ -125,23 +127,17 @@ def record_run(output_dir, model, resuming, **facts):
 def log_batching(batching: dict, max_tokens: int) -> None:
     """One line on §5.1's batches: how many, how full, how many tokens a step."""
     if "shuffle_buffer" in batching:  # a stream: what its first buffer gives
-        logger.info(
-            "§5.1 token-budget batches of a stream, formed %d examples at a time: %d from the first buffer; steps "
-            "of at most %d tokens per side (%d processes × %d accumulated batches of ≤ %d); tokens per step: about "
-            "%d source, %d target (padded), padding efficiency %.3f",
-            batching["shuffle_buffer"], batching["batches_in_first_buffer"], max_tokens, batching["processes"],
-            batching["gradient_accumulation_steps"], batching["max_tokens_per_batch"],
-            batching["tokens_per_step"]["source"], batching["tokens_per_step"]["target"],
-            batching["padding_efficiency"])
-        return
-    logger.info(
-        "§5.1 token-budget batches: %d per epoch, %d per process; %d steps per epoch of at most %d tokens "
-        "per side (%d processes × %d accumulated batches of ≤ %d); tokens per step: %d source, %d target "
-        "(padded), padding efficiency %.3f",
-        batching["batches_per_epoch"], batching["batches_per_process"], batching["steps_per_epoch"],
-        max_tokens, batching["processes"], batching["gradient_accumulation_steps"],
-        batching["max_tokens_per_batch"], batching["tokens_per_step"]["source"],
-        batching["tokens_per_step"]["target"], batching["padding_efficiency"])
+        head, about = (f" of a stream, formed {batching['shuffle_buffer']} examples at a time: "
+                       f"{batching['batches_in_first_buffer']} from the first buffer; steps", "about ")
+    else:
+        head, about = (f": {batching['batches_per_epoch']} per epoch, {batching['batches_per_process']} per process; "
+                       f"{batching['steps_per_epoch']} steps per epoch", "")
+    tokens = batching["tokens_per_step"]
+    logger.info("§5.1 token-budget batches%s of at most %d tokens per side (%d processes × %d accumulated batches "
+                "of ≤ %d); tokens per step: %s%d source, %d target (padded), padding efficiency %.3f",
+                head, max_tokens, batching["processes"], batching["gradient_accumulation_steps"],
+                batching["max_tokens_per_batch"], about, tokens["source"], tokens["target"],
+                batching["padding_efficiency"])
 
 
 def train(options, training_args, started: float, started_wall: float):
