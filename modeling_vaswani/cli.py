@@ -54,31 +54,24 @@ def positive_int(text: str) -> int:
 
 
 ENGINES = ("torch", "ctranslate2")
+TORCH_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """--engine, --ct2_model and --ct2_compute_type, for the scripts that translate."""
-    parser.add_argument("--engine", default="torch", choices=ENGINES,
-                        help="torch: the model itself; ctranslate2: a CTranslate2 conversion of it "
-                             "(pip install ctranslate2), faster on CPU.")
-    parser.add_argument("--ct2_model", help="With --engine ctranslate2: a folder written by "
-                        "scripts/convert_ctranslate2.py (default: --model, converted once into "
-                        "~/.cache/modeling_vaswani/ctranslate2/).")
-    parser.add_argument("--ct2_compute_type", default="default",
-                        help="With --engine ctranslate2: default (the saved weights' type), int8, float32, "
-                             "int8_float32, float16, ...")
+    """--engine, its CTranslate2 options and the torch engine's speed options, for the scripts that translate."""
+    add = parser.add_argument
+    add("--engine", default="torch", choices=ENGINES, help="torch: the model itself; ctranslate2: a CTranslate2 "
+        "conversion of it (pip install ctranslate2), faster on CPU.")
+    add("--ct2_model", help="With --engine ctranslate2: a folder written by scripts/convert_ctranslate2.py "
+        "(default: --model, converted once into ~/.cache/modeling_vaswani/ctranslate2/).")
+    add("--ct2_compute_type", default="default", help="With --engine ctranslate2: default (the saved weights' type), "
+        "int8, float32, int8_float32, float16, ...")
     # The torch engine's speed options (evaluation/fast_path.py); unset, the model is exactly its float32 self.
-    parser.add_argument("--dtype", default="float32", choices=TORCH_DTYPES,
-                        help="Weights and activations in this dtype (bfloat16 is fast only on CPUs with AMX or "
-                             "AVX512-BF16; a warning says when it is not).")
-    parser.add_argument("--quantize", choices=("int8",),
-                        help="int8: torch's dynamic quantization of the Linear layers (CPU only).")
-    parser.add_argument("--compile", action="store_true",
-                        help="Static key/value cache and torch.compile of the decoding step (greedy search; "
-                             "compiles again for every batch shape, minutes on a CPU).")
-
-
-TORCH_DTYPES = ("float32", "bfloat16", "float16")
+    add("--dtype", default="float32", choices=TORCH_DTYPES, help="Weights and activations in this dtype (bfloat16 is "
+        "fast only on CPUs with AMX or AVX512-BF16; a warning says when it is not).")
+    add("--quantize", choices=("int8",), help="int8: torch's dynamic quantization of the Linear layers (CPU only).")
+    add("--compile", action="store_true", help="Static key/value cache and torch.compile of the decoding step "
+        "(greedy search; compiles again for every batch shape, minutes on a CPU).")
 
 
 def check_engine_arguments(args) -> None:
@@ -100,10 +93,8 @@ def looks_like_hub_id(name: str) -> bool:
 
 
 def missing_model_folder(name: str) -> str | None:
-    """Why `name` names no model, when it can only be a local path and nothing is there; None when it
-    exists or may be a Hub id. Said at once: a loader would ask the Hub for it, and offline wait for
-    the connection to fail. namespace/name is taken for a local path too when a folder `namespace`
-    is here (outputs/run, say)."""
+    """Why `name` names no model (said at once: a loader would ask the Hub, and offline wait for the connection
+    to fail), or None when it exists or may be a Hub id; namespace/name is a local path when `namespace` is here."""
     path = Path(name)
     if path.exists() or (looks_like_hub_id(name) and not path.parent.is_dir()):
         return None
@@ -112,12 +103,9 @@ def missing_model_folder(name: str) -> str | None:
 
 
 def require_model(flag: str, name: str) -> None:
-    """Refuse `name` unless it is a folder or looks like a Hub id (user/name), naming the flag. A file
-    is refused before anything reads it (loaders would take it for a config or weights file)."""
+    """Refuse `name` unless it is a folder or may be a Hub id; a file is refused before a loader takes it for one."""
     path = Path(name)
-    if path.is_dir():
-        return
-    if path.exists():
+    if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{flag} {name}: is a file, not a model folder; name the folder that holds it.")
     if (reason := missing_model_folder(name)) is not None:
         raise FileNotFoundError(f"{flag} {name}: {reason}.")
@@ -125,8 +113,7 @@ def require_model(flag: str, name: str) -> None:
 
 def one_line(error: BaseException) -> str:
     """The error's message on one line (every line of it kept), or its type where it has none."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return " ".join(lines) or type(error).__name__
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
 
 
 def run_main(main: Callable[[], object]) -> None:

@@ -18,28 +18,20 @@ from ...cli import ScriptParser, looks_like_hub_id, one_line
 DEFAULT_PRESET = "small"
 DEFAULT_VOCAB_SIZE = 8000
 SIZE_FLAGS = ("d_model", "d_ff", "num_heads", "num_layers", "positional_encoding")
-REGULARISATION_FLAGS = ("dropout", "label_smoothing")
-GROUPS = {"preset": "the model (§3, Table 3)", "max_tokens": "training (§5)",
-          "output_dir": "checkpoints, evaluation and logs (§6.1)", "source_lang": "data (§5.1)"}  # first flag: title
-POSITIVE = ("d_model", "d_ff", "num_heads", "num_layers", "vocab_size", "warmup_steps_noam", "noam_scale",
-            "num_train_epochs", "max_steps", "max_train_minutes", "threads", "save_every_minutes", "save_steps",
-            "save_total_limit", "eval_steps", "generation_num_beams", "per_device_eval_batch_size", "logging_steps",
-            "shuffle_buffer", "max_train_samples", "max_eval_samples", "max_source_length", "max_target_length")
-AT_LEAST_ZERO = ("max_tokens", "max_grad_norm", "average_last")
-
+REGULARISATION_FLAGS = ("dropout", "label_smoothing")  # probabilities
+AT_LEAST_ZERO = ("max_tokens", "max_grad_norm", "average_last")  # every other number but the seeds is positive
+GROUPS = {"preset": "the model (§3, Table 3)", "max_tokens": "training (§5)",  # a group's first flag: its title
+          "output_dir": "checkpoints, evaluation and logs (§6.1)", "source_lang": "data (§5.1)"}
+SCHEDULE, ADAM = "the schedule is Eq. (3); see --warmup_steps_noam and --noam_scale", "§5.3 fixes the optimizer: "
 # Trainer flags that would do nothing here (or something other than the paper), refused by name.
 REFUSED_FLAGS = {
     "learning_rate": "Eq. (3) sets the learning rate from d_model and the step; scale it with --noam_scale",
-    "lr_scheduler_type": "the schedule is Eq. (3); see --warmup_steps_noam and --noam_scale",
-    "lr_scheduler_kwargs": "the schedule is Eq. (3); see --warmup_steps_noam and --noam_scale",
+    "lr_scheduler_type": SCHEDULE, "lr_scheduler_kwargs": SCHEDULE,
     "warmup_steps": "Eq. (3)'s warm-up is --warmup_steps_noam",
     "warmup_ratio": "Eq. (3)'s warm-up is --warmup_steps_noam (a number of steps)",
     "label_smoothing_factor": "§5.4 smoothing is the model's own: use --label_smoothing",
-    "optim": "§5.3 fixes the optimizer: Adam with β1 0.9, β2 0.98, ε 1e-9",
-    "optim_args": "§5.3 fixes the optimizer: Adam with β1 0.9, β2 0.98, ε 1e-9",
-    "adam_beta1": "§5.3 fixes β1 = 0.9",
-    "adam_beta2": "§5.3 fixes β2 = 0.98",
-    "adam_epsilon": "§5.3 fixes ε = 1e-9",
+    "optim": ADAM + "Adam with β1 0.9, β2 0.98, ε 1e-9", "optim_args": ADAM + "Adam with β1 0.9, β2 0.98, ε 1e-9",
+    "adam_beta1": "§5.3 fixes β1 = 0.9", "adam_beta2": "§5.3 fixes β2 = 0.98", "adam_epsilon": "§5.3 fixes ε = 1e-9",
     "group_by_length": "§5.1 batches by length already (--max_tokens)",
 }
 EPILOG = ("Refused, because this script sets what they would: --learning_rate (Eq. (3); scale it with\n"
@@ -56,58 +48,55 @@ def flag(default=None, help="", metavar=None):
 
 @dataclasses.dataclass
 class RecipeArguments:
-    preset: Literal["base", "big", "small", "tiny"] | None = flag(
-        help=f"Table 3 row for a new model (default: {DEFAULT_PRESET}; base = N 6, d_model 512, d_ff 2048, h 8; "
-             "big doubles the widths; tiny is for tests).")
-    d_model: int | None = flag(help="Override the preset's d_model.", metavar="N")
-    d_ff: int | None = flag(help="Override d_ff.", metavar="N")
-    num_heads: int | None = flag(help="Override h.", metavar="N")
-    num_layers: int | None = flag(help="Override N (both stacks).", metavar="N")
-    positional_encoding: Literal["sinusoidal", "learned"] | None = flag(help="§3.5, or Table 3 row (E).")
-    dropout: float | None = flag(help="Override P_drop (§5.4).", metavar="P")
-    label_smoothing: float | None = flag(help="Override ε_ls (§5.4; the paper's is 0.1).", metavar="P")
-    vocab_size: int | None = flag(help=f"Shared BPE vocabulary learned for a new model (default: {DEFAULT_VOCAB_SIZE}; "
-                                       "the paper's ≈ 37000).", metavar="N")
-    model_name_or_path: str | None = flag(help="Fine-tune this trained model (folder or Hub id) with its own "
-                                               "tokenizer and sizes; --dropout and --label_smoothing still apply.",
-                                          metavar="DIR")
+    preset: Literal["base", "big", "small", "tiny"] | None = flag(None, (
+        f"Table 3 row for a new model (default: {DEFAULT_PRESET}; base = N 6, d_model 512, d_ff 2048, h 8; "
+        "big doubles the widths; tiny is for tests)."))
+    d_model: int | None = flag(None, "Override the preset's d_model.", "N")
+    d_ff: int | None = flag(None, "Override d_ff.", "N")
+    num_heads: int | None = flag(None, "Override h.", "N")
+    num_layers: int | None = flag(None, "Override N (both stacks).", "N")
+    positional_encoding: Literal["sinusoidal", "learned"] | None = flag(None, "§3.5, or Table 3 row (E).")
+    dropout: float | None = flag(None, "Override P_drop (§5.4).", "P")
+    label_smoothing: float | None = flag(None, "Override ε_ls (§5.4; the paper's is 0.1).", "P")
+    vocab_size: int | None = flag(None, f"Shared BPE vocabulary learned for a new model (default: "
+                                        f"{DEFAULT_VOCAB_SIZE}; the paper's ≈ 37000).", "N")
+    model_name_or_path: str | None = flag(None, "Fine-tune this trained model (folder or Hub id) with its own "
+                                                "tokenizer and sizes; --dropout and --label_smoothing still apply.", "DIR")
 
     max_tokens: int = flag(4096, "§5.1: padded source (and target) tokens per optimizer step, all processes and "
                                  "accumulated batches together (the paper: 25000); 0 = fixed batches of "
                                  "--per_device_train_batch_size sentences.", "N")
-    warmup_steps_noam: int | None = flag(help="Eq. (3) warmup_steps (default: the preset's; 4000 for base and big, "
-                                              "1000 small, 100 tiny).", metavar="N")
+    warmup_steps_noam: int | None = flag(None, "Eq. (3) warmup_steps (default: the preset's; 4000 for base and "
+                                               "big, 1000 small, 100 tiny).", "N")
     noam_scale: float = flag(1.0, "Factor on the Eq. (3) learning rate.", "X")
     max_grad_norm: float = flag(0.0, "Clip gradients to this norm; 0 = no clipping, as in the paper (the Trainer's "
                                      "own default is 1.0).", "X")
     num_train_epochs: float = flag(10, "Passes over the training data.", "X")
-    max_steps: int | None = flag(help="Stop after this many optimizer steps (wins over --num_train_epochs).",
-                                 metavar="N")
-    max_train_minutes: float | None = flag(
-        help="Wall-clock budget for the whole run: loading, training, the last checkpoint, the final evaluation "
-             "and --average_last all fit in it. Training stops early enough, with a checkpoint.", metavar="MIN")
+    max_steps: int | None = flag(None, "Stop after this many optimizer steps (wins over --num_train_epochs).", "N")
+    max_train_minutes: float | None = flag(None, (
+        "Wall-clock budget for the whole run: loading, training, the last checkpoint, the final evaluation "
+        "and --average_last all fit in it. Training stops early enough, with a checkpoint."), "MIN")
     seed: int = flag(42, "Seeds the initial weights and the data order.", "N")
-    data_seed: int | None = flag(help="Seeds the data order alone (default: --seed).", metavar="N")
-    threads: int | None = flag(help="CPU threads per process (default: OMP_NUM_THREADS if set, else 1 for a model "
-                                    "under 20M parameters and all the process's cores above; small models lose to "
-                                    "thread contention).", metavar="N")
+    data_seed: int | None = flag(None, "Seeds the data order alone (default: --seed).", "N")
+    threads: int | None = flag(None, (
+        "CPU threads per process (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters and "
+        "all the process's cores above; small models lose to thread contention)."), "N")
 
     output_dir: str = flag("outputs/multi30k-en-de", "Where the model folder and checkpoints go.", "DIR")
     overwrite_output_dir: bool = flag(False, "Replace an earlier run in --output_dir (its checkpoints, averaged/ "
                                              "and results are deleted).", "BOOL")
-    resume_from_checkpoint: str | None = flag(help="Go on with a run from its checkpoint-<step> folder; the model "
-                                                   "is built from the checkpoint.", metavar="DIR")
-    save_every_minutes: float | None = flag(help="A checkpoint every this many minutes, and at the end (§6.1: "
-                                                 "every 10); replaces the epoch checkpoints unless --save_strategy "
-                                                 "is given too.", metavar="MIN")
-    save_strategy: Literal["no", "steps", "epoch", "best"] | None = flag(help="Trainer checkpoints "
-                                                                              "(default: epoch).")
-    save_steps: int | None = flag(help="With --save_strategy steps: a checkpoint every this many steps.", metavar="N")
+    resume_from_checkpoint: str | None = flag(None, "Go on with a run from its checkpoint-<step> folder; the model "
+                                                    "is built from the checkpoint.", "DIR")
+    save_every_minutes: float | None = flag(None, (
+        "A checkpoint every this many minutes, and at the end (§6.1: every 10); replaces the epoch checkpoints "
+        "unless --save_strategy is given too."), "MIN")
+    save_strategy: Literal["no", "steps", "epoch", "best"] | None = flag(None, "Trainer checkpoints (default: epoch).")
+    save_steps: int | None = flag(None, "With --save_strategy steps: a checkpoint every this many steps.", "N")
     save_total_limit: int = flag(5, "Checkpoints kept (the oldest are deleted).", "N")
     average_last: int = flag(0, "§6.1: average the last K checkpoints into <output_dir>/averaged and score it "
                                 "(the paper: 5, big: 20).", "K")
     eval_strategy: Literal["no", "steps", "epoch"] = flag("epoch", "Validation BLEU.")
-    eval_steps: int | None = flag(help="With --eval_strategy steps: evaluate every this many steps.", metavar="N")
+    eval_steps: int | None = flag(None, "With --eval_strategy steps: evaluate every this many steps.", "N")
     generation_num_beams: int = flag(1, "Beam size for validation BLEU during training (1 = greedy, fast; §6.1's "
                                         "4 in evaluate_model.py).", "N")
     per_device_eval_batch_size: int = flag(128, "Sentences per evaluation batch.", "N")
@@ -117,47 +106,45 @@ class RecipeArguments:
 
     source_lang: str = flag("en", "Translate from this language.", "LANG")
     target_lang: str = flag("de", "... into this one.", "LANG")
-    dataset_name: str | None = flag(help="A Hub translation dataset, e.g. wmt14 (default: the embedded Multi30k).",
-                                    metavar="NAME")
-    dataset_config_name: str | None = flag(help="Its config, e.g. de-en.", metavar="NAME")
-    train_source: str | None = flag(help="Local parallel text, one sentence a line: source side.", metavar="FILE")
-    train_target: str | None = flag(help="... and target side.", metavar="FILE")
-    validation_source: str | None = flag(help="Local validation text: source side.", metavar="FILE")
-    validation_target: str | None = flag(help="... and target side.", metavar="FILE")
-    train_file: list[str] | None = flag(
-        help="Training pairs in JSON lines (.json, .jsonl), csv or tsv files (or .gz, .bz2, .xz of them): a "
-             "'translation' column of {LANG: sentence} rows, or one column per language named by its code (en, de).",
-        metavar="FILE")
-    validation_file: list[str] | None = flag(help="Validation pairs in such files.", metavar="FILE")
+    dataset_name: str | None = flag(None, "A Hub translation dataset, e.g. wmt14 (default: the embedded Multi30k).",
+                                    "NAME")
+    dataset_config_name: str | None = flag(None, "Its config, e.g. de-en.", "NAME")
+    train_source: str | None = flag(None, "Local parallel text, one sentence a line: source side.", "FILE")
+    train_target: str | None = flag(None, "... and target side.", "FILE")
+    validation_source: str | None = flag(None, "Local validation text: source side.", "FILE")
+    validation_target: str | None = flag(None, "... and target side.", "FILE")
+    train_file: list[str] | None = flag(None, (
+        "Training pairs in JSON lines (.json, .jsonl), csv or tsv files (or .gz, .bz2, .xz of them): a 'translation' "
+        "column of {LANG: sentence} rows, or one column per language named by its code (en, de)."), "FILE")
+    validation_file: list[str] | None = flag(None, "Validation pairs in such files.", "FILE")
     streaming: bool = flag(False, "Read the training data as training goes (a Hub dataset or local files larger "
                                   "than memory); needs --max_steps, since a stream has no length.", "BOOL")
     shuffle_buffer: int = flag(10000, "With --streaming: §5.1 batches are formed N examples at a time (sorted by "
                                       "length, cut at --max_tokens, shuffled); more groups lengths better and mixes "
                                       "more, in more memory.", "N")
-    max_train_samples: int | None = flag(help="Only the first N training pairs.", metavar="N")
-    max_eval_samples: int | None = flag(help="Only the first N validation pairs.", metavar="N")
+    max_train_samples: int | None = flag(None, "Only the first N training pairs.", "N")
+    max_eval_samples: int | None = flag(None, "Only the first N validation pairs.", "N")
     max_source_length: int = flag(256, "Truncate longer sources (tokens).", "N")
     max_target_length: int = flag(256, "Truncate longer targets (tokens).", "N")
 
     def __post_init__(self):
         """Every value, and every combination of values, that could not run as asked."""
-        for name in (*POSITIVE, *AT_LEAST_ZERO, *REGULARISATION_FLAGS):
-            value = getattr(self, name)
-            if value is None:
+        for name, value in vars(self).items():
+            if type(value) not in (int, float) or name in ("seed", "data_seed"):
                 continue
+            whole = type(value) is int
             if name in REGULARISATION_FLAGS:
                 what, bad = "a probability in [0, 1)", not 0 <= value < 1
-            elif name in POSITIVE:
-                what, bad = "a positive integer" if isinstance(value, int) else "a positive number", value <= 0
+            elif name in AT_LEAST_ZERO:
+                what, bad = "a whole number, 0 or more" if whole else "a number, 0 or more", value < 0
             else:
-                what, bad = "a whole number, 0 or more" if isinstance(value, int) else "a number, 0 or more", value < 0
+                what, bad = "a positive integer" if whole else "a positive number", value <= 0
             if bad or not math.isfinite(value):
                 raise ValueError(f"argument --{name}: expected {what}, got {value}")
         for what in ("train", "validation"):
             self.files(what)
             if getattr(self, f"{what}_file") and getattr(self, f"{what}_source"):
-                raise ValueError(f"Give the {what} pairs as --{what}_source/--{what}_target or as --{what}_file, "
-                                 "not both.")
+                raise ValueError(f"Give the {what} pairs as --{what}_source/--{what}_target or as --{what}_file, not both.")
         if self.dataset_name and (self.train_file or self.validation_file):
             raise ValueError("--dataset_name and --train_file/--validation_file name two datasets; give one.")
         if self.streaming and not self.max_steps:
@@ -168,10 +155,10 @@ class RecipeArguments:
         if name is not None and not Path(name).is_dir():
             if not looks_like_hub_id(name) or os.environ.get("HF_HUB_OFFLINE") == "1":
                 raise FileNotFoundError(f"--model_name_or_path {name}: no such model folder.")
-        for flag_name in (*SIZE_FLAGS, "preset", "vocab_size"):
-            if name is not None and not self.resume_from_checkpoint and getattr(self, flag_name) is not None:
-                raise ValueError(f"--{flag_name} sets up a new model; the model of --model_name_or_path {name} keeps "
-                                 f"its own sizes and vocabulary. Leave --{flag_name} out.")
+        for size in (*SIZE_FLAGS, "preset", "vocab_size"):
+            if name is not None and not self.resume_from_checkpoint and getattr(self, size) is not None:
+                raise ValueError(f"--{size} sets up a new model; the model of --model_name_or_path {name} keeps "
+                                 f"its own sizes and vocabulary. Leave --{size} out.")
         for what in ("save", "eval"):
             if getattr(self, f"{what}_steps") is not None and getattr(self, f"{what}_strategy") != "steps":
                 raise ValueError(f"--{what}_steps needs --{what}_strategy steps.")
@@ -217,19 +204,12 @@ def trainer_parser(**kwargs):
 class Refuse(argparse.Action):
     """A Trainer flag that this script does not use: an error that says what to use instead."""
 
-    def __init__(self, option_strings, dest, **kwargs):
-        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS)
-
     def __call__(self, parser, namespace, values, option_string=None):
         parser.error(f"{option_string} is not used: {REFUSED_FLAGS[self.dest]}")
 
 
 class HelpAll(argparse.Action):
-    def __init__(self, option_strings, dest, **kwargs):
-        super().__init__(option_strings, dest, nargs=0, help="List every flag, the Trainer's own included "
-                                                             "(slower: it loads transformers).")
-
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, *_):
         trainer_parser(usage=parser.usage, description=parser.description).print_help()
         parser.exit()
 
@@ -237,9 +217,10 @@ class HelpAll(argparse.Action):
 def parse_recipe(argv=None, description=None, usage=None) -> tuple[RecipeArguments, list[str]]:
     """The recipe's flags, checked, and the rest of the command line (the Trainer's flags)."""
     parser = Parser(RecipeArguments, description=description, usage=usage, allow_abbrev=False, epilog=EPILOG)
-    parser.add_argument("--help_all", action=HelpAll)
+    parser.add_argument("--help_all", action=HelpAll, nargs=0,
+                        help="List every flag, the Trainer's own included (slower: it loads transformers).")
     for name in REFUSED_FLAGS:
-        parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", action=Refuse)
+        parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", action=Refuse, nargs="?", help=argparse.SUPPRESS)
     try:
         recipe, *_, rest = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True,
                                                               look_for_args_file=False)
