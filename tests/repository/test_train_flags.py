@@ -15,7 +15,7 @@ import torch
 
 from modeling_vaswani.model.configuration_vaswani import PRESETS
 from modeling_vaswani.training.data import DataError
-from modeling_vaswani.training.recipe.arguments import parse_args, parse_recipe
+from modeling_vaswani.training.recipe.arguments import parse_args
 from modeling_vaswani.training.recipe.run import check_resumed_model, load_data
 from modeling_vaswani.training.run_folder import LOCK_NAME, FolderInUseError, claim_output_dir
 
@@ -24,7 +24,7 @@ TRAIN = REPO / "scripts" / "train.py"
 
 
 def recipe(*argv):
-    return parse_recipe(list(map(str, argv)))[0]
+    return parse_args(list(map(str, argv)))[0]
 
 
 def error_line(capsys, call):

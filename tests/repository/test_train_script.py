@@ -63,6 +63,13 @@ def train(*args, **env):
     return run_script("train.py", *args, **env)
 
 
+def _json(path, default=None):
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return default
+
+
 def weights(folder):
     return load_file(str(Path(folder) / "model.safetensors"))
 

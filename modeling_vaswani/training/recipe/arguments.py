@@ -214,21 +214,6 @@ class HelpAll(argparse.Action):
         parser.exit()
 
 
-def parse_recipe(argv=None, description=None, usage=None) -> tuple[RecipeArguments, list[str]]:
-    """The recipe's flags, checked, and the rest of the command line (the Trainer's flags)."""
-    parser = Parser(RecipeArguments, description=description, usage=usage, allow_abbrev=False, epilog=EPILOG)
-    parser.add_argument("--help_all", action=HelpAll, nargs=0,
-                        help="List every flag, the Trainer's own included (slower: it loads transformers).")
-    for name in REFUSED_FLAGS:
-        parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", action=Refuse, nargs="?", help=argparse.SUPPRESS)
-    try:
-        recipe, *_, rest = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True,
-                                                              look_for_args_file=False)
-    except ValueError as error:
-        parser.error(one_line(error).removesuffix("."))
-    return recipe, rest
-
-
 def trainer_arguments(recipe: RecipeArguments, argv: list[str], description=None, usage=None):
     """Seq2SeqTrainingArguments: the recipe's Trainer flags, the paper's settings where the Trainer's defaults
     differ, the machine's (the CPU when there is no GPU), and every other Trainer flag in `argv` as given."""
@@ -262,6 +247,15 @@ def trainer_arguments(recipe: RecipeArguments, argv: list[str], description=None
 
 
 def parse_args(argv=None, description=None, usage=None):
-    """The command line, parsed once: (RecipeArguments, Seq2SeqTrainingArguments)."""
-    recipe, rest = parse_recipe(argv, description, usage)
+    """The command line, parsed once: the recipe's flags, checked, then the Trainer's (those before torch)."""
+    parser = Parser(RecipeArguments, description=description, usage=usage, allow_abbrev=False, epilog=EPILOG)
+    parser.add_argument("--help_all", action=HelpAll, nargs=0,
+                        help="List every flag, the Trainer's own included (slower: it loads transformers).")
+    for name in REFUSED_FLAGS:
+        parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", action=Refuse, nargs="?", help=argparse.SUPPRESS)
+    try:
+        recipe, *_, rest = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True,
+                                                              look_for_args_file=False)
+    except ValueError as error:
+        parser.error(one_line(error).removesuffix("."))
     return recipe, trainer_arguments(recipe, rest, description, usage)
