@@ -344,8 +344,9 @@ def test_train_script_streams_local_data_files(tmp_path):
     validation.write_text("de\ten\n" + "".join(f"{r['de']}\t{r['en']}\n" for r in rows[:6]), encoding="utf-8")
     output = tmp_path / "run"
     result = train("--streaming", "--train_file", train_file, "--validation_file", validation, "--max_steps", "3",
-                   "--shuffle_buffer", "50", "--preset", "tiny", "--vocab_size", "200", "--max_tokens", "512", "--report_to", "none",
-                   "--disable_tqdm", "true", "--output_dir", output, HF_DATASETS_CACHE=str(tmp_path / "cache"))
+                   "--shuffle_buffer", "50", "--preset", "tiny", "--vocab_size", "200", "--max_tokens", "512",
+                   "--report_to", "none", "--disable_tqdm", "true", "--output_dir", output,
+                   HF_DATASETS_CACHE=str(tmp_path / "cache"))
     assert "token-budget batches of a stream, formed 50 examples at a time" in result.stderr
     assert _json(output / "trainer_state.json")["global_step"] == 3
     (segment,) = _json(output / "run_info.json")["segments"]

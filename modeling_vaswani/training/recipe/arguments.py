@@ -31,7 +31,8 @@ REFUSED_FLAGS = {
     "warmup_ratio": "Eq. (3)'s warm-up is --warmup_steps_noam (a number of steps)",
     "label_smoothing_factor": "§5.4 smoothing is the model's own: use --label_smoothing",
     "optim": ADAM + "Adam with β1 0.9, β2 0.98, ε 1e-9", "optim_args": ADAM + "Adam with β1 0.9, β2 0.98, ε 1e-9",
-    "adam_beta1": "§5.3 fixes β1 = 0.9", "adam_beta2": "§5.3 fixes β2 = 0.98", "adam_epsilon": "§5.3 fixes ε = 1e-9",
+    "adam_beta1": "§5.3 fixes β1 = 0.9", "adam_beta2": "§5.3 fixes β2 = 0.98",
+    "adam_epsilon": "§5.3 fixes ε = 1e-9",
     "group_by_length": "§5.1 batches by length already (--max_tokens)",
 }
 EPILOG = ("Refused, because this script sets what they would: --learning_rate (Eq. (3); scale it with\n"
@@ -60,8 +61,8 @@ class RecipeArguments:
     label_smoothing: float | None = flag(None, "Override ε_ls (§5.4; the paper's is 0.1).", "P")
     vocab_size: int | None = flag(None, f"Shared BPE vocabulary learned for a new model (default: "
                                         f"{DEFAULT_VOCAB_SIZE}; the paper's ≈ 37000).", "N")
-    model_name_or_path: str | None = flag(None, "Fine-tune this trained model (folder or Hub id) with its own "
-                                                "tokenizer and sizes; --dropout and --label_smoothing still apply.", "DIR")
+    model_name_or_path: str | None = flag(None, "Fine-tune this trained model (folder or Hub id) with its own tokenizer "
+                                                "and sizes; --dropout and --label_smoothing still apply.", "DIR")
 
     max_tokens: int = flag(4096, "§5.1: padded source (and target) tokens per optimizer step, all processes and "
                                  "accumulated batches together (the paper: 25000); 0 = fixed batches of "
@@ -144,7 +145,8 @@ class RecipeArguments:
         for what in ("train", "validation"):
             self.files(what)
             if getattr(self, f"{what}_file") and getattr(self, f"{what}_source"):
-                raise ValueError(f"Give the {what} pairs as --{what}_source/--{what}_target or as --{what}_file, not both.")
+                raise ValueError(f"Give the {what} pairs as --{what}_source/--{what}_target or as --{what}_file, "
+                                 "not both.")
         if self.dataset_name and (self.train_file or self.validation_file):
             raise ValueError("--dataset_name and --train_file/--validation_file name two datasets; give one.")
         if self.streaming and not self.max_steps:
@@ -155,10 +157,11 @@ class RecipeArguments:
         if name is not None and not Path(name).is_dir():
             if not looks_like_hub_id(name) or os.environ.get("HF_HUB_OFFLINE") == "1":
                 raise FileNotFoundError(f"--model_name_or_path {name}: no such model folder.")
-        for size in (*SIZE_FLAGS, "preset", "vocab_size"):
-            if name is not None and not self.resume_from_checkpoint and getattr(self, size) is not None:
-                raise ValueError(f"--{size} sets up a new model; the model of --model_name_or_path {name} keeps "
-                                 f"its own sizes and vocabulary. Leave --{size} out.")
+        sizes = self.given(*SIZE_FLAGS, "preset", "vocab_size")
+        if name is not None and not self.resume_from_checkpoint and sizes:
+            size = next(iter(sizes))
+            raise ValueError(f"--{size} sets up a new model; the model of --model_name_or_path {name} keeps "
+                             f"its own sizes and vocabulary. Leave --{size} out.")
         for what in ("save", "eval"):
             if getattr(self, f"{what}_steps") is not None and getattr(self, f"{what}_strategy") != "steps":
                 raise ValueError(f"--{what}_steps needs --{what}_strategy steps.")
@@ -172,6 +175,10 @@ class RecipeArguments:
                              f"raise --save_total_limit (now {self.save_total_limit}).")
         if self.source_lang == self.target_lang:
             raise ValueError(f"--source_lang and --target_lang are both {self.source_lang!r}.")
+
+    def given(self, *names) -> dict:
+        """The flags of `names` that were given (their default is None), with their values."""
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     def files(self, what: str) -> tuple[str, str] | None:
         """(source, target) of --<what>_source and --<what>_target, or None; one without the other is refused."""
@@ -252,7 +259,8 @@ def parse_args(argv=None, description=None, usage=None):
     parser.add_argument("--help_all", action=HelpAll, nargs=0,
                         help="List every flag, the Trainer's own included (slower: it loads transformers).")
     for name in REFUSED_FLAGS:
-        parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", action=Refuse, nargs="?", help=argparse.SUPPRESS)
+        parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", action=Refuse, nargs="?",
+                            help=argparse.SUPPRESS)
     try:
         recipe, *_, rest = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True,
                                                               look_for_args_file=False)

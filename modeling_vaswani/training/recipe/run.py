@@ -37,17 +37,13 @@ logger = logging.getLogger("train")  # the script's own log: its lines read "tra
 STREAM_VOCABULARY_PAIRS = 200_000  # a new vocabulary, with --streaming, is learned on the stream's first pairs
 
 
-def given(options: RecipeArguments, names) -> dict:
-    return {name: getattr(options, name) for name in names if getattr(options, name) is not None}
-
-
 def check_resumed_model(options: RecipeArguments, checkpoint) -> None:
     """Model flags given with --resume_from_checkpoint must agree with the checkpoint's model."""
     config = read_json(Path(checkpoint) / "config.json")
     wanted = {name: (value, f"--preset {options.preset}") for name, value in PRESETS.get(options.preset, {}).items()
               if name in SIZE_FLAGS}  # name -> (value, the flag that asks for it)
     wanted.update({name: (value, f"--{name} {value}") for name, value in
-                   given(options, (*SIZE_FLAGS, *REGULARISATION_FLAGS)).items()})
+                   options.given(*SIZE_FLAGS, *REGULARISATION_FLAGS).items()})
     for name, (value, flag) in wanted.items():
         if name in config and config[name] != value:
             raise ValueError(f"{flag} asks for {name}={value!r} but the checkpoint {checkpoint} has {config[name]!r}; "
@@ -83,14 +79,14 @@ def build_model(options: RecipeArguments, tokenizer):
     """The model to train: the checkpoint's when resuming, a trained one to fine-tune, or a new one of a preset."""
     if options.resume_from_checkpoint:  # the Trainer then loads its weights and optimizer again
         return VaswaniForConditionalGeneration.from_pretrained(options.resume_from_checkpoint)
-    regularisation = given(options, REGULARISATION_FLAGS)
+    regularisation = options.given(*REGULARISATION_FLAGS)
     if options.model_name_or_path:  # the package's own classes, never code shipped inside the folder
         return AutoModelForSeq2SeqLM.from_pretrained(options.model_name_or_path, trust_remote_code=False,
                                                      **regularisation)
     config = VaswaniConfig.from_preset(
         options.preset or DEFAULT_PRESET, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id, **given(options, SIZE_FLAGS), **regularisation)
+        decoder_start_token_id=tokenizer.bos_token_id, **options.given(*SIZE_FLAGS), **regularisation)
     return VaswaniForConditionalGeneration(config)
 
 
