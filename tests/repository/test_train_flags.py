@@ -54,7 +54,8 @@ def test_help_leads_with_the_paper_and_loads_no_torch():
     compact = " ".join(text.split())
     for shown in ("--max_tokens N §5.1: padded source (and target) tokens per optimizer step",
                   "0 = no clipping, as in the paper", "(default: 4096)", "(default: epoch)",
-                  "--save_every_minutes MIN", "Refused, because this script sets what they would: --learning_rate"):
+                  "--save_every_minutes MIN", "Refused, because this script sets what they would",
+                  "--learning_rate, --lr_scheduler_type"):
         assert shown in compact, shown
     assert "--learning_rate LEARNING_RATE" not in text and "5e-05" not in text and "--max-tokens" not in text
 

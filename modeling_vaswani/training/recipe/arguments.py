@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import math
 import os
+import textwrap
 from pathlib import Path
 from typing import Literal, get_type_hints
 
@@ -22,7 +23,8 @@ REGULARISATION_FLAGS = ("dropout", "label_smoothing")  # probabilities
 AT_LEAST_ZERO = ("max_tokens", "max_grad_norm", "average_last")  # every other number but the seeds is positive
 GROUPS = {"preset": "the model (§3, Table 3)", "max_tokens": "training (§5)",  # a group's first flag: its title
           "output_dir": "checkpoints, evaluation and logs (§6.1)", "source_lang": "data (§5.1)"}
-SCHEDULE, ADAM = "the schedule is Eq. (3); see --warmup_steps_noam and --noam_scale", "§5.3 fixes the optimizer: "
+SCHEDULE = "the schedule is Eq. (3); see --warmup_steps_noam and --noam_scale"
+ADAM = "§5.3 fixes the optimizer: Adam with β1 0.9, β2 0.98, ε 1e-9"
 # Trainer flags that would do nothing here (or something other than the paper), refused by name.
 REFUSED_FLAGS = {
     "learning_rate": "Eq. (3) sets the learning rate from d_model and the step; scale it with --noam_scale",
@@ -30,15 +32,14 @@ REFUSED_FLAGS = {
     "warmup_steps": "Eq. (3)'s warm-up is --warmup_steps_noam",
     "warmup_ratio": "Eq. (3)'s warm-up is --warmup_steps_noam (a number of steps)",
     "label_smoothing_factor": "§5.4 smoothing is the model's own: use --label_smoothing",
-    "optim": ADAM + "Adam with β1 0.9, β2 0.98, ε 1e-9", "optim_args": ADAM + "Adam with β1 0.9, β2 0.98, ε 1e-9",
+    "optim": ADAM, "optim_args": ADAM,
     "adam_beta1": "§5.3 fixes β1 = 0.9", "adam_beta2": "§5.3 fixes β2 = 0.98",
     "adam_epsilon": "§5.3 fixes ε = 1e-9",
     "group_by_length": "§5.1 batches by length already (--max_tokens)",
 }
-EPILOG = ("Refused, because this script sets what they would: --learning_rate (Eq. (3); scale it with\n"
-          "--noam_scale), --warmup_steps and --warmup_ratio (--warmup_steps_noam), --lr_scheduler_type,\n"
-          "--label_smoothing_factor (--label_smoothing), --optim and --adam_* (§5.3), --group_by_length\n"
-          "(§5.1), and --per_device_train_batch_size unless --max_tokens 0.")
+EPILOG = textwrap.fill("Refused, because this script sets what they would (each error says what to use instead): "
+                       + ", ".join(f"--{name}" for name in REFUSED_FLAGS)
+                       + ", and --per_device_train_batch_size unless --max_tokens 0.", 100)
 # Set for every run, not shown; every parameter takes part in every step: no search for unused ones.
 FIXED_TRAINER_SETTINGS = dict(predict_with_generate=True, logging_first_step=True, ddp_find_unused_parameters=False)
 
@@ -189,6 +190,8 @@ class RecipeArguments:
 
 
 class Parser(ScriptParser, HfArgumentParser):
+    """HfArgumentParser with one-line errors."""
+
     def _add_dataclass_arguments(self, dtype):
         # HfArgumentParser gives a dataclass one group; the recipe's flags follow the paper's sections in four.
         hints, group = get_type_hints(dtype), self
@@ -254,7 +257,7 @@ def trainer_arguments(recipe: RecipeArguments, argv: list[str], description=None
 
 
 def parse_args(argv=None, description=None, usage=None):
-    """The command line, parsed once: the recipe's flags, checked, then the Trainer's (those before torch)."""
+    """The command line, parsed once: the recipe's flags (checked before torch is imported), then the Trainer's."""
     parser = Parser(RecipeArguments, description=description, usage=usage, allow_abbrev=False, epilog=EPILOG)
     parser.add_argument("--help_all", action=HelpAll, nargs=0,
                         help="List every flag, the Trainer's own included (slower: it loads transformers).")
