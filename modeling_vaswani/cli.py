@@ -1,14 +1,6 @@
-"""Shared plumbing for the command-line scripts (not from the paper).
-
-A user's mistake — a wrong flag value, a missing file, a bad language code — should end the
-program with one line that says what was wrong, not a traceback. Every script builds its parser
-from `ScriptParser` (one-line flag errors, its module docstring as the --help text) and runs its
-`main` through `run_main`, which does the same for the errors raised on bad input; anything else
-is a bug and keeps its traceback.
-
-Only the standard library is imported here: what counts as a user error is decided by exception
-type (the package's own input errors are ValueErrors), not by importing the modules that raise them.
-"""
+"""Shared plumbing for the command-line scripts (not from the paper): a user's mistake (a wrong flag value,
+a missing file) ends the program with one `error: ...` line, not a traceback; anything else is a bug and
+keeps its traceback. Standard library only: scripts load it before torch (scripts/_light_cli.py)."""
 
 import argparse
 import os
@@ -17,17 +9,15 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-# The package raises ValueError (DataError and CheckpointMismatchError among them) for bad input;
-# OSError covers missing or unreadable files and folders, permissions and full disks. All are
-# fixed by the user, not in the code.
+# Bad input raises ValueError (DataError among them) or OSError (missing files, permissions, full disks).
 USER_ERRORS = (ValueError, OSError)
 USER_ERROR_EXIT = 2  # as argparse exits on a bad flag
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """The description as written (a script's docstring holds example commands), and each flag's
-    default where it has one and its help does not already say it."""
+    """The description as written (a script's docstring holds example commands), and each flag's default
+    where its help does not say it."""
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -38,11 +28,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class ScriptParser:
-    """Mixin for a script's argument parser: a bad flag is reported as one `error: ...` line,
-    without the usage block, and --help is laid out by `HelpFormatter`.
-
-    Mixed into `argparse.ArgumentParser` (as `ArgumentParser` below) or into `HfArgumentParser`.
-    """
+    """Mixin for argparse.ArgumentParser or HfArgumentParser: a bad flag is one `error: ...` line."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
@@ -68,31 +54,24 @@ def positive_int(text: str) -> int:
 
 
 ENGINES = ("torch", "ctranslate2")
+TORCH_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """--engine, --ct2_model and --ct2_compute_type, for the scripts that translate."""
-    parser.add_argument("--engine", default="torch", choices=ENGINES,
-                        help="torch: the model itself; ctranslate2: a CTranslate2 conversion of it "
-                             "(pip install ctranslate2), faster on CPU.")
-    parser.add_argument("--ct2_model", help="With --engine ctranslate2: a folder written by "
-                        "scripts/convert_ctranslate2.py (default: --model, converted once into "
-                        "~/.cache/modeling_vaswani/ctranslate2/).")
-    parser.add_argument("--ct2_compute_type", default="default",
-                        help="With --engine ctranslate2: default (the saved weights' type), int8, float32, "
-                             "int8_float32, float16, ...")
+    """--engine, its CTranslate2 options and the torch engine's speed options, for the scripts that translate."""
+    add = parser.add_argument
+    add("--engine", default="torch", choices=ENGINES, help="torch: the model itself; ctranslate2: a CTranslate2 "
+        "conversion of it (pip install ctranslate2), faster on CPU.")
+    add("--ct2_model", help="With --engine ctranslate2: a folder written by scripts/convert_ctranslate2.py "
+        "(default: --model, converted once into ~/.cache/modeling_vaswani/ctranslate2/).")
+    add("--ct2_compute_type", default="default", help="With --engine ctranslate2: default (the saved weights' type), "
+        "int8, float32, int8_float32, float16, ...")
     # The torch engine's speed options (evaluation/fast_path.py); unset, the model is exactly its float32 self.
-    parser.add_argument("--dtype", default="float32", choices=TORCH_DTYPES,
-                        help="Weights and activations in this dtype (bfloat16 is fast only on CPUs with AMX or "
-                             "AVX512-BF16; a warning says when it is not).")
-    parser.add_argument("--quantize", choices=("int8",),
-                        help="int8: torch's dynamic quantization of the Linear layers (CPU only).")
-    parser.add_argument("--compile", action="store_true",
-                        help="Static key/value cache and torch.compile of the decoding step (greedy search; "
-                             "compiles again for every batch shape, minutes on a CPU).")
-
-
-TORCH_DTYPES = ("float32", "bfloat16", "float16")
+    add("--dtype", default="float32", choices=TORCH_DTYPES, help="Weights and activations in this dtype (bfloat16 is "
+        "fast only on CPUs with AMX or AVX512-BF16; a warning says when it is not).")
+    add("--quantize", choices=("int8",), help="int8: torch's dynamic quantization of the Linear layers (CPU only).")
+    add("--compile", action="store_true", help="Static key/value cache and torch.compile of the decoding step "
+        "(greedy search; compiles again for every batch shape, minutes on a CPU).")
 
 
 def check_engine_arguments(args) -> None:
@@ -114,10 +93,8 @@ def looks_like_hub_id(name: str) -> bool:
 
 
 def missing_model_folder(name: str) -> str | None:
-    """Why `name` names no model, when it can only be a local path and nothing is there; None when it
-    exists or may be a Hub id. Said at once: a loader would ask the Hub for it, and offline wait for
-    the connection to fail. namespace/name is taken for a local path too when a folder `namespace`
-    is here (outputs/run, say)."""
+    """Why `name` names no model (said at once: a loader would ask the Hub, and offline wait for the connection
+    to fail), or None when it exists or may be a Hub id; namespace/name is a local path when `namespace` is here."""
     path = Path(name)
     if path.exists() or (looks_like_hub_id(name) and not path.parent.is_dir()):
         return None
@@ -126,12 +103,9 @@ def missing_model_folder(name: str) -> str | None:
 
 
 def require_model(flag: str, name: str) -> None:
-    """Refuse `name` unless it is a folder or looks like a Hub id (user/name), naming the flag. A file
-    is refused before anything reads it (loaders would take it for a config or weights file)."""
+    """Refuse `name` unless it is a folder or may be a Hub id; a file is refused before a loader takes it for one."""
     path = Path(name)
-    if path.is_dir():
-        return
-    if path.exists():
+    if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{flag} {name}: is a file, not a model folder; name the folder that holds it.")
     if (reason := missing_model_folder(name)) is not None:
         raise FileNotFoundError(f"{flag} {name}: {reason}.")
@@ -139,8 +113,7 @@ def require_model(flag: str, name: str) -> None:
 
 def one_line(error: BaseException) -> str:
     """The error's message on one line (every line of it kept), or its type where it has none."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return " ".join(lines) or type(error).__name__
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
 
 
 def run_main(main: Callable[[], object]) -> None:

@@ -1,29 +1,15 @@
-"""The scripts' command-line plumbing, modeling_vaswani/cli.py, loaded without the package.
-
-`import modeling_vaswani` registers the model with transformers' Auto classes, so it imports
-transformers and torch: many seconds before anything else can happen. cli.py imports only the
-standard library, so a script loads it alone, parses its arguments (--help and a wrong flag answer
-at once) and checks what it can, and imports the package only for the work. The module is
-registered under its own name, modeling_vaswani.cli, so the package, once imported, uses this same
-module.
-
-Other modules of the package written the same way (standard library only at import, such as
-training/recipe/flags.py) load through `load_light` too, each under its own name; a module that
-imports such a sibling is loaded after it, so the sibling is found in sys.modules and no package
-`__init__` runs.
-
-A script imports this file when it runs as `python scripts/<name>.py` (scripts/ is then first on
-sys.path); run in-process by another program, it imports `modeling_vaswani.cli` as usual.
-"""
+"""modeling_vaswani.cli and .outputs loaded without the package, whose __init__ imports torch: a script
+parses its flags (--help and a wrong flag answer at once) before the work imports the package. Run as
+`python scripts/<name>.py`, a script finds this file first on sys.path."""
 
 import importlib.util
 import sys
 from pathlib import Path
 
+
 def load_light(name: str):
-    """The package's module `name` (say "modeling_vaswani.cli"), loaded from the installed package's
-    folder without running any package `__init__`; the module itself must import only the standard
-    library and modules already loaded this way."""
+    """The package's module `name`, loaded by file without any package `__init__`; it may import only the
+    standard library and modules already loaded this way (registered under their own names)."""
     if name in sys.modules:
         return sys.modules[name]
     package = importlib.util.find_spec("modeling_vaswani")  # finds the package; does not import it

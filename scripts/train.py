@@ -26,35 +26,21 @@ import time
 RUN_START = time.monotonic()  # --max_train_minutes and the run record count from here
 RUN_START_WALL = time.time()
 
-from functools import partial  # noqa: E402
-
 try:  # run as a script (scripts/ first on sys.path): the command line alone, so --help answers at once
     from _light_cli import load_light  # noqa: E402
 except ModuleNotFoundError:  # run in-process by another program
     from importlib import import_module as load_light  # noqa: E402
 
-# The recipe's command line, standard library only (a module that imports another comes after it).
 cli = load_light("modeling_vaswani.cli")
-load_light("modeling_vaswani.training.recipe.flags")
-recipe_checks = load_light("modeling_vaswani.training.recipe.checks")
-recipe_arguments = load_light("modeling_vaswani.training.recipe.arguments")
-load_light("modeling_vaswani.outputs")
-load_light("modeling_vaswani.model.strict_json")
-run_folder = load_light("modeling_vaswani.training.run_folder")
-
+arguments = load_light("modeling_vaswani.training.recipe.arguments")  # standard library and hf_argparser only
 USAGE = "python scripts/train.py [flags]"
-parse_options = partial(recipe_checks.parse_options, description=__doc__, usage=USAGE)
-trainer_arguments = partial(recipe_arguments.trainer_arguments, description=__doc__, usage=USAGE)
-check_resumed_model = recipe_checks.check_resumed_model
-claim_output_dir = run_folder.claim_output_dir
 
 
 def main(argv=None):
-    options = parse_options(argv)
-    training_args = trainer_arguments(options)
+    recipe, training_args = arguments.parse_args(argv, description=__doc__, usage=USAGE)
     from modeling_vaswani.training.recipe.run import run  # the work: torch, transformers, datasets
 
-    return run(options, training_args, started=RUN_START, started_wall=RUN_START_WALL)
+    return run(recipe, training_args, started=RUN_START, started_wall=RUN_START_WALL)
 
 
 if __name__ == "__main__":

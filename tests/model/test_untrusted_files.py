@@ -21,7 +21,7 @@ from modeling_vaswani.model import folder_checks, strict_json
 from modeling_vaswani.model.strict_json import JSONFileError, read_json
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 from modeling_vaswani.training.checkpoint_averaging import _check_configs
-from modeling_vaswani.training.recipe.checks import check_resumed_model
+from modeling_vaswani.training.recipe.run import check_resumed_model
 from modeling_vaswani.training.run_folder import RUN_INFO_NAME, read_run_info
 
 INDEX = "model.safetensors.index.json"

@@ -27,17 +27,12 @@ REQUIRED_FLAGS = {
 
 
 def test_no_script_shadows_an_installed_module():
-    """`python scripts/x.py` puts scripts/ first on sys.path: a script named like a library (say
-    evaluate.py) would be imported in place of that library by every script in the folder."""
+    """`python scripts/x.py` puts scripts/ first on sys.path: a script named like a library (evaluate.py)
+    would be imported in its place by every script there. Test folders (tests/benchmarks/table3) do not count."""
     assert sys.path[0] != str(SCRIPTS)
-    tests = REPO / "tests"
-
-    def installed(name):  # not a test folder such as tests/benchmarks/table3 (pytest puts tests/ on sys.path)
-        spec = importlib.util.find_spec(name)
-        return spec is not None and not all(Path(place).is_relative_to(tests)
-                                            for place in spec.submodule_search_locations or [spec.origin or ""])
-
-    shadowing = [p.name for p in SCRIPTS.glob("*.py") if installed(p.stem)]
+    specs = {p.name: importlib.util.find_spec(p.stem) for p in SCRIPTS.glob("*.py")}
+    shadowing = [name for name, spec in specs.items() if spec is not None and not all(
+        Path(place).is_relative_to(REPO / "tests") for place in spec.submodule_search_locations or [spec.origin or ""])]
     assert not shadowing, f"rename {shadowing}: each hides the installed module of the same name"
 
 
@@ -75,12 +70,10 @@ def test_flags_that_exclude_each_other(monkeypatch, capsys, tmp_path):
     assert_error_line(code, err, "--checkpoints", "--run_dir", alone=True)
 
 
-@pytest.mark.parametrize("script", ["train.py", "evaluate_model.py"])
-def test_wrong_language_code(monkeypatch, capsys, saved_model_dir, tmp_path, script):
-    args = ["--source_lang", "xx", "--output_dir", tmp_path / "out"]
-    if script == "evaluate_model.py":
-        args += ["--model", saved_model_dir]
-    code, err = run_script(monkeypatch, capsys, script, *args)
+@pytest.mark.parametrize("script,model", [("train.py", []), ("evaluate_model.py", ["--model", "{saved}"])])
+def test_wrong_language_code(monkeypatch, capsys, saved_model_dir, tmp_path, script, model):
+    code, err = run_script(monkeypatch, capsys, script, "--source_lang", "xx", "--output_dir", tmp_path / "out",
+                           *[arg.format(saved=saved_model_dir) for arg in model])
     assert_error_line(code, err, "source_lang='xx'", alone=True)
     assert not (tmp_path / "out").exists()
 
@@ -118,8 +111,6 @@ def test_device_that_does_not_exist(monkeypatch, capsys, saved_model_dir, device
     assert_error_line(code, err, repr(device), reason, alone=True)
 
 
-# --- text that is not UTF-8, or holds what some readers take for a line break ---------------------
-
 NOT_UTF8 = {
     "continuation-byte-alone": b"\x80 dog",
     "overlong": b"\xc0\xaf",
@@ -134,24 +125,22 @@ def with_bad_line(data):
     return b"A dog runs.\nTwo men.\n" + data + b"\nA cat.\n"  # the bad line is line 3
 
 
-def stdin_of(monkeypatch, data):
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+def translate_input(monkeypatch, tmp_path, source, data):
+    """translate.py's flags that read `data` from a file or from stdin, and the name its errors give it."""
+    if source == "stdin":
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+        return [], "<stdin>"
+    (tmp_path / "in.en").write_bytes(data)
+    return ["--file", tmp_path / "in.en"], tmp_path / "in.en"
 
 
 @pytest.mark.parametrize("source", ["--file", "stdin"])
 @pytest.mark.parametrize("case", list(NOT_UTF8))
 def test_translate_input_that_is_not_utf8_names_file_and_line(monkeypatch, capsys, saved_model_dir, tmp_path, case,
                                                               source):
-    data = with_bad_line(NOT_UTF8[case])
-    args = ["--model", saved_model_dir, "--num_beams", "1", "--max_new_tokens", "2", "--batch_size", "1"]
-    if source == "--file":
-        name = tmp_path / "in.en"
-        name.write_bytes(data)
-        args += ["--file", name]
-    else:
-        stdin_of(monkeypatch, data)
-        name = "<stdin>"
-    code, err = run_script(monkeypatch, capsys, "translate.py", *args)
+    args, name = translate_input(monkeypatch, tmp_path, source, with_bad_line(NOT_UTF8[case]))
+    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--num_beams", "1",
+                           "--max_new_tokens", "2", "--batch_size", "1", *args)
     assert_error_line(code, err, f"{name}, line 3", "UTF-8")
 
 
@@ -172,39 +161,29 @@ LINE_BREAK_LOOKALIKES = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "
 @pytest.mark.parametrize("source", ["--file", "stdin"])
 def test_translate_keeps_one_output_line_per_input_line(monkeypatch, saved_model_dir, tmp_path, source):
     lines = [f"A dog{char}runs." for char in LINE_BREAK_LOOKALIKES] + ["A man.\r", "Two cats."]
-    data = ("\n".join(lines) + "\n").encode("utf-8")
-    args = ["--model", saved_model_dir, "--num_beams", "1", "--max_new_tokens", "3", "--batch_size", "4",
-            "--output", tmp_path / "out.de"]
-    if source == "--file":
-        (tmp_path / "in.en").write_bytes(data)
-        args += ["--file", tmp_path / "in.en"]
-    else:
-        stdin_of(monkeypatch, data)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / "translate.py"), *map(str, args)])
-    runpy_main("translate.py")
+    args, _ = translate_input(monkeypatch, tmp_path, source, ("\n".join(lines) + "\n").encode("utf-8"))
+    translate(monkeypatch, "--model", saved_model_dir, "--num_beams", "1", "--max_new_tokens", "3", "--batch_size", "4",
+              "--output", tmp_path / "out.de", *args)
     written = (tmp_path / "out.de").read_bytes().decode("utf-8")
     assert written.endswith("\n") and written.count("\n") == len(lines)
 
 
-def runpy_main(script):
-    runpy.run_path(str(SCRIPTS / script), run_name="__main__")
+def translate(monkeypatch, *args):
+    """translate.py with `args`, in this process, where it must succeed."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / "translate.py"), *map(str, args)])
+    runpy.run_path(str(SCRIPTS / "translate.py"), run_name="__main__")
 
 
 def test_translate_script_warns_about_cut_sentences(monkeypatch, caplog, saved_model_dir, tmp_path):
     logger = "modeling_vaswani.evaluation.translation"
     (tmp_path / "in.en").write_text("A dog.\n" + "dog " * 600 + "\n")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / "translate.py"), "--model", str(saved_model_dir),
-                                      "--file", str(tmp_path / "in.en"), "--num_beams", "1", "--max_new_tokens", "2",
-                                      "--batch_size", "1"])
     with caplog.at_level("WARNING", logger=logger):
-        runpy_main("translate.py")
+        translate(monkeypatch, "--model", saved_model_dir, "--file", tmp_path / "in.en", "--num_beams", "1",
+                  "--max_new_tokens", "2", "--batch_size", "1")
     warnings = [r.getMessage() for r in caplog.records if r.name == logger and "were cut" in r.getMessage()]
     assert len(warnings) == 1 and "1 of 2 sentences" in warnings[0] and "512 tokens" in warnings[0]
 
-
-# --- in a process of its own --------------------------------------------------------------------
 
 def run_process(*args, timeout=300):
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONIOENCODING="utf-8", OMP_NUM_THREADS="1")

@@ -1,12 +1,7 @@
-"""scripts/train.py's command line, in this process: every flag is checked before any work starts.
-
---help answers without loading torch; a value that could not run as asked (a beam of 0, a budget
-of -1 minutes, sizes for a model that already has them, a Trainer flag this script sets itself)
-ends in one `error: ...` line naming the flag; the Trainer gets the paper's settings (no gradient
-clipping) and the machine's (CPU); an output folder holding an earlier run is refused unless
---overwrite_output_dir or --resume_from_checkpoint says what is meant, and is locked while a run
-uses it. plot_training_curve.py, given a run that logged no loss, says how to log it.
-"""
+"""scripts/train.py's command line, in this process: --help answers without torch; a value or a combination
+that could not run ends in one `error: ...` line naming the flag before any work; the Trainer gets the
+paper's settings and the machine's; an output folder holding an earlier run is refused unless replacing or
+resuming it is asked for, and is locked while a run uses it."""
 
 import json
 import os
@@ -18,34 +13,35 @@ from pathlib import Path
 import pytest
 import torch
 
+from modeling_vaswani.model.configuration_vaswani import PRESETS
+from modeling_vaswani.training.data import DataError
+from modeling_vaswani.training.recipe.arguments import parse_args
+from modeling_vaswani.training.recipe.run import check_resumed_model, load_data
+from modeling_vaswani.training.run_folder import LOCK_NAME, FolderInUseError, claim_output_dir
+
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "scripts" / "train.py"
 
 
-@pytest.fixture(scope="module")
-def script():
-    """train.py's functions, as `import` would give them (its main() does not run)."""
-    return runpy.run_path(str(TRAIN), run_name="train_under_test")
+def recipe(*argv):
+    return parse_args(list(map(str, argv)))[0]
 
 
 def error_line(capsys, call):
     """The one stderr line of a call that must end the program with exit status 2."""
     with pytest.raises(SystemExit) as stop:
         call()
-    assert stop.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert stop.value.code == 2 and len(lines) == 1 and lines[0].startswith("error: "), lines
     return lines[0]
 
 
 def test_help_leads_with_the_paper_and_loads_no_torch():
     # As `python scripts/train.py --help` runs it: scripts/ first on sys.path.
-    probe = ("import runpy, sys\n"
-             f"sys.path.insert(0, {str(TRAIN.parent)!r})\n"
-             f"sys.argv = [{str(TRAIN)!r}, '--help']\n"
+    probe = (f"import runpy, sys\nsys.path.insert(0, {str(TRAIN.parent)!r})\nsys.argv = [{str(TRAIN)!r}, '--help']\n"
              "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
              "except SystemExit as stop:\n    assert stop.code == 0\n"
-             "print('LOADED', sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))\n")
+             "print('LOADED', sorted(m for m in ('torch', 'datasets') if m in sys.modules))\n")
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert result.returncode == 0, result.stderr
@@ -53,26 +49,30 @@ def test_help_leads_with_the_paper_and_loads_no_torch():
     assert loaded.strip() == "[]"
     lines = text.splitlines()
     assert lines[2].startswith("Train a Transformer the way §5") and len(lines) < 200
-    assert text.index("the model (§3, Table 3)") < text.index("training (§5)") < text.index("data (§5.1)")
+    groups = ("the model (§3, Table 3)", "training (§5)", "checkpoints, evaluation and logs (§6.1)", "data (§5.1)")
+    assert [text.index(group) for group in groups] == sorted(text.index(group) for group in groups)
     compact = " ".join(text.split())
     for shown in ("--max_tokens N §5.1: padded source (and target) tokens per optimizer step",
                   "0 = no clipping, as in the paper", "(default: 4096)", "(default: epoch)",
-                  "--save_every_minutes MIN", "Refused, because this script sets what they would: --learning_rate"):
+                  "--save_every_minutes MIN", "Refused, because this script sets what they would",
+                  "--learning_rate, --lr_scheduler_type"):
         assert shown in compact, shown
-    assert "--learning_rate LEARNING_RATE" not in text and "5e-05" not in text
+    assert "--learning_rate LEARNING_RATE" not in text and "5e-05" not in text and "--max-tokens" not in text
 
 
 @pytest.mark.parametrize("args,names", [
     (["--generation_num_beams", "0"], ["--generation_num_beams", "0"]),
     (["--max_train_minutes", "0"], ["--max_train_minutes"]),
     (["--max_train_minutes", "-1"], ["--max_train_minutes", "-1"]),
+    (["--max_train_minutes", "inf"], ["--max_train_minutes", "inf"]),
     (["--num_train_epochs", "0"], ["--num_train_epochs"]),
     (["--max_steps", "0"], ["--max_steps"]),
     (["--save_every_minutes", "0"], ["--save_every_minutes"]),
     (["--threads", "0"], ["--threads"]),
     (["--dropout", "1.5"], ["--dropout", "1.5"]),
-    (["--max_tokens", "-5"], ["--max_tokens"]),
+    (["--max_tokens", "-5"], ["--max_tokens", "-5"]),
     (["--learning_rate", "1e-3"], ["--learning_rate", "Eq. (3)", "--noam_scale"]),
+    (["--learning-rate", "1e-3"], ["--learning-rate", "Eq. (3)"]),
     (["--warmup_steps", "100"], ["--warmup_steps", "--warmup_steps_noam"]),
     (["--lr_scheduler_type", "linear"], ["--lr_scheduler_type", "Eq. (3)"]),
     (["--label_smoothing_factor", "0.1"], ["--label_smoothing_factor", "--label_smoothing"]),
@@ -85,95 +85,103 @@ def test_help_leads_with_the_paper_and_loads_no_torch():
     (["--train_source", "a.en"], ["--train_source", "--train_target"]),
     (["--target_lang", "en"], ["--source_lang", "--target_lang"]),
     (["--preset", "huge"], ["--preset", "huge"]),
+    (["--streaming"], ["--streaming needs --max_steps"]),
+    (["--streaming", "--max_steps", "5", "--max_tokens", "0"], ["--max_tokens N, not 0"]),
+    (["--train_file", "a.jsonl", "--train_source", "a.en", "--train_target", "a.de"], ["--train_file", "not both"]),
+    (["--validation_file", "v.csv", "--validation_source", "v.en", "--validation_target", "v.de"], ["not both"]),
+    (["--dataset_name", "wmt14", "--train_file", "a.jsonl"], ["--dataset_name", "give one"]),
+    (["--model_name_or_path", "{tmp}", "--d_model", "64"], ["--d_model", "keeps its own sizes"]),
+    (["--model_name_or_path", "{tmp}", "--preset", "base"], ["--preset", "keeps its own sizes"]),
+    (["--model_name_or_path", "{tmp}", "--vocab_size", "300"], ["--vocab_size", "keeps its own sizes"]),
+    (["--no_such_flag", "3"], ["--no_such_flag", "--help_all"]),
+    (["--per_device_train_batch_size", "8"], ["--per_device_train_batch_size", "--max_tokens 0"]),
 ])
-def test_a_value_that_cannot_run_is_refused_before_any_work(script, capsys, args, names):
-    line = error_line(capsys, lambda: script["parse_options"](args))
+def test_a_value_that_cannot_run_is_refused_before_any_work(capsys, tmp_path, args, names):
+    line = error_line(capsys, lambda: parse_args([arg.format(tmp=tmp_path) for arg in args]))
     for name in names:
         assert name in line, (name, line)
 
 
-def test_a_trained_model_keeps_its_sizes(script, capsys, tmp_path):
-    for flag, value in (("--d_model", "64"), ("--preset", "base"), ("--vocab_size", "300")):
-        line = error_line(capsys, lambda: script["parse_options"](["--model_name_or_path", str(tmp_path), flag, value]))
-        assert flag in line and "keeps its own sizes" in line
-    options = script["parse_options"](["--model_name_or_path", str(tmp_path), "--dropout", "0.2"])
-    assert options.dropout == 0.2  # regularisation still applies when fine-tuning
-    with pytest.raises(FileNotFoundError, match="--model_name_or_path .*no-such-model: no such model folder"):
-        script["parse_options"](["--model_name_or_path", str(tmp_path / "no-such-model")])
+def test_the_recipe_defaults_and_what_still_applies(tmp_path):
+    fine_tuning = recipe("--model_name_or_path", tmp_path, "--dropout", "0.2")
+    assert fine_tuning.dropout == 0.2  # regularisation still applies when fine-tuning
+    with pytest.raises(FileNotFoundError) as missing:
+        recipe("--model_name_or_path", tmp_path / "no-such-model")
+    assert "--model_name_or_path" in str(missing.value) and "no-such-model: no such model folder" in str(missing.value)
+    streaming = recipe("--train_file", "a.jsonl", "b.jsonl", "--streaming", "--max_steps", "5")
+    assert streaming.train_file == ["a.jsonl", "b.jsonl"] and streaming.streaming and streaming.shuffle_buffer == 10000
+    assert recipe("--shuffle_buffer", "500").shuffle_buffer == 500 and recipe().overwrite_output_dir is False
 
 
-def test_a_resumed_run_keeps_its_checkpoints_model(script, tmp_path):
-    from modeling_vaswani.model.configuration_vaswani import PRESETS
-
+def test_a_resumed_run_keeps_its_checkpoints_model(tmp_path):
     checkpoint = tmp_path / "checkpoint-10"
     checkpoint.mkdir()
     (checkpoint / "config.json").write_text(json.dumps({**PRESETS["tiny"], "vocab_size": 500}))
-    check = script["check_resumed_model"]
-    parse = script["parse_options"]
-    resume = ["--resume_from_checkpoint", str(checkpoint)]
-    check(parse(resume), checkpoint)  # no size flags: the checkpoint's model
-    check(parse([*resume, "--preset", "tiny", "--vocab_size", "500", "--d_model", "32"]), checkpoint)  # the same
-    with pytest.raises(ValueError, match=r"--d_model 64 asks for d_model=64 but the checkpoint .* has 32"):
-        check(parse([*resume, "--d_model", "64"]), checkpoint)
-    with pytest.raises(ValueError, match=r"--preset small asks for d_model=256"):
-        check(parse([*resume, "--preset", "small"]), checkpoint)
+    resume = ["--resume_from_checkpoint", checkpoint]
+    check_resumed_model(recipe(*resume), checkpoint)  # no size flags: the checkpoint's model
+    check_resumed_model(recipe(*resume, "--preset", "tiny", "--vocab_size", "500", "--d_model", "32"), checkpoint)
+    for flags, said in ((["--d_model", "64"], "--d_model 64 asks for d_model=64"),
+                        (["--preset", "small"], "--preset small asks for d_model=256")):
+        with pytest.raises(ValueError) as refused:
+            check_resumed_model(recipe(*resume, *flags), checkpoint)
+        assert said in str(refused.value) and "has 32" in str(refused.value)
 
 
-def test_the_trainer_gets_the_papers_settings_and_the_machines(script, capsys):
-    args = script["trainer_arguments"](script["parse_options"](["--output_dir", "somewhere"]))
+def test_the_trainer_gets_the_papers_settings_and_the_machines():
+    _, args = parse_args(["--output_dir", "somewhere"])
     assert args.max_grad_norm == 0.0  # §5.3: no clipping (the Trainer's own default is 1.0)
     assert args.use_cpu is not torch.accelerator.is_available() and (args.dataloader_pin_memory is not args.use_cpu)
     assert (args.save_strategy, args.eval_strategy, args.logging_steps, args.logging_first_step) == \
         ("epoch", "epoch", 50, True)
-    assert args.predict_with_generate and args.generation_num_beams == 1
-    timed = script["trainer_arguments"](script["parse_options"](["--save_every_minutes", "10", "--max_grad_norm", "1"]))
+    assert args.predict_with_generate and args.generation_num_beams == 1 and args.max_steps == -1
+    _, timed = parse_args(["--save_every_minutes", "10", "--max_grad_norm", "1"])
     assert timed.save_strategy == "no" and timed.max_grad_norm == 1.0  # time-based checkpoints instead of epochs
-    both = script["trainer_arguments"](script["parse_options"](["--save_every_minutes", "10", "--save_strategy", "epoch"]))
-    assert both.save_strategy == "epoch"
-    passed = script["trainer_arguments"](script["parse_options"](["--gradient_accumulation_steps", "2", "--bf16", "false"]))
+    assert parse_args(["--save_every_minutes", "10", "--save_strategy", "epoch"])[1].save_strategy == "epoch"
+    _, passed = parse_args(["--gradient_accumulation_steps", "2", "--bf16", "false"])
     assert passed.gradient_accumulation_steps == 2  # every other Trainer flag goes through
-
-    line = error_line(capsys, lambda: script["trainer_arguments"](script["parse_options"](["--no_such_flag", "3"])))
-    assert "--no_such_flag" in line
-    line = error_line(capsys, lambda: script["trainer_arguments"](
-        script["parse_options"](["--per_device_train_batch_size", "8"])))
-    assert "--per_device_train_batch_size" in line and "--max_tokens 0" in line
-    fixed = script["trainer_arguments"](script["parse_options"](["--max_tokens", "0", "--per_device_train_batch_size", "8"]))
-    assert fixed.per_device_train_batch_size == 8
+    assert parse_args(["--max_tokens", "0", "--per_device_train_batch_size", "8"])[1].per_device_train_batch_size == 8
 
 
-def test_an_earlier_run_is_refused_unless_replacing_or_resuming_it_is_asked_for(script, tmp_path):
-    from modeling_vaswani.training.run_folder import LOCK_NAME, FolderInUseError
+def test_a_data_file_without_the_language_columns_is_one_clear_error(tmp_path, monkeypatch):
+    import datasets
 
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "cache")
+    bad = tmp_path / "pairs.csv"
+    bad.write_text("english,german\nHello,Hallo\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_data(recipe("--train_file", bad))
+    assert str(err.value).startswith(f"{bad}: no columns for en-de pairs; found ['english', 'german'], expected")
+
+
+def test_an_earlier_run_is_refused_unless_replacing_or_resuming_it_is_asked_for(tmp_path):
     run = tmp_path / "run"
     (run / "checkpoint-40").mkdir(parents=True)
     (run / "checkpoint-40" / "trainer_state.json").write_text("{}")
     (run / "model.safetensors").write_text("x")
-    parse, claim = script["parse_options"], script["claim_output_dir"]
     with pytest.raises(ValueError) as refused:
-        claim(parse(["--output_dir", str(run)]))
+        claim_output_dir(recipe("--output_dir", run))
     message = str(refused.value)
     assert message.startswith(f"--output_dir {run} holds an earlier run (1 checkpoint, model.safetensors)")
     assert "--overwrite_output_dir" in message and f"--resume_from_checkpoint {run / 'checkpoint-40'}" in message
     assert not (run / LOCK_NAME).exists() and (run / "model.safetensors").exists()
 
-    lock = claim(parse(["--output_dir", str(run), "--resume_from_checkpoint", str(run / "checkpoint-40")]))
+    lock = claim_output_dir(recipe("--output_dir", run, "--resume_from_checkpoint", run / "checkpoint-40"))
     try:
         assert (run / LOCK_NAME).exists() and (run / "checkpoint-40").exists()
         # A second run in the same folder at the same time is refused, whatever it asks for.
-        with pytest.raises(FolderInUseError, match=rf"--output_dir {run} is in use by another training run"):
-            claim(parse(["--output_dir", str(run), "--overwrite_output_dir"]))
+        with pytest.raises(FolderInUseError) as in_use:
+            claim_output_dir(recipe("--output_dir", run, "--overwrite_output_dir"))
+        assert f"--output_dir {run} is in use by another training run" in str(in_use.value)
     finally:
         lock.release()
-
-    claim(parse(["--output_dir", str(run), "--overwrite_output_dir"])).release()
-    assert sorted(p.name for p in run.iterdir()) == []
+    claim_output_dir(recipe("--output_dir", run, "--overwrite_output_dir")).release()
+    assert list(run.iterdir()) == []
 
 
 def test_a_curve_of_a_run_that_logged_no_loss_says_how_to_log_it(tmp_path):
     plot = runpy.run_path(str(REPO / "scripts" / "plot_training_curve.py"), run_name="plot_under_test")
     (tmp_path / "trainer_state.json").write_text(json.dumps(
         {"global_step": 27, "logging_steps": 50, "log_history": [{"step": 27, "eval_bleu": 1.0}]}))
-    with pytest.raises(ValueError, match=r"logs no training loss \(the run took 27 steps and logged the loss every "
-                                         r"50\); train with --logging_steps N, N at most 27"):
+    with pytest.raises(ValueError) as refused:
         plot["main"](["--run_dir", str(tmp_path), "--output", str(tmp_path / "curve.png")])
+    assert "train with --logging_steps N, N at most 27" in str(refused.value)

@@ -1,14 +1,8 @@
-"""End to end: scripts/train.py as a user runs it, in a subprocess, on a tiny model.
-
-One short run on 300 Multi30k pairs (shared by the tests below) must learn something, evaluate
-BLEU, save a folder that reloads and translates, and average its last checkpoints (§6.1). A run
-killed mid-training and resumed from a checkpoint must end with exactly the weights of a run that
-was never interrupted, even when the resume names no model flags. `torchrun` on a CPU machine,
-with no flag saying so, must split the §5.1 token budget of each step between two processes and
-save a model. A time budget must cover the whole run, evaluating no step twice. A short run must
-lead, by the next steps the scripts name, to a folder ready to share. Fine-tuning a saved model on
-local files must keep its tokenizer and fit the new pairs. Mistakes on the command line must end
-in one `error: ...` line, not a traceback.
+"""End to end: scripts/train.py as a user runs it, in a subprocess, on a tiny model: a short run learns,
+evaluates, saves a folder that reloads and translates, and averages its last checkpoints (§6.1); a run killed
+and resumed ends with exactly the uninterrupted run's weights; torchrun on a CPU splits §5.1's token budget
+between two processes; a time budget covers the whole run; the next steps it names lead to a folder ready to
+share; fine-tuning keeps the tokenizer; local files can be streamed.
 """
 
 import json
@@ -31,8 +25,8 @@ from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqT
 from transformers.utils import logging as hf_logging
 
 import modeling_vaswani  # noqa: F401  (registers the model with the Auto classes)
-from modeling_vaswani.training.data import load_multi30k
 from modeling_vaswani.tokenizer_loading import load_tokenizer
+from modeling_vaswani.training.data import load_multi30k
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +39,8 @@ TIMEOUT = 300
 # The newest recorded test-set translation benchmark: the model card's speed section comes from one.
 RECORDED_BENCHMARK = sorted(REPO.glob("benchmarks/recorded/*-translation/results.json"))[-1]
 
-# A tiny model on 300 pairs; dropout is 0 in the tiny preset and the data order comes from the
-# seeds, so two runs with these flags take exactly the same steps.
-# Nothing says CPU: the script finds that out (and under torchrun too).
+# A tiny model on 300 pairs (dropout 0, the data order from the seeds): two runs take exactly the same
+# steps. Nothing says CPU: the script finds that out (and under torchrun too).
 MODEL = ["--preset", "tiny", "--vocab_size", "500"]
 DATA = MODEL + ["--max_train_samples", "300", "--max_eval_samples", "30", "--max_tokens", "1024",
                 "--report_to", "none", "--disable_tqdm", "true"]
@@ -58,20 +51,30 @@ RESUME = [arg for arg in RUN if arg not in MODEL]
 STEPS = 40
 
 
-def train(*args, check=True):
-    result = subprocess.run([sys.executable, TRAIN, *map(str, args)], cwd=REPO, env=ENV, capture_output=True,
-                            text=True, timeout=TIMEOUT)
-    if check:
-        assert result.returncode == 0, result.stderr[-4000:]
+def run_script(name, *args, **env):
+    script = [name] if name.startswith("-") else [str(REPO / "scripts" / name)]
+    result = subprocess.run([sys.executable, *script, *map(str, args)], cwd=REPO, env={**ENV, **env},
+                            capture_output=True, text=True, timeout=2 * TIMEOUT)
+    assert result.returncode == 0, (name, result.stderr[-4000:])
     return result
+
+
+def train(*args, **env):
+    return run_script("train.py", *args, **env)
+
+
+def _json(path, default=None):
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return default
 
 
 def weights(folder):
     return load_file(str(Path(folder) / "model.safetensors"))
 
 
-def batches_per_epoch(log):
-    """The count train.py logs for §5.1 batching (all processes together)."""
+def batches_per_epoch(log):  # all processes together
     return int(re.search(r"token-budget batches: (\d+) per epoch", log).group(1))
 
 
@@ -88,11 +91,9 @@ def _quiet():
     hf_logging.set_verbosity_error()
 
 
-# --- a short run ------------------------------------------------------------------------------
-
 def test_short_run_learns_evaluates_saves_and_averages(base_run):
     output, log = base_run
-    state = json.loads((output / "trainer_state.json").read_text())
+    state = _json(output / "trainer_state.json")
     assert state["global_step"] == STEPS
     logged = [(entry["step"], entry["loss"]) for entry in state["log_history"] if "loss" in entry]
     assert [step for step, _ in logged] == [1, *range(5, STEPS + 1, 5)]  # the first step too
@@ -102,7 +103,7 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
     print(f"training loss {losses[0]:.3f} → {losses[-1]:.3f}")
     assert losses[-1] < losses[0] - 0.5  # starts near ln(500) ≈ 6.2
 
-    metrics = json.loads((output / "eval_results.json").read_text())
+    metrics = _json(output / "eval_results.json")
     assert 0.0 <= metrics["eval_bleu"] <= 100.0 and metrics["eval_loss"] < losses[0]
     total = batches_per_epoch(log)
     assert f"token-budget batches: {total} per epoch, {total} per process" in log and total > 1
@@ -114,10 +115,10 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
     for name, tensor in averaged.state_dict().items():
         if name in last:
             torch.testing.assert_close(tensor, (last[name] + before[name]) / 2, rtol=1e-6, atol=1e-7)
-    assert "eval_averaged_bleu" in json.loads((output / "averaged" / "eval_results.json").read_text())
+    assert "eval_averaged_bleu" in _json(output / "averaged" / "eval_results.json")
 
     # run_info.json: the command and its training minutes, for the model card.
-    (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
+    (segment,) = _json(output / "run_info.json")["segments"]
     assert segment["command"].startswith("python scripts/train.py --preset tiny") and segment["minutes"] > 0
     # ... with the threads (one: the model is tiny, and OMP_NUM_THREADS says 1) and the batching.
     assert (segment["threads"], segment["processes"]) == (1, 1) and ", 1 thread," in segment["hardware"]
@@ -153,24 +154,12 @@ def test_saved_folder_reloads_translates_and_keeps_its_tokenizer(base_run):
     assert len(texts) == 2 and all(isinstance(t, str) for t in texts)
 
 
-# --- resuming ---------------------------------------------------------------------------------
-
-def _complete(checkpoint):
-    """trainer_state.json is written last; once it parses, the checkpoint is whole."""
-    try:
-        json.loads((checkpoint / "trainer_state.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return False
-    return (checkpoint / "model.safetensors").is_file()
-
-
-def _minutes_recorded(output_dir):
-    """run_info.json counts the invocation's minutes (rewritten just after each checkpoint is saved)."""
-    try:
-        segments = json.loads((output_dir / "run_info.json").read_text())["segments"]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        return False
-    return bool(segments) and (segments[-1].get("minutes") or 0) > 0
+def _killable(output_dir, checkpoint):
+    """checkpoint is whole (trainer_state.json is written last) and run_info.json has counted its minutes
+    (rewritten just after each checkpoint is saved)."""
+    segments = (_json(output_dir / "run_info.json") or {}).get("segments")
+    return (_json(checkpoint / "trainer_state.json") is not None and (checkpoint / "model.safetensors").is_file()
+            and bool(segments) and (segments[-1].get("minutes") or 0) > 0)
 
 
 def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
@@ -183,9 +172,7 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
                                cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + TIMEOUT
-        # Kill only once checkpoint-10 is whole and the record has counted its minutes (the
-        # Trainer's on_save, which writes them, runs just after the checkpoint's files).
-        while not (_complete(checkpoint) and _minutes_recorded(resumed)):
+        while not _killable(resumed, checkpoint):
             assert process.poll() is None, "the run ended before writing checkpoint-10"
             assert time.monotonic() < deadline, "no checkpoint-10 in time"
             time.sleep(0.05)
@@ -198,36 +185,30 @@ def test_killed_and_resumed_run_ends_with_the_same_weights(base_run, tmp_path):
     assert not (resumed / "model.safetensors").exists()  # it never got to the end
 
     train(*RESUME, "--max_steps", STEPS, "--output_dir", resumed, "--resume_from_checkpoint", checkpoint)
-    state = json.loads((resumed / "trainer_state.json").read_text())
+    state = _json(resumed / "trainer_state.json")
     assert state["global_step"] == STEPS
     expected, got = weights(output), weights(resumed)
     assert expected.keys() == got.keys()
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
     # The losses logged after the resume point are the uninterrupted run's, step for step.
-    base_log = json.loads((output / "trainer_state.json").read_text())["log_history"]
+    base_log = _json(output / "trainer_state.json")["log_history"]
     after = [(e["step"], e["loss"]) for e in state["log_history"] if "loss" in e and e["step"] > 10]
     assert after == [(e["step"], e["loss"]) for e in base_log if "loss" in e and e["step"] > 10]
     # Both invocations are in the run's record, the killed one with its minutes up to checkpoint-10.
-    killed, resuming = json.loads((resumed / "run_info.json").read_text())["segments"]
+    killed, resuming = _json(resumed / "run_info.json")["segments"]
     assert "--resume_from_checkpoint" not in killed["command"] and killed["minutes"] > 0
     assert "--resume_from_checkpoint" in resuming["command"] and resuming["minutes"] > 0
 
 
-# --- data-parallel ----------------------------------------------------------------------------
-
 def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(tmp_path):
-    # Two epochs, a checkpoint after every step; then a resume from a checkpoint in the middle of
-    # the second epoch must end with the same weights (its batches are epoch 1's, not epoch 0's).
-    # No flag says CPU: on a machine without a GPU the script tells the Trainer so itself.
+    # Two epochs, a checkpoint after every step; a resume from the middle of the second epoch must end with
+    # the same weights (its batches are epoch 1's, not epoch 0's).
     def torchrun(output, *extra):
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", TRAIN,
-                   *DATA, "--max_eval_samples", "8", "--num_train_epochs", "2", "--warmup_steps_noam", "10",
-                   "--seed", "3", "--logging_steps", "1", "--eval_strategy", "epoch", "--save_strategy", "steps",
-                   "--save_steps", "1", "--save_total_limit", "30", "--output_dir", str(output), *extra]
-        result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
-        assert result.returncode == 0, result.stderr[-4000:]
-        return result
+        return run_script("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", TRAIN, *DATA,
+                          "--max_eval_samples", "8", "--num_train_epochs", "2", "--warmup_steps_noam", "10", "--seed",
+                          "3", "--logging_steps", "1", "--eval_strategy", "epoch", "--save_strategy", "steps",
+                          "--save_steps", "1", "--save_total_limit", "30", "--output_dir", output, *extra)
 
     output = tmp_path / "ddp"
     result = torchrun(output)
@@ -235,24 +216,21 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
     total = batches_per_epoch(result.stderr)
     per_process = math.ceil(total / 2)
     assert f"token-budget batches: {total} per epoch, {per_process} per process" in result.stderr
-    state = json.loads((output / "trainer_state.json").read_text())
+    state = _json(output / "trainer_state.json")
     print(f"{total} batches per epoch, {state['global_step']} steps per process in 2 epochs")
     assert total > 4
     assert next(e["epoch"] for e in state["log_history"] if e.get("step") == per_process) == 1.0
-    assert "eval_bleu" in json.loads((output / "eval_results.json").read_text())
+    assert "eval_bleu" in _json(output / "eval_results.json")
     # --max_tokens is the optimizer step's: each process's batches hold half of it.
-    (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
+    (segment,) = _json(output / "run_info.json")["segments"]
     batching = segment["batching"]
     assert (segment["processes"], batching["max_tokens_per_step"], batching["max_tokens_per_batch"]) == (2, 1024, 512)
     assert batching["steps_per_epoch"] == per_process
     assert 512 < batching["tokens_per_step"]["target"] <= 1024 and batching["tokens_per_step"]["source"] <= 1024
     assert "tokens per step" in result.stderr and "parallel_mode != ParallelMode.DISTRIBUTED" not in result.stderr
 
-    model = AutoModelForSeq2SeqLM.from_pretrained(output).eval()
-    tokenizer = load_tokenizer(output)
-    with torch.no_grad():
-        batch = tokenizer(["A man is running."], text_target=["Ein Mann läuft."], return_tensors="pt")
-        assert torch.isfinite(model(**batch).loss)
+    batch = load_tokenizer(output)(["A man is running."], text_target=["Ein Mann läuft."], return_tensors="pt")
+    assert torch.isfinite(AutoModelForSeq2SeqLM.from_pretrained(output)(**batch).loss)
 
     resumed = tmp_path / "resumed"
     middle = f"checkpoint-{per_process + 2}"  # two steps into the second epoch
@@ -263,42 +241,26 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
         assert torch.equal(expected[name], got[name]), name
 
 
-# --- a time budget ----------------------------------------------------------------------------
-
-# How the stop is timed is tested on a fake clock (tests/training/test_run_clocks.py); here, without
-# wall-clock assertions (a loaded machine is slow at random), what the stopped run leaves behind.
-BUDGET_MINUTES = 1.0
-
-
 def test_a_time_budget_covers_the_whole_run_and_no_step_is_evaluated_twice(tmp_path):
+    # How the stop is timed: tests/training/test_run_clocks.py, on a fake clock; here, what a stopped run leaves.
     output = tmp_path / "budget"
-    result = train(*DATA, "--max_steps", "100000", "--max_train_minutes", BUDGET_MINUTES, "--eval_strategy", "steps",
+    result = train(*DATA, "--max_steps", "100000", "--max_train_minutes", 1.0, "--eval_strategy", "steps",
                    "--eval_steps", "25", "--save_every_minutes", "0.2", "--average_last", "3",
                    "--output_dir", output)
     assert re.search(r"stopped at step \d+ after [\d.]+ minutes", result.stderr)
 
-    history = json.loads((output / "trainer_state.json").read_text())["log_history"]
-    steps = json.loads((output / "trainer_state.json").read_text())["global_step"]
+    state = _json(output / "trainer_state.json")
+    history, steps = state["log_history"], state["global_step"]
     evaluated = [e["step"] for e in history if "eval_loss" in e]
     assert len(evaluated) == len(set(evaluated)) and evaluated[-1] == steps
     assert [e["step"] for e in history if "loss" in e][-1] == steps  # the last loss is logged
     assert (output / "model.safetensors").is_file() and (output / f"checkpoint-{steps}").is_dir()
     assert (output / "averaged" / "eval_results.json").is_file()
-    (segment,) = json.loads((output / "run_info.json").read_text())["segments"]
+    (segment,) = _json(output / "run_info.json")["segments"]
     assert segment["minutes"] > 0
 
 
-# --- the first hour: train, average, evaluate, share ----------------------------------------------
-
-def run_script(name, *args):
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / name), *map(str, args)], cwd=REPO, env=ENV,
-                            capture_output=True, text=True, timeout=2 * TIMEOUT)
-    assert result.returncode == 0, (name, result.stderr[-4000:])
-    return result
-
-
-def next_step(output):
-    """The command after `next: ` in a script's last line."""
+def next_step(output):  # the command after `next: ` in a script's last line
     return shlex.split(output.strip().splitlines()[-1].split("next: ", 1)[1])
 
 
@@ -315,8 +277,7 @@ def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_
     run_script("evaluate_model.py", *command[2:], "--max_samples", "8", "--num_beams", "1", "--max_new_tokens", "5",
                "--output_dir", tmp_path / "scores")
     assert list((tmp_path / "scores").glob("test-*.scores.json"))
-    # The model card's numbers (the whole validation split, four decodings), then the repository
-    # folder, checked, without uploading.
+    # The model card's numbers (the whole validation split, four decodings), then the folder, without uploading.
     run_script("collect_results.py", "--run_dir", run, "--splits", "validation", "--output_dir", tmp_path / "decoded",
                "--also_beams", "--speed_from", RECORDED_BENCHMARK)
     assert (run / "averaged" / "results.json").is_file()
@@ -325,8 +286,6 @@ def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert "## Speed" in card and "| CTranslate2 float32 | 1 |" in card
 
-
-# --- fine-tuning ------------------------------------------------------------------------------
 
 SUBJECTS = [("A man", "Ein Mann"), ("A woman", "Eine Frau"), ("A child", "Ein Kind"), ("A dog", "Ein Hund")]
 VERBS = [("is running", "läuft"), ("is sitting", "sitzt"), ("is waiting", "wartet")]
@@ -350,11 +309,8 @@ def test_fine_tuning_on_local_files_keeps_the_tokenizer(base_run, tmp_path):
     output = tmp_path / "fine-tuned"
     train("--model_name_or_path", base, "--train_source", tmp_path / "a.en", "--train_target", tmp_path / "a.de",
           "--max_steps", "15", "--warmup_steps_noam", "30", "--max_tokens", "512", "--save_strategy", "no",
-          "--report_to", "none",
-          "--disable_tqdm", "true", "--use_cpu", "true", "--output_dir", output)
-
-    assert json.loads((output / "tokenizer.json").read_text())["model"]["vocab"] == \
-        json.loads((base / "tokenizer.json").read_text())["model"]["vocab"]
+          "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true", "--output_dir", output)
+    assert _json(output / "tokenizer.json")["model"]["vocab"] == _json(base / "tokenizer.json")["model"]["vocab"]
     tokenizer = load_tokenizer(base)
     before = _pair_loss(AutoModelForSeq2SeqLM.from_pretrained(base), tokenizer)
     after = _pair_loss(AutoModelForSeq2SeqLM.from_pretrained(output), load_tokenizer(output))
@@ -372,15 +328,27 @@ def test_fine_tuning_with_a_plain_seq2seq_trainer(base_run, tmp_path):
     args = Seq2SeqTrainingArguments(
         output_dir=str(tmp_path), label_smoothing_factor=0.1, learning_rate=3e-3, max_steps=15,
         per_device_train_batch_size=12, report_to="none", save_strategy="no", use_cpu=True, disable_tqdm=True,
-        dataloader_pin_memory=False, seed=0,
-    )
-    trainer = Seq2SeqTrainer(
-        model=model, args=args, train_dataset=Dataset.from_dict(dict(encoded)),
-        # Trainer's label smoothing takes `labels` away from the model, so the collator must build
-        # decoder_input_ids (through model.prepare_decoder_input_ids_from_labels).
-        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
-    )
-    trainer.train()
+        dataloader_pin_memory=False, seed=0)
+    # The Trainer's label smoothing takes `labels` from the model: the collator builds decoder_input_ids.
+    Seq2SeqTrainer(model=model, args=args, train_dataset=Dataset.from_dict(dict(encoded)), processing_class=tokenizer,
+                   data_collator=DataCollatorForSeq2Seq(tokenizer, model=model)).train()
     after = _pair_loss(model, tokenizer)
     print(f"loss on the new pairs: {before:.3f} → {after:.3f}")
     assert after < before - 0.3
+
+
+def test_train_script_streams_local_data_files(tmp_path):
+    rows = load_multi30k("en", "de")["train"].select(range(120))["translation"]
+    train_file, validation = tmp_path / "train.jsonl", tmp_path / "validation.tsv"
+    train_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    validation.write_text("de\ten\n" + "".join(f"{r['de']}\t{r['en']}\n" for r in rows[:6]), encoding="utf-8")
+    output = tmp_path / "run"
+    result = train("--streaming", "--train_file", train_file, "--validation_file", validation, "--max_steps", "3",
+                   "--shuffle_buffer", "50", "--preset", "tiny", "--vocab_size", "200", "--max_tokens", "512",
+                   "--report_to", "none", "--disable_tqdm", "true", "--output_dir", output,
+                   HF_DATASETS_CACHE=str(tmp_path / "cache"))
+    assert "token-budget batches of a stream, formed 50 examples at a time" in result.stderr
+    assert _json(output / "trainer_state.json")["global_step"] == 3
+    (segment,) = _json(output / "run_info.json")["segments"]
+    assert segment["batching"]["shuffle_buffer"] == 50 and segment["batching"]["examples_in_first_buffer"] == 50
+    assert "eval_bleu" in _json(output / "eval_results.json") and (output / "model.safetensors").is_file()

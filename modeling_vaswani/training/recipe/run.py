@@ -1,14 +1,10 @@
-"""The training recipe of scripts/train.py, §5 end to end (its command line is `flags`).
-
-Data (§5.1: the embedded Multi30k, a Hub dataset or local files), one BPE vocabulary shared by
-both languages, the model of a Table 3 preset (or a trained one to fine-tune, or a checkpoint to
-resume), `VaswaniTrainer` with token-budget batches, Adam and Eq. (3), the clocks of the run
-(`run_clocks`), and at the end the model folder, its evaluation and §6.1's averaging
-(`closing`).
+"""The work of scripts/train.py, §5 end to end: data (§5.1), one BPE vocabulary shared by both languages,
+the model (a Table 3 preset, a trained model to fine-tune or a checkpoint to resume), `VaswaniTrainer` with
+token-budget batches, Adam and Eq. (3), the run's clocks, then the model folder, its evaluation, §6.1's
+averaging of the last checkpoints and the one command to run next.
 """
 
-from __future__ import annotations
-
+import json
 import logging
 import shlex
 import sys
@@ -20,90 +16,90 @@ import transformers
 from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq
 
 from ...machine import describe_machine, hardware_line
-from ...model.configuration_vaswani import VaswaniConfig
+from ...model.configuration_vaswani import PRESETS, VaswaniConfig
 from ...model.modeling_vaswani import VaswaniForConditionalGeneration
+from ...model.strict_json import read_json
 from ...threads import use_threads
 from ...tokenizer_loading import load_tokenizer
-from ..checkpoint_averaging import check_resumable_checkpoint
+from ..checkpoint_averaging import average_checkpoints, check_resumable_checkpoint, complete_checkpoints
 from ..chunked_loss import describe_step
 from ..data import in_memory, load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..precision import first_batch, probe_precision, report_precision
-from ..run_folder import claim_output_dir, is_main_launch, start_segment
 from ..run_clocks import report_budget_stop, run_clocks, time_one_evaluation
+from ..run_folder import claim_output_dir, is_main_launch, start_segment
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
-from .checks import check_resumed_model, given, paired_files
-from .closing import average_last, next_step
-from .flags import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS
+from .arguments import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE, REGULARISATION_FLAGS, SIZE_FLAGS, RecipeArguments
 
 logger = logging.getLogger("train")  # the script's own log: its lines read "train: ..."
-
-# A new model's vocabulary, with --streaming, is learned on this many pairs from the start of the stream.
-STREAM_VOCABULARY_PAIRS = 200_000
+STREAM_VOCABULARY_PAIRS = 200_000  # a new vocabulary, with --streaming, is learned on the stream's first pairs
 
 
-def load_data(options):
+def check_resumed_model(options: RecipeArguments, checkpoint) -> None:
+    """Model flags given with --resume_from_checkpoint must agree with the checkpoint's model."""
+    config = read_json(Path(checkpoint) / "config.json")
+    wanted = {name: (value, f"--preset {options.preset}") for name, value in PRESETS.get(options.preset, {}).items()
+              if name in SIZE_FLAGS}  # name -> (value, the flag that asks for it)
+    wanted.update({name: (value, f"--{name} {value}") for name, value in
+                   options.given(*SIZE_FLAGS, *REGULARISATION_FLAGS).items()})
+    for name, (value, flag) in wanted.items():
+        if name in config and config[name] != value:
+            raise ValueError(f"{flag} asks for {name}={value!r} but the checkpoint {checkpoint} has {config[name]!r}; "
+                             "a resumed run keeps its model: leave the flag out.")
+
+
+def load_data(options: RecipeArguments):
     """The training and validation splits the flags name (a Hub dataset, local files or the embedded Multi30k)."""
     data = load_translation_dataset(
-        options.source_lang,
-        options.target_lang,
-        dataset_name=options.dataset_name,
-        dataset_config_name=options.dataset_config_name,
-        train_files=paired_files(options, "train"),
-        validation_files=paired_files(options, "validation"),
-        train_file=options.train_file,
-        validation_file=options.validation_file,
-        streaming=options.streaming,
-    )
+        options.source_lang, options.target_lang, dataset_name=options.dataset_name,
+        dataset_config_name=options.dataset_config_name, train_files=options.files("train"),
+        validation_files=options.files("validation"), train_file=options.train_file,
+        validation_file=options.validation_file, streaming=options.streaming)
     if "train" not in data:
         raise ValueError("The dataset has no train split.")
     data["train"] = select_first(data["train"], options.max_train_samples)
     if "validation" in data:
         data["validation"] = select_first(data["validation"], options.max_eval_samples)
-    for split in [name for name in data if name not in ("train", "validation")]:
-        del data[split]  # test sets are for scripts/evaluate_model.py
-    return data
+    return {name: data[name] for name in ("train", "validation") if name in data}  # test sets are for evaluate_model.py
 
 
-def build_model(options, tokenizer):
+def load_tokenizer_for(options: RecipeArguments, data):
+    """The checkpoint's or the trained model's vocabulary, or §5.1's one BPE vocabulary shared by source and
+    target, learned on the training split."""
+    if options.resume_from_checkpoint or options.model_name_or_path:
+        return load_tokenizer(options.resume_from_checkpoint or options.model_name_or_path)
+    pairs = select_first(data["train"], STREAM_VOCABULARY_PAIRS) if options.streaming else data["train"]
+    return train_tokenizer_for_dataset(in_memory(pairs), options.source_lang, options.target_lang,
+                                       vocab_size=options.vocab_size or DEFAULT_VOCAB_SIZE)
+
+
+def build_model(options: RecipeArguments, tokenizer):
     """The model to train: the checkpoint's when resuming, a trained one to fine-tune, or a new one of a preset."""
-    regularisation = {name: getattr(options, name) for name in REGULARISATION_FLAGS if given(options, name)}
-    if options.resume_from_checkpoint:
-        # The checkpoint's own model (the Trainer then loads its weights and optimizer again).
+    if options.resume_from_checkpoint:  # the Trainer then loads its weights and optimizer again
         return VaswaniForConditionalGeneration.from_pretrained(options.resume_from_checkpoint)
-    if options.model_name_or_path:
-        # The package's own classes, never code shipped inside the folder (see translation.load_translator).
+    regularisation = options.given(*REGULARISATION_FLAGS)
+    if options.model_name_or_path:  # the package's own classes, never code shipped inside the folder
         return AutoModelForSeq2SeqLM.from_pretrained(options.model_name_or_path, trust_remote_code=False,
                                                      **regularisation)
-    sizes = {name: getattr(options, name) for name in SIZE_FLAGS if given(options, name)}
     config = VaswaniConfig.from_preset(
-        options.preset or DEFAULT_PRESET,
-        vocab_size=len(tokenizer),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
-        **sizes,
-        **regularisation,
-    )
+        options.preset or DEFAULT_PRESET, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id, **options.given(*SIZE_FLAGS), **regularisation)
     return VaswaniForConditionalGeneration(config)
 
 
-def tokenize(data, tokenizer, options):
+def tokenize(data, tokenizer, options: RecipeArguments):
     """Both splits as token ids, truncated to --max_source_length and --max_target_length."""
-    src, tgt = options.source_lang, options.target_lang
-
     def encode(batch):
-        sources = [pair[src] for pair in batch["translation"]]
-        targets = [pair[tgt] for pair in batch["translation"]]
-        encoded = tokenizer(sources, max_length=options.max_source_length, truncation=True)
-        encoded["labels"] = tokenizer(text_target=targets, max_length=options.max_target_length,
-                                      truncation=True)["input_ids"]
+        pairs = batch["translation"]
+        encoded = tokenizer([pair[options.source_lang] for pair in pairs], max_length=options.max_source_length,
+                            truncation=True)
+        encoded["labels"] = tokenizer(text_target=[pair[options.target_lang] for pair in pairs],
+                                      max_length=options.max_target_length, truncation=True)["input_ids"]
         return encoded
 
-    began = time.monotonic()
-    # Every split has the one column "translation"; a streamed split is tokenized as it is read.
+    began = time.monotonic()  # a streamed split is tokenized as it is read
     tokenized = {name: part.map(encode, batched=True, remove_columns=["translation"]) for name, part in data.items()}
     logger.info("tokenized %s in %.1f s", ", ".join(
         f"{len(part):,} {name} pairs" if isinstance(part, datasets.Dataset) else f"the {name} stream (as it is read)"
@@ -111,64 +107,81 @@ def tokenize(data, tokenizer, options):
     return tokenized
 
 
-def record_run(output_dir, model, resuming, **facts):
-    """Add this invocation (command, machine, threads, batching) to the run's record, for the model card."""
-    machine = describe_machine()
-    segment = {"command": "python scripts/train.py " + shlex.join(sys.argv[1:]), "hardware": hardware_line(machine),
-               **facts}
-    about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
-                   "transformers": machine["transformers"]}
-    start_segment(output_dir, segment, about_model, resuming=resuming)
-
-
 def log_batching(batching: dict, max_tokens: int) -> None:
     """One line on §5.1's batches: how many, how full, how many tokens a step."""
     if "shuffle_buffer" in batching:  # a stream: what its first buffer gives
-        logger.info(
-            "§5.1 token-budget batches of a stream, formed %d examples at a time: %d from the first buffer; steps "
-            "of at most %d tokens per side (%d processes × %d accumulated batches of ≤ %d); tokens per step: about "
-            "%d source, %d target (padded), padding efficiency %.3f",
-            batching["shuffle_buffer"], batching["batches_in_first_buffer"], max_tokens, batching["processes"],
-            batching["gradient_accumulation_steps"], batching["max_tokens_per_batch"],
-            batching["tokens_per_step"]["source"], batching["tokens_per_step"]["target"],
-            batching["padding_efficiency"])
-        return
-    logger.info(
-        "§5.1 token-budget batches: %d per epoch, %d per process; %d steps per epoch of at most %d tokens "
-        "per side (%d processes × %d accumulated batches of ≤ %d); tokens per step: %d source, %d target "
-        "(padded), padding efficiency %.3f",
-        batching["batches_per_epoch"], batching["batches_per_process"], batching["steps_per_epoch"],
-        max_tokens, batching["processes"], batching["gradient_accumulation_steps"],
-        batching["max_tokens_per_batch"], batching["tokens_per_step"]["source"],
-        batching["tokens_per_step"]["target"], batching["padding_efficiency"])
+        head, about = (f" of a stream, formed {batching['shuffle_buffer']} examples at a time: "
+                       f"{batching['batches_in_first_buffer']} from the first buffer; steps", "about ")
+    else:
+        head, about = (f": {batching['batches_per_epoch']} per epoch, {batching['batches_per_process']} per process; "
+                       f"{batching['steps_per_epoch']} steps per epoch", "")
+    tokens = batching["tokens_per_step"]
+    logger.info("§5.1 token-budget batches%s of at most %d tokens per side (%d processes × %d accumulated batches "
+                "of ≤ %d); tokens per step: %s%d source, %d target (padded), padding efficiency %.3f", head,
+                max_tokens, batching["processes"], batching["gradient_accumulation_steps"],
+                batching["max_tokens_per_batch"], about, tokens["source"], tokens["target"],
+                batching["padding_efficiency"])
 
 
-def train(options, training_args, started: float, started_wall: float):
-    """§5 as the flags ask: data, vocabulary, model, the Trainer with the paper's batches, optimizer and
-    schedule, then the final model folder, its evaluation and §6.1's averaging. `started` and
+def record_run(output_dir, model, resuming, **facts):
+    """Add this invocation (command, machine, threads, batching) to the run's record, for the model card."""
+    machine = describe_machine()
+    segment = {"command": "python scripts/train.py " + shlex.join(sys.argv[1:]), "hardware": hardware_line(machine)}
+    about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
+                   "transformers": machine["transformers"]}
+    start_segment(output_dir, {**segment, **facts}, about_model, resuming=resuming)
+
+
+def average_last(trainer, wanted: int):
+    """§6.1: the mean of the last --average_last checkpoints, in <output_dir>/averaged, and its score."""
+    output = Path(trainer.args.output_dir)
+    checkpoints = complete_checkpoints(output)[0][-wanted:]
+    if len(checkpoints) < 2:
+        logger.warning("--average_last %d: the run wrote %d checkpoint(s), nothing to average; train longer or save "
+                       "more often (--save_every_minutes, --save_strategy steps --save_steps N).",
+                       wanted, len(checkpoints))
+        return None
+    if len(checkpoints) < wanted:
+        logger.warning("--average_last %d: the run wrote only %d checkpoints; averaging those %d.",
+                       wanted, len(checkpoints), len(checkpoints))
+    averaged = output / "averaged"
+    if trainer.is_world_process_zero():
+        average_checkpoints(checkpoints, averaged)
+        logger.info("§6.1 averaged %s into %s", [c.name for c in checkpoints], averaged)
+    trainer.accelerator.wait_for_everyone()
+    if trainer.eval_dataset is not None and trainer.args.eval_strategy != "no":
+        # Scored by the same Trainer (its processes, logs, reports), the averaged weights in place for a while.
+        final = {name: tensor.clone() for name, tensor in trainer.model.state_dict().items()}
+        trainer.model.load_state_dict(type(trainer.model).from_pretrained(averaged).state_dict())
+        try:
+            metrics = trainer.evaluate(metric_key_prefix="eval_averaged")
+        finally:
+            trainer.model.load_state_dict(final)
+        trainer.log_metrics("eval_averaged", metrics)
+        if trainer.is_world_process_zero():
+            (averaged / "eval_results.json").write_text(json.dumps(metrics, indent=2))
+    return averaged
+
+
+def next_step(output_dir: Path, averaged) -> str:
+    """The one command to run after this one."""
+    if averaged is None and len(complete_checkpoints(output_dir)[0]) >= 2:
+        return f"python scripts/average_checkpoints.py --run_dir {shlex.quote(str(output_dir))}"
+    return f"python scripts/evaluate_model.py --model {shlex.quote(str(averaged or output_dir))} --split test"
+
+
+def train(options: RecipeArguments, training_args, started: float, started_wall: float):
+    """§5 as the flags ask, then the model folder, its evaluation and §6.1's averaging. `started` and
     `started_wall` are the `time.monotonic()` and `time.time()` readings of when the program began."""
     checkpoint = options.resume_from_checkpoint
-    if checkpoint:
-        # The Trainer would otherwise load whatever a run stopped mid-save left behind.
+    if checkpoint:  # the Trainer would otherwise load whatever a run stopped mid-save left behind
         check_resumable_checkpoint(checkpoint)
         check_resumed_model(options, checkpoint)
-
     data = load_data(options)
-    if checkpoint:
-        tokenizer = load_tokenizer(checkpoint)  # the vocabulary it was trained with
-    elif options.model_name_or_path:
-        tokenizer = load_tokenizer(options.model_name_or_path)  # keep the model's own vocabulary
-    else:
-        # §5.1: one BPE vocabulary shared by source and target, learned on the training split
-        # (on the first STREAM_VOCABULARY_PAIRS pairs of a stream).
-        learned_on = in_memory(select_first(data["train"], STREAM_VOCABULARY_PAIRS) if options.streaming else data["train"])
-        tokenizer = train_tokenizer_for_dataset(learned_on, options.source_lang, options.target_lang,
-                                                vocab_size=options.vocab_size or DEFAULT_VOCAB_SIZE)
+    tokenizer = load_tokenizer_for(options, data)
     # The Trainer seeds only when it is built; seed here so that --seed also fixes the initial weights.
-    if training_args.full_determinism:
-        transformers.enable_full_determinism(training_args.seed)
-    else:
-        transformers.set_seed(training_args.seed)
+    seed = transformers.enable_full_determinism if training_args.full_determinism else transformers.set_seed
+    seed(training_args.seed)
     model = build_model(options, tokenizer)
     logger.info("model: %s parameters, config %s", f"{model.num_parameters():,}", model.config.to_diff_dict())
     threads, why = use_threads(model, options.threads, training=True)
@@ -180,52 +193,39 @@ def train(options, training_args, started: float, started_wall: float):
         training_args.eval_strategy = "no"
     evaluating = training_args.eval_strategy != "no"
     clocks = run_clocks(options, training_args.output_dir, evaluating, start=started)
-    warmup = options.warmup_steps_noam or PRESET_WARMUP_STEPS[options.preset or DEFAULT_PRESET]
     collator = DataCollatorForSeq2Seq(tokenizer, model=model)
-    # --bf16 on the CPU: kept only where the probe measures it faster (precision.py); before the
-    # Trainer, which reads the precision when it is built.
+    # --bf16 on the CPU: kept only where the probe measures it faster; before the Trainer reads the precision.
     probe = probe_precision(training_args, model, lambda: first_batch(tokenized["train"], collator,
                                                                       options.max_tokens or 4096), logger)
     trainer = VaswaniTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=tokenized["train"],
-        eval_dataset=tokenized.get("validation"),
-        data_collator=collator,
-        processing_class=tokenizer,
-        compute_metrics=bleu_metrics_fn(tokenizer),
-        max_tokens=options.max_tokens or None,
-        shuffle_buffer=options.shuffle_buffer,
-        noam_scale=options.noam_scale,
-        warmup_steps=warmup,
-        callbacks=clocks.callbacks,
-    )
+        model=model, args=training_args, train_dataset=tokenized["train"], eval_dataset=tokenized.get("validation"),
+        data_collator=collator, processing_class=tokenizer, compute_metrics=bleu_metrics_fn(tokenizer),
+        max_tokens=options.max_tokens or None, shuffle_buffer=options.shuffle_buffer, noam_scale=options.noam_scale,
+        warmup_steps=options.warmup_steps_noam or PRESET_WARMUP_STEPS[options.preset or DEFAULT_PRESET],
+        callbacks=clocks.callbacks)
     facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size,
              "training_step": describe_step(model, training_args.world_size)}
     logger.info("training step: %s", facts["training_step"])
     facts.update(report_precision(training_args, logger), **probe)  # precision, CPU bf16 support, the probe
     if options.max_tokens:
-        batching = trainer.batching_summary()
-        facts["batching"] = batching
-        log_batching(batching, options.max_tokens)
-
+        facts["batching"] = trainer.batching_summary()
+        log_batching(facts["batching"], options.max_tokens)
     if trainer.is_world_process_zero():
         record_run(training_args.output_dir, model, resuming=bool(checkpoint), **facts)
     if evaluating:
         time_one_evaluation(clocks, trainer, options)
+
     result = trainer.train(resume_from_checkpoint=checkpoint)
     report_budget_stop(clocks, options)
     trainer.save_model(training_args.output_dir)  # model, tokenizer, generation config, code
     trainer.log_metrics("train", result.metrics)
     trainer.save_metrics("train", result.metrics)
     trainer.save_state()
-
     if trainer.eval_dataset is not None and evaluating:
         metrics = trainer.evaluate()  # the last step's evaluation, if training already made it
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
-    averaged = average_last(trainer, options) if options.average_last else None
-
+    averaged = average_last(trainer, options.average_last) if options.average_last else None
     output = Path(training_args.output_dir)
     if trainer.is_world_process_zero():
         clocks.record.record()  # the run's minutes, evaluation and averaging included
@@ -236,14 +236,13 @@ def train(options, training_args, started: float, started_wall: float):
     return trainer
 
 
-def run(options, training_args, started: float, started_wall: float):
+def run(options: RecipeArguments, training_args, started: float, started_wall: float):
     """`train` with the logs set up for a run and --output_dir locked for as long as it lasts."""
     # One process speaks for a data-parallel run; the others only warn.
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         level=logging.INFO if is_main_launch() else logging.WARNING)
     transformers.utils.logging.set_verbosity_warning()
-    # The Trainer's own progress bar stays (--disable_tqdm); one bar per tokenized split and per
-    # saved weights file would be noise.
+    # The Trainer's own progress bar stays (--disable_tqdm); one per tokenized split or saved file would be noise.
     transformers.utils.logging.disable_progress_bar()
     datasets.disable_progress_bars()
     lock = claim_output_dir(options) if is_main_launch() else None
