@@ -90,6 +90,7 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         training_minutes=training.get("minutes", "?"),
         training_steps=training.get("steps", "?"),
         training_epochs=training.get("epochs", "?"),
+        training_tokens=f"{training['target_tokens'] / 1e6:.1f}M" if training.get("target_tokens") else "",
         training_command=training.get("command", ""),
         decoding=results.get("decoding", PAPER_DECODING_TEXT),
         signature=shipped[0]["scores"]["signature"],

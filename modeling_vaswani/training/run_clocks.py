@@ -54,6 +54,7 @@ class RunClock(TrainingClock):
         super().__init__(start)
         self.output_dir = output_dir
         self.earlier_minutes = 0.0  # the segments before this one, for a resumed run
+        self.first_step = self.last_step = None  # this segment's steps
 
     def on_train_begin(self, args, state, control, **kwargs):
         super().on_train_begin(args, state, control, **kwargs)
@@ -62,6 +63,7 @@ class RunClock(TrainingClock):
         except FileNotFoundError:  # a Trainer used without scripts/train.py's record
             earlier = []
         self.earlier_minutes = sum(s.get("minutes") or 0.0 for s in earlier)
+        self.first_step = self.last_step = getattr(state, "global_step", None)
 
     def on_log(self, args, state, control, **kwargs):
         # The whole run's wall-clock minutes beside each logged loss and score: time to quality.
@@ -72,13 +74,18 @@ class RunClock(TrainingClock):
         """Write the minutes so far (also called once the script's last work is done)."""
         minutes = self.minutes()
         if is_main_process and minutes is not None:
-            set_segment_minutes(self.output_dir, minutes)
+            steps = None if self.first_step is None else self.last_step - self.first_step
+            set_segment_minutes(self.output_dir, minutes, steps)
+
+    def _at(self, state):
+        self.last_step = getattr(state, "global_step", self.last_step)
+        self.record(state.is_world_process_zero)
 
     def on_save(self, args, state, control, **kwargs):
-        self.record(state.is_world_process_zero)
+        self._at(state)
 
     def on_train_end(self, args, state, control, **kwargs):
-        self.record(state.is_world_process_zero)
+        self._at(state)
 
 
 # Bytes written per parameter by a checkpoint (float32 weights and Adam's two moments) and a

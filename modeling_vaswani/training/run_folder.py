@@ -50,10 +50,12 @@ def start_segment(output_dir: str | os.PathLike, segment: dict, about_model: dic
     _write(path, info)
 
 
-def set_segment_minutes(output_dir: str | os.PathLike, minutes: float) -> None:
-    """Set the wall-clock minutes of the latest segment."""
+def set_segment_minutes(output_dir: str | os.PathLike, minutes: float, steps: int | None = None) -> None:
+    """Set the wall-clock minutes (and the optimizer steps, when known) of the latest segment."""
     info = read_run_info(output_dir)
     info["segments"][-1]["minutes"] = round(minutes, 3)
+    if steps is not None:
+        info["segments"][-1]["steps"] = steps
     _write(Path(output_dir) / RUN_INFO_NAME, info)
 
 
@@ -66,10 +68,14 @@ def summarize(info: dict) -> dict:
         hardware = [f"{s['hardware']} for {s['minutes']:.0f} minutes" if s.get("minutes") is not None
                     else s["hardware"] for s in segments]
     summary = {key: value for key, value in info.items() if key != "segments"}
+    # Padded target tokens: each segment's steps times its mean §5.1 batch (run_info's "batching").
+    tokens = [s["steps"] * s["batching"]["tokens_per_step"]["target"] for s in segments
+              if "steps" in s and "tokens_per_step" in s.get("batching", {})]
     summary.update(
         command="\n".join(s["command"] for s in segments),
         hardware="; then ".join(dict.fromkeys(hardware)),
         minutes=round(sum(known)) if known else None,
+        target_tokens=sum(tokens) if tokens and len(tokens) == len(segments) else None,
         segments=segments,
     )
     return summary

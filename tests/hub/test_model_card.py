@@ -142,3 +142,9 @@ def test_published_scores_stand_beside_this_model_only_for_english_german(model_
     assert "| Multi30k | lc-tok BLEU | 41.02 |" in body  # Wu et al.'s metric is lowercased tokenized
     results["target_lang"] = "fr"
     assert "## How it compares" not in str(render_model_card(model_dir, results, "someone/vaswani-test"))
+
+
+def test_the_card_states_the_runs_padded_target_tokens_when_the_record_has_them(model_dir, results):
+    assert "target tokens" not in str(render_model_card(model_dir, results, "someone/vaswani-test"))
+    results["training"]["target_tokens"] = 63_954_000
+    assert "about 64.0M\n  padded target tokens" in str(render_model_card(model_dir, results, "someone/vaswani-test"))

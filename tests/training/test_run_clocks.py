@@ -45,12 +45,14 @@ def test_run_clock_writes_the_minutes_from_the_main_process(tmp_path, now, recor
 
 def test_each_log_entry_gets_the_whole_runs_minutes_earlier_segments_included(tmp_path, now, record):
     clock = RunClock(tmp_path, start=now[0])
-    clock.on_train_begin(None, MAIN, None)
+    state = SimpleNamespace(log_history=[{"loss": 3.0}], is_world_process_zero=True, global_step=0)
+    clock.on_train_begin(None, state, None)
     now[0] += 60
-    state = SimpleNamespace(log_history=[{"loss": 3.0}], is_world_process_zero=True)
+    state.global_step = 40
     clock.on_log(None, state, None)
     assert state.log_history[-1]["run_minutes"] == 1.0
-    clock.on_save(None, MAIN, None)
+    clock.on_save(None, state, None)
+    assert read_run_info(tmp_path)["segments"][-1]["steps"] == 40  # the segment's steps beside its minutes
     start_segment(tmp_path, {"command": "python scripts/train.py --resume_from_checkpoint c", "hardware": "CPU"},
                   {}, resuming=True)
     resumed = RunClock(tmp_path, start=now[0])

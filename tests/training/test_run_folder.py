@@ -53,6 +53,18 @@ def test_summary_adds_up_the_minutes_and_lists_every_command(tmp_path, second, h
     assert summary["minutes"] == 127 and summary["command"] == f"{CPU['command']}\n{second['command']}"
     assert summary["hardware"] == hardware
     assert summary["parameters"] == "1,234" and len(summary["segments"]) == 2
+    assert summary["target_tokens"] is None  # no segment knows its steps
+
+
+def test_summary_adds_up_the_segments_steps_into_padded_target_tokens(tmp_path):
+    batching = {"batching": {"tokens_per_step": {"source": 900, "target": 1000}}}
+    start_segment(tmp_path, {**CPU, **batching}, ABOUT, resuming=False)
+    set_segment_minutes(tmp_path, 50, steps=300)
+    start_segment(tmp_path, {**RESUMED, "batching": {"tokens_per_step": {"target": 2000}}}, ABOUT, resuming=True)
+    set_segment_minutes(tmp_path, 10, steps=100)
+    summary = summarize(read_run_info(tmp_path))
+    assert [s["steps"] for s in summary["segments"]] == [300, 100]
+    assert (summary["minutes"], summary["target_tokens"]) == (60, 300 * 1000 + 100 * 2000)
 
 
 def test_an_older_record_reads_as_one_segment_and_a_missing_one_is_named(tmp_path):
