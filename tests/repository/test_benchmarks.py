@@ -237,13 +237,19 @@ def test_cross_attention_projects_the_encoder_output_once_per_generate():
     assert len(calls) == 2 * len(model.model.decoder.layers)  # ... yet K and V of the encoder were made once
 
 
-def test_training_forward_is_one_graph_for_torch_compile():
-    """--torch_compile gets the whole forward + loss as one graph: no value is read back into Python."""
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_training_forward_is_one_graph_for_torch_compile(dynamic):
+    """--torch_compile gets the whole forward + loss as one graph: no value is read back into Python, also
+    where the lengths are symbolic (batches of several lengths compile once more, then no longer)."""
     import torch._dynamo
 
     model = VaswaniForConditionalGeneration(tiny_config()).train()
+    batch = padded_batch()
+    if dynamic:
+        for name in ("input_ids", "attention_mask", "labels"):
+            torch._dynamo.mark_dynamic(batch[name], 1)
     try:
-        explanation = torch._dynamo.explain(lambda **kw: model(**kw).loss)(**padded_batch())
+        explanation = torch._dynamo.explain(lambda **kw: model(**kw).loss)(**batch)
     finally:
         torch._dynamo.reset()
     assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
