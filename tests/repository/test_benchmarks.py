@@ -107,6 +107,7 @@ def test_training_before_and_after_runs_both_steps_alternately(tmp_path):
     entry = results["steps"]["tiny/fp32"]
     assert entry["before"]["fused_adam"] and entry["after"]["fused_adam"]  # the same package on both sides
     assert len(entry["before"]["seconds_per_step"]) == len(entry["after"]["seconds_per_step"]) == 1
+    assert entry["after_over_before_cpu"] > 0  # the processes' CPU time, too
     assert report.step_tables(results) == (tmp_path / "tables.md").read_text()
 
 
