@@ -19,8 +19,8 @@ from ..machine import bf16_support, slow_bf16_warning
 from .chunked_loss import training_loss
 
 logger = logging.getLogger(__name__)
-# Probe: timed rounds of one step per precision, after one untimed step each (as many steps as a median of
-# three took). The best of each is compared: other work on a shared machine only ever adds time.
+# Probe: timed rounds of one step per precision, after one untimed step each (8 steps in all, a few seconds).
+# The best of each is compared: other work on a shared machine only ever adds time.
 PROBE_ROUNDS = 3
 
 
