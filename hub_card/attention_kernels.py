@@ -22,6 +22,9 @@ def fused_attention(query, key, value, mask=None, dropout_p=0.0, training=False,
         # 22 ms against 3 ms in a small-preset step on AVX512-BF16), while bf16 matrix products are
         # fast there. So bf16 training on CPU takes the formula written out.
         return scaled_dot_product_attention(query, key, value, mask, dropout_p, training, is_causal)[0], None
+    # Under torch.compile with a dynamic length the causal flag is symbolic, which the kernel refuses (a
+    # graph break at every layer); branching on it makes it a plain bool, guarded on the length.
+    is_causal = True if is_causal else False
     output = F.scaled_dot_product_attention(
         query, key, value, attn_mask=mask, dropout_p=dropout_p if training else 0.0, is_causal=is_causal
     )

@@ -3,8 +3,8 @@
 `--bf16` trains under the Trainer's CPU autocast (products in bfloat16, weights and Adam in float32).
 Whether that pays depends on more than the CPU's flags (machine.slow_bf16_warning): at a small
 model's widths the casts can outweigh faster products. So `probe_precision` times the run's own
-step (forward and backward of chunked_loss's loss) on a first batch in both precisions and keeps
-bf16 only where it measured faster.
+step (forward and backward of chunked_loss's loss) on a first batch in both precisions, in turns, and
+keeps bf16 only where its best step was faster.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import contextlib
 import copy
 import itertools
 import logging
-import statistics
 import time
 
 from ..machine import bf16_support, slow_bf16_warning
 from .chunked_loss import training_loss
 
 logger = logging.getLogger(__name__)
-# Probe: timed steps per precision, alternating, after one untimed step each.
-PROBE_STEPS = 3
+# Probe: timed rounds of one step per precision, after one untimed step each (8 steps in all, a few seconds).
+# The best of each is compared: other work on a shared machine only ever adds time.
+PROBE_ROUNDS = 3
 
 
 def training_precision(training_args) -> str:
@@ -44,24 +44,37 @@ def report_precision(training_args, log: logging.Logger = logger) -> dict:
     return {"precision": precision, "cpu_bf16": support}
 
 
-def probe_step_seconds(model, batch: dict, steps: int = PROBE_STEPS) -> dict:
-    """{"fp32": s, "bf16": s}: median seconds of one forward + backward of the training loss on `batch`,
+def fastest(runs: dict, rounds: int = PROBE_ROUNDS, clock=time.perf_counter) -> dict:
+    """{name: best seconds of `rounds`}: each of `runs` (name: callable) once untimed, then timed in turns,
+    the order reversed every round (A B, B A, A B, ...) so that neither always runs first."""
+    for run in runs.values():
+        run()
+    seconds = {name: [] for name in runs}
+    order = list(runs)
+    for _ in range(rounds):
+        for name in order:
+            began = clock()
+            runs[name]()
+            seconds[name].append(clock() - began)
+        order.reverse()
+    return {name: min(times) for name, times in seconds.items()}
+
+
+def probe_step_seconds(model, batch: dict, rounds: int = PROBE_ROUNDS) -> dict:
+    """{"fp32": s, "bf16": s}: the best seconds of one forward + backward of the training loss on `batch`,
     on a copy of `model` (the run's weights, gradients and random numbers are left as they were)."""
     import torch
 
     probe = copy.deepcopy(model).train()
     contexts = {"fp32": contextlib.nullcontext, "bf16": lambda: torch.autocast("cpu", dtype=torch.bfloat16)}
-    seconds = {name: [] for name in contexts}
+
+    def step(context):
+        with context():
+            training_loss(probe, batch).backward()
+        probe.zero_grad(set_to_none=True)
+
     with torch.random.fork_rng(devices=[]):  # dropout draws here must not shift the run's own
-        for repeat in range(steps + 1):
-            for name, context in contexts.items():
-                began = time.perf_counter()
-                with context():
-                    training_loss(probe, batch).backward()
-                probe.zero_grad(set_to_none=True)
-                if repeat:  # the first of each is warm-up
-                    seconds[name].append(time.perf_counter() - began)
-    return {name: statistics.median(times) for name, times in seconds.items()}
+        return fastest({name: (lambda c=context: step(c)) for name, context in contexts.items()}, rounds)
 
 
 def probe_precision(training_args, model, make_batch, log: logging.Logger = logger) -> dict:
@@ -73,8 +86,9 @@ def probe_precision(training_args, model, make_batch, log: logging.Logger = logg
     seconds = probe_step_seconds(model, batch)
     faster = seconds["bf16"] < seconds["fp32"]
     training_args.bf16 = faster
-    log.info("precision probe (forward + backward on a first batch of %d target tokens): fp32 %.0f ms, bf16 %.0f ms "
-             "a step; %s", int((batch["labels"] != -100).sum()), 1000 * seconds["fp32"], 1000 * seconds["bf16"],
+    log.info("precision probe (forward + backward on a first batch of %d target tokens, best of %d alternating): "
+             "fp32 %.0f ms, bf16 %.0f ms a step; %s", int((batch["labels"] != -100).sum()), PROBE_ROUNDS,
+             1000 * seconds["fp32"], 1000 * seconds["bf16"],
              "training in bf16, as asked" if faster else "training in float32: bf16 measured slower on this machine")
     return {"precision_probe_ms": {name: round(1000 * s, 1) for name, s in seconds.items()}}
 

@@ -107,6 +107,7 @@ def test_training_before_and_after_runs_both_steps_alternately(tmp_path):
     entry = results["steps"]["tiny/fp32"]
     assert entry["before"]["fused_adam"] and entry["after"]["fused_adam"]  # the same package on both sides
     assert len(entry["before"]["seconds_per_step"]) == len(entry["after"]["seconds_per_step"]) == 1
+    assert entry["after_over_before_cpu"] > 0  # the processes' CPU time, too
     assert report.step_tables(results) == (tmp_path / "tables.md").read_text()
 
 
@@ -237,13 +238,19 @@ def test_cross_attention_projects_the_encoder_output_once_per_generate():
     assert len(calls) == 2 * len(model.model.decoder.layers)  # ... yet K and V of the encoder were made once
 
 
-def test_training_forward_is_one_graph_for_torch_compile():
-    """--torch_compile gets the whole forward + loss as one graph: no value is read back into Python."""
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_training_forward_is_one_graph_for_torch_compile(dynamic):
+    """--torch_compile gets the whole forward + loss as one graph: no value is read back into Python, also
+    where the lengths are symbolic (batches of several lengths compile once more, then no longer)."""
     import torch._dynamo
 
     model = VaswaniForConditionalGeneration(tiny_config()).train()
+    batch = padded_batch()
+    if dynamic:
+        for name in ("input_ids", "attention_mask", "labels"):
+            torch._dynamo.mark_dynamic(batch[name], 1)
     try:
-        explanation = torch._dynamo.explain(lambda **kw: model(**kw).loss)(**padded_batch())
+        explanation = torch._dynamo.explain(lambda **kw: model(**kw).loss)(**batch)
     finally:
         torch._dynamo.reset()
     assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
