@@ -1,109 +1,19 @@
-"""conversion/marian*.py on tiny random MarianMTModels set up as Opus-MT's (swish, pad = decoder start = last
-id, eos = 0, a logits bias) and a ReLU variant, over sentencepiece models trained here on Multi30k."""
-
-import io
-import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
+"""conversion/marian*.py on tiny random MarianMTModels (tests/conversion/marian_models.py): the mapping of weights
+and settings, logits and outputs equal Marian's, and the round trips bit for bit."""
 
 import pytest
-import sentencepiece as spm
 import torch
-from transformers import AutoTokenizer, GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
+from transformers import MarianConfig
 from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
+from marian_models import SENTENCES, TINY_MARIAN, TOLERANCE, VARIANTS, assert_same_state, random_marian
 from modeling_vaswani import VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian import convert_marian, export_marian, from_marian, marian_order, to_marian
+from modeling_vaswani.conversion.marian import from_marian, marian_order, to_marian
 from modeling_vaswani.conversion.marian_config import MarianConversionError, config_from_marian, config_to_marian
-from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 from modeling_vaswani.model.positional_encoding import sinusoidal_table
-from modeling_vaswani.training.data import multi30k_pairs
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
-
-SENTENCES = ["A man is riding a bicycle.", "Two dogs are playing in the snow.",
-             "A little girl in a pink dress climbs the stairs.", "People."]
-
-# Sizes of the tiny Marian models; each variant adds its own settings.
-TINY_MARIAN = dict(d_model=32, encoder_ffn_dim=64, decoder_ffn_dim=64, encoder_attention_heads=4,
-                   decoder_attention_heads=4, max_position_embeddings=128, dropout=0.1, attention_dropout=0.0)
-VARIANTS = {
-    # Opus-MT: swish, √d_model scale, a trained (non-zero) logits bias; here with a deeper decoder.
-    "opus-mt": dict(activation_function="swish", scale_embedding=True, encoder_layers=2, decoder_layers=3,
-                    logits_bias_std=0.5),
-    # The paper's ReLU, no embedding scale, an all-zero logits bias (ours then adds none).
-    "relu": dict(activation_function="relu", scale_embedding=False, encoder_layers=2, decoder_layers=2,
-                 logits_bias_std=0.0),
-}
-TOLERANCE = 1e-5  # max |Δ logit| relative to max |logit|, float32
-
-
-@pytest.fixture(scope="module")
-def marian_tokenizer_dir(tmp_path_factory) -> Path:
-    sources, targets = multi30k_pairs("train", max_samples=300)
-    folder = tmp_path_factory.mktemp("marian_tokenizer")
-    pieces = []
-    for name, texts in (("source", sources), ("target", targets)):
-        model = io.BytesIO()
-        spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=model, vocab_size=200,
-                                       model_type="unigram", character_coverage=1.0, bos_id=-1, eos_id=-1,
-                                       minloglevel=2)
-        (folder / f"{name}.spm").write_bytes(model.getvalue())
-        processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
-        pieces += [processor.id_to_piece(i) for i in range(processor.get_piece_size())
-                   if not (processor.is_control(i) or processor.is_unknown(i))]
-    vocab = {"</s>": 0, "<unk>": 1}
-    for piece in pieces:
-        vocab.setdefault(piece, len(vocab))
-    vocab["<pad>"] = len(vocab)  # Opus-MT: the pad token is the last id
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    tokenizer = MarianTokenizer(str(folder / "source.spm"), str(folder / "target.spm"), str(folder / "vocab.json"),
-                                source_lang="en", target_lang="de")
-    saved = folder / "saved"
-    tokenizer.save_pretrained(saved)
-    return saved
-
-
-@pytest.fixture(scope="module")
-def marian_tokenizer(marian_tokenizer_dir):
-    return AutoTokenizer.from_pretrained(marian_tokenizer_dir)
-
-
-def assert_same_state(got, expected) -> None:
-    got, expected = got.state_dict(), expected.state_dict()
-    assert set(got) == set(expected)
-    assert all(torch.equal(got[name], tensor) for name, tensor in expected.items())
-
-
-def random_marian(tokenizer, variant: str, seed: int = 0) -> MarianMTModel:
-    settings = dict(VARIANTS[variant])
-    logits_bias_std = settings.pop("logits_bias_std")
-    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
-    config = MarianConfig(vocab_size=len(tokenizer), pad_token_id=pad, decoder_start_token_id=pad, eos_token_id=eos,
-                          bos_token_id=None, forced_eos_token_id=eos, **TINY_MARIAN, **settings)
-    model = MarianMTModel(config).eval()
-    generator = torch.Generator().manual_seed(seed)
-    noise = lambda shape: torch.randn(shape, generator=generator)  # noqa: E731
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if "embed_positions" in name:
-                continue  # the fixed sinusoids
-            if "layer_norm" in name:
-                parameter.copy_((1.0 if name.endswith("weight") else 0.0) + 0.1 * noise(parameter.shape))
-            elif parameter.dim() == 2:
-                parameter.copy_(noise(parameter.shape) * parameter.shape[1] ** -0.5)
-            else:
-                parameter.copy_(0.1 * noise(parameter.shape))
-        model.final_logits_bias.copy_(logits_bias_std * noise(model.final_logits_bias.shape))
-    # Opus-MT's generation_config.json, with a short length limit.
-    model.generation_config = GenerationConfig(
-        num_beams=4, max_length=24, bad_words_ids=[[pad]], pad_token_id=pad, decoder_start_token_id=pad,
-        eos_token_id=eos, forced_eos_token_id=eos)
-    return model
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
@@ -233,113 +143,3 @@ def test_settings_the_other_side_cannot_represent_are_refused_by_name(make_confi
     with pytest.raises(MarianConversionError) as refused:
         convert(config)
     assert next(iter(overrides)) in str(refused.value) and "\n" not in str(refused.value)
-
-
-@pytest.fixture(scope="module")
-def marian_folder(tmp_path_factory, marian_tokenizer):
-    folder = tmp_path_factory.mktemp("marian") / "opus-mt-tiny"
-    random_marian(marian_tokenizer, "opus-mt").save_pretrained(folder)
-    marian_tokenizer.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def converted_folder(tmp_path_factory, marian_folder, load_module, repo_root):
-    output = tmp_path_factory.mktemp("converted") / "vaswani"
-    load_module(repo_root / "scripts" / "convert_marian.py").main(
-        ["--model", str(marian_folder), "--output_dir", str(output)])
-    return output
-
-
-def test_converted_folder_translates_like_marian_with_our_tools(converted_folder, marian_folder, load_module,
-                                                                repo_root, capsys, tmp_path):
-    model, tokenizer = load_translator(str(converted_folder), device="cpu")
-    assert isinstance(model, VaswaniForConditionalGeneration) and isinstance(tokenizer, MarianTokenizer)
-    marian = MarianMTModel.from_pretrained(marian_folder).eval()
-    marian_tokenizer = AutoTokenizer.from_pretrained(marian_folder)
-    expected = translate(marian, marian_tokenizer, SENTENCES, max_new_tokens=12)
-    assert translate(model, tokenizer, SENTENCES, max_new_tokens=12) == expected
-    assert any(expected)
-
-    load_module(repo_root / "scripts" / "translate.py").main(
-        ["--model", str(converted_folder), "--device", "cpu", "--max_new_tokens", "12", *SENTENCES])
-    assert capsys.readouterr().out.splitlines() == expected
-
-    load_module(repo_root / "scripts" / "evaluate_model.py").main(
-        ["--model", str(converted_folder), "--split", "validation", "--max_samples", "4", "--num_beams", "1",
-         "--max_new_tokens", "8", "--output_dir", str(tmp_path), "--name", "val"])
-    scores = json.loads((tmp_path / "val.scores.json").read_text())
-    assert scores["sentences"] == 4 and "bleu" in scores
-    assert len((tmp_path / "val.hyp.txt").read_text(encoding="utf-8").splitlines()) == 4
-
-
-def test_exported_folder_is_a_marian_model_that_comes_back_bit_for_bit(saved_model_dir, load_module, repo_root,
-                                                                        tmp_path):
-    exported, back = tmp_path / "marian", tmp_path / "back"
-    with pytest.warns(UserWarning, match="layer_norm_eps=1e-06"):
-        load_module(repo_root / "scripts" / "export_marian.py").main(
-            ["--model", str(saved_model_dir), "--output_dir", str(exported)])
-    assert json.loads((exported / "config.json").read_text())["model_type"] == "marian"
-    assert not list(exported.glob("*.py"))  # transformers' own class, no remote code
-    marian, info = MarianMTModel.from_pretrained(exported, output_loading_info=True)
-    assert not info["missing_keys"] and not info["unexpected_keys"]
-    tokenizer = AutoTokenizer.from_pretrained(exported)
-    ours = VaswaniForConditionalGeneration.from_pretrained(saved_model_dir).eval()
-    inputs = tokenizer(SENTENCES, return_tensors="pt", padding=True)
-    settings = dict(num_beams=4, max_new_tokens=8)
-    assert torch.equal(marian.eval().generate(**inputs, **settings),
-                       ours.generate(**inputs, **settings, **TRANSFORMERS_BEAM_SEARCH))
-
-    convert_marian(exported, back)
-    assert_same_state(VaswaniForConditionalGeneration.from_pretrained(back),
-                      VaswaniForConditionalGeneration.from_pretrained(saved_model_dir))
-    assert json.loads((back / "generation_config.json").read_text()) == json.loads(
-        (saved_model_dir / "generation_config.json").read_text())
-
-
-@pytest.mark.parametrize("convert, source, names", [(convert_marian, "saved_model_dir", "not a Marian one"),
-                                                     (export_marian, "marian_folder", "not one of ours")])
-def test_a_folder_of_another_model_type_is_refused(request, tmp_path, convert, source, names):
-    with pytest.raises(MarianConversionError, match=names):
-        convert(request.getfixturevalue(source), tmp_path / "out")
-
-
-# Runs where `import modeling_vaswani` fails, from a copy of the folder, as on a user's machine.
-CHILD = f"""
-import sys; sys.modules['modeling_vaswani'] = None
-import json
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
-
-folder = sys.argv[1]
-model = AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True).eval()
-tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
-inputs = tokenizer({SENTENCES!r}, return_tensors="pt", padding=True)
-generated = model.generate(**inputs, num_beams=4, max_new_tokens=8)
-translator = pipeline("translation", model=folder, trust_remote_code=True)
-print(json.dumps(dict(model_module=type(model).__module__, tokenizer_class=type(tokenizer).__name__,
-    generated=generated.tolist(), pipeline_class=type(translator).__name__,
-    result=translator({SENTENCES[0]!r}, num_beams=1, max_new_tokens=8),
-    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module])))
-"""
-
-
-@pytest.mark.slow
-def test_converted_folder_loads_with_remote_code_without_the_package(converted_folder, marian_folder, tmp_path):
-    folder = tmp_path / "copy"
-    shutil.copytree(converted_folder, folder)
-    marian = MarianMTModel.from_pretrained(marian_folder).eval()
-    tokenizer = AutoTokenizer.from_pretrained(marian_folder)
-    inputs = tokenizer(SENTENCES, return_tensors="pt", padding=True)
-    expected = marian.generate(**inputs, num_beams=4, max_new_tokens=8)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    completed = subprocess.run([sys.executable, "-c", CHILD, str(folder)], cwd=folder, env=env,
-                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["model_module"].startswith("transformers_modules.") and report["imported"] == []
-    assert (report["tokenizer_class"], report["pipeline_class"]) == ("MarianTokenizer", "VaswaniTranslationPipeline")
-    assert report["generated"] == expected.tolist()
-    expected_text = tokenizer.decode(marian.generate(**tokenizer([SENTENCES[0]], return_tensors="pt"), num_beams=1,
-                                                     max_new_tokens=8)[0], skip_special_tokens=True).strip()
-    assert report["result"] == [{"translation_text": expected_text}]

@@ -1,0 +1,131 @@
+"""Marian model folders through the scripts: convert_marian.py, export_marian.py, then our translate and
+evaluate scripts, and the converted folder loaded with remote code where the package is not installed."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from transformers import AutoTokenizer, MarianMTModel, MarianTokenizer
+
+from marian_models import SENTENCES, assert_same_state, random_marian
+from modeling_vaswani import VaswaniForConditionalGeneration
+from modeling_vaswani.conversion.marian import convert_marian, export_marian
+from modeling_vaswani.conversion.marian_config import MarianConversionError
+from modeling_vaswani.evaluation.translation import load_translator, translate
+from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
+
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+@pytest.fixture(scope="module")
+def marian_folder(tmp_path_factory, marian_tokenizer):
+    folder = tmp_path_factory.mktemp("marian") / "opus-mt-tiny"
+    random_marian(marian_tokenizer, "opus-mt").save_pretrained(folder)
+    marian_tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def converted_folder(tmp_path_factory, marian_folder, load_module, repo_root):
+    output = tmp_path_factory.mktemp("converted") / "vaswani"
+    load_module(repo_root / "scripts" / "convert_marian.py").main(
+        ["--model", str(marian_folder), "--output_dir", str(output)])
+    return output
+
+
+def test_converted_folder_translates_like_marian_with_our_tools(converted_folder, marian_folder, load_module,
+                                                                repo_root, capsys, tmp_path):
+    model, tokenizer = load_translator(str(converted_folder), device="cpu")
+    assert isinstance(model, VaswaniForConditionalGeneration) and isinstance(tokenizer, MarianTokenizer)
+    marian = MarianMTModel.from_pretrained(marian_folder).eval()
+    marian_tokenizer = AutoTokenizer.from_pretrained(marian_folder)
+    expected = translate(marian, marian_tokenizer, SENTENCES, max_new_tokens=12)
+    assert translate(model, tokenizer, SENTENCES, max_new_tokens=12) == expected
+    assert any(expected)
+
+    load_module(repo_root / "scripts" / "translate.py").main(
+        ["--model", str(converted_folder), "--device", "cpu", "--max_new_tokens", "12", *SENTENCES])
+    assert capsys.readouterr().out.splitlines() == expected
+
+    load_module(repo_root / "scripts" / "evaluate_model.py").main(
+        ["--model", str(converted_folder), "--split", "validation", "--max_samples", "4", "--num_beams", "1",
+         "--max_new_tokens", "8", "--output_dir", str(tmp_path), "--name", "val"])
+    scores = json.loads((tmp_path / "val.scores.json").read_text())
+    assert scores["sentences"] == 4 and "bleu" in scores
+    assert len((tmp_path / "val.hyp.txt").read_text(encoding="utf-8").splitlines()) == 4
+
+
+def test_exported_folder_is_a_marian_model_that_comes_back_bit_for_bit(saved_model_dir, load_module, repo_root,
+                                                                        tmp_path):
+    exported, back = tmp_path / "marian", tmp_path / "back"
+    with pytest.warns(UserWarning, match="layer_norm_eps=1e-06"):
+        load_module(repo_root / "scripts" / "export_marian.py").main(
+            ["--model", str(saved_model_dir), "--output_dir", str(exported)])
+    assert json.loads((exported / "config.json").read_text())["model_type"] == "marian"
+    assert not list(exported.glob("*.py"))  # transformers' own class, no remote code
+    marian, info = MarianMTModel.from_pretrained(exported, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    tokenizer = AutoTokenizer.from_pretrained(exported)
+    ours = VaswaniForConditionalGeneration.from_pretrained(saved_model_dir).eval()
+    inputs = tokenizer(SENTENCES, return_tensors="pt", padding=True)
+    settings = dict(num_beams=4, max_new_tokens=8)
+    assert torch.equal(marian.eval().generate(**inputs, **settings),
+                       ours.generate(**inputs, **settings, **TRANSFORMERS_BEAM_SEARCH))
+
+    convert_marian(exported, back)
+    assert_same_state(VaswaniForConditionalGeneration.from_pretrained(back),
+                      VaswaniForConditionalGeneration.from_pretrained(saved_model_dir))
+    assert json.loads((back / "generation_config.json").read_text()) == json.loads(
+        (saved_model_dir / "generation_config.json").read_text())
+
+
+@pytest.mark.parametrize("convert, source, names", [(convert_marian, "saved_model_dir", "not a Marian one"),
+                                                     (export_marian, "marian_folder", "not one of ours")])
+def test_a_folder_of_another_model_type_is_refused(request, tmp_path, convert, source, names):
+    with pytest.raises(MarianConversionError, match=names):
+        convert(request.getfixturevalue(source), tmp_path / "out")
+
+
+# Runs where `import modeling_vaswani` fails, from a copy of the folder, as on a user's machine.
+CHILD = f"""
+import sys; sys.modules['modeling_vaswani'] = None
+import json
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+
+folder = sys.argv[1]
+model = AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+inputs = tokenizer({SENTENCES!r}, return_tensors="pt", padding=True)
+generated = model.generate(**inputs, num_beams=4, max_new_tokens=8)
+translator = pipeline("translation", model=folder, trust_remote_code=True)
+print(json.dumps(dict(model_module=type(model).__module__, tokenizer_class=type(tokenizer).__name__,
+    generated=generated.tolist(), pipeline_class=type(translator).__name__,
+    result=translator({SENTENCES[0]!r}, num_beams=1, max_new_tokens=8),
+    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module])))
+"""
+
+
+@pytest.mark.slow
+def test_converted_folder_loads_with_remote_code_without_the_package(converted_folder, marian_folder, tmp_path):
+    folder = tmp_path / "copy"
+    shutil.copytree(converted_folder, folder)
+    marian = MarianMTModel.from_pretrained(marian_folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(marian_folder)
+    inputs = tokenizer(SENTENCES, return_tensors="pt", padding=True)
+    expected = marian.generate(**inputs, num_beams=4, max_new_tokens=8)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    completed = subprocess.run([sys.executable, "-c", CHILD, str(folder)], cwd=folder, env=env,
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["model_module"].startswith("transformers_modules.") and report["imported"] == []
+    assert (report["tokenizer_class"], report["pipeline_class"]) == ("MarianTokenizer", "VaswaniTranslationPipeline")
+    assert report["generated"] == expected.tolist()
+    expected_text = tokenizer.decode(marian.generate(**tokenizer([SENTENCES[0]], return_tensors="pt"), num_beams=1,
+                                                     max_new_tokens=8)[0], skip_special_tokens=True).strip()
+    assert report["result"] == [{"translation_text": expected_text}]
