@@ -2,12 +2,11 @@
 evaluates, saves a folder that reloads and translates, and averages its last checkpoints (§6.1); a run killed
 and resumed ends with exactly the uninterrupted run's weights; torchrun on a CPU splits §5.1's token budget
 between two processes; a time budget covers the whole run; the next steps it names lead to a folder ready to
-share; fine-tuning keeps the tokenizer; local files can be streamed.
+share; local files can be streamed.
 """
 
 import json
 import math
-import os
 import re
 import shlex
 import shutil
@@ -19,55 +18,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from datasets import Dataset
 from safetensors.torch import load_file
-from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+from transformers import AutoModelForSeq2SeqLM
 from transformers.utils import logging as hf_logging
 
 import modeling_vaswani  # noqa: F401  (registers the model with the Auto classes)
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 from modeling_vaswani.training.data import load_multi30k
+from training_runs import (DATA, ENV, RECORDED_BENCHMARK, REPO, RESUME, RUN, STEPS, TIMEOUT, TRAIN, _json,
+                           run_script, train)
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
-TRAIN = str(REPO / "scripts" / "train.py")
-# Single-threaded subprocesses: reproducible float sums, and two ranks of torchrun share 2 cores.
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-       "TOKENIZERS_PARALLELISM": "false"}
-TIMEOUT = 300
-# The newest recorded test-set translation benchmark: the model card's speed section comes from one.
-RECORDED_BENCHMARK = sorted(REPO.glob("benchmarks/recorded/*-translation/results.json"))[-1]
-
-# A tiny model on 300 pairs (dropout 0, the data order from the seeds): two runs take exactly the same
-# steps. Nothing says CPU: the script finds that out (and under torchrun too).
-MODEL = ["--preset", "tiny", "--vocab_size", "500"]
-DATA = MODEL + ["--max_train_samples", "300", "--max_eval_samples", "30", "--max_tokens", "1024",
-                "--report_to", "none", "--disable_tqdm", "true"]
-RUN = DATA + ["--warmup_steps_noam", "30", "--seed", "7", "--data_seed", "7", "--logging_steps", "5",
-              "--save_strategy", "steps", "--save_steps", "10", "--eval_strategy", "steps", "--eval_steps", "40"]
-# A resumed run is given no model flags: its model comes from the checkpoint.
-RESUME = [arg for arg in RUN if arg not in MODEL]
-STEPS = 40
-
-
-def run_script(name, *args, **env):
-    script = [name] if name.startswith("-") else [str(REPO / "scripts" / name)]
-    result = subprocess.run([sys.executable, *script, *map(str, args)], cwd=REPO, env={**ENV, **env},
-                            capture_output=True, text=True, timeout=2 * TIMEOUT)
-    assert result.returncode == 0, (name, result.stderr[-4000:])
-    return result
-
-
-def train(*args, **env):
-    return run_script("train.py", *args, **env)
-
-
-def _json(path, default=None):
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return default
 
 
 def weights(folder):
@@ -76,14 +37,6 @@ def weights(folder):
 
 def batches_per_epoch(log):  # all processes together
     return int(re.search(r"token-budget batches: (\d+) per epoch", log).group(1))
-
-
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory):
-    """40 steps of the tiny preset with a checkpoint every 10 steps and --average_last 2."""
-    output = tmp_path_factory.mktemp("base")
-    result = train(*RUN, "--max_steps", STEPS, "--average_last", "2", "--output_dir", output)
-    return output, result.stderr
 
 
 @pytest.fixture(autouse=True)
@@ -285,56 +238,6 @@ def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_
                "--output_dir", tmp_path / "hub")
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert "## Speed" in card and "| CTranslate2 float32 | 1 |" in card
-
-
-SUBJECTS = [("A man", "Ein Mann"), ("A woman", "Eine Frau"), ("A child", "Ein Kind"), ("A dog", "Ein Hund")]
-VERBS = [("is running", "läuft"), ("is sitting", "sitzt"), ("is waiting", "wartet")]
-PLACES = [("in the park.", "im Park."), ("on the street.", "auf der Straße."), ("at the beach.", "am Strand.")]
-PAIRS = [(f"{s} {v} {p}", f"{sd} {vd} {pd}") for s, sd in SUBJECTS for v, vd in VERBS for p, pd in PLACES]
-
-
-def _pair_loss(model, tokenizer):
-    """The model's loss (§5.4, label-smoothed) on PAIRS."""
-    batch = tokenizer([s for s, _ in PAIRS], text_target=[t for _, t in PAIRS], padding=True, return_tensors="pt")
-    batch["labels"] = batch["labels"].masked_fill(batch["labels"] == tokenizer.pad_token_id, -100)
-    model.eval()
-    with torch.no_grad():
-        return model(**batch).loss.item()
-
-
-def test_fine_tuning_on_local_files_keeps_the_tokenizer(base_run, tmp_path):
-    base, _ = base_run
-    (tmp_path / "a.en").write_text("".join(s + "\n" for s, _ in PAIRS), encoding="utf-8")
-    (tmp_path / "a.de").write_text("".join(t + "\n" for _, t in PAIRS), encoding="utf-8")
-    output = tmp_path / "fine-tuned"
-    train("--model_name_or_path", base, "--train_source", tmp_path / "a.en", "--train_target", tmp_path / "a.de",
-          "--max_steps", "15", "--warmup_steps_noam", "30", "--max_tokens", "512", "--save_strategy", "no",
-          "--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true", "--output_dir", output)
-    assert _json(output / "tokenizer.json")["model"]["vocab"] == _json(base / "tokenizer.json")["model"]["vocab"]
-    tokenizer = load_tokenizer(base)
-    before = _pair_loss(AutoModelForSeq2SeqLM.from_pretrained(base), tokenizer)
-    after = _pair_loss(AutoModelForSeq2SeqLM.from_pretrained(output), load_tokenizer(output))
-    print(f"loss on the new pairs: {before:.3f} → {after:.3f}")
-    assert after < before - 0.3
-
-
-def test_fine_tuning_with_a_plain_seq2seq_trainer(base_run, tmp_path):
-    """The saved model also trains under the stock Trainer and its own label smoothing."""
-    base, _ = base_run
-    tokenizer = load_tokenizer(base)
-    model = AutoModelForSeq2SeqLM.from_pretrained(base)
-    before = _pair_loss(model, tokenizer)
-    encoded = tokenizer([s for s, _ in PAIRS], text_target=[t for _, t in PAIRS])
-    args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path), label_smoothing_factor=0.1, learning_rate=3e-3, max_steps=15,
-        per_device_train_batch_size=12, report_to="none", save_strategy="no", use_cpu=True, disable_tqdm=True,
-        dataloader_pin_memory=False, seed=0)
-    # The Trainer's label smoothing takes `labels` from the model: the collator builds decoder_input_ids.
-    Seq2SeqTrainer(model=model, args=args, train_dataset=Dataset.from_dict(dict(encoded)), processing_class=tokenizer,
-                   data_collator=DataCollatorForSeq2Seq(tokenizer, model=model)).train()
-    after = _pair_loss(model, tokenizer)
-    print(f"loss on the new pairs: {before:.3f} → {after:.3f}")
-    assert after < before - 0.3
 
 
 def test_train_script_streams_local_data_files(tmp_path):
