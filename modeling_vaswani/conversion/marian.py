@@ -11,20 +11,17 @@ as they are in generation_config.json.
 from __future__ import annotations
 
 import copy
-import os
 import warnings
 from pathlib import Path
-from typing import Union
 
 import torch
-from transformers import AutoTokenizer, MarianMTModel, PretrainedConfig
+from transformers import AutoTokenizer, MarianMTModel
 
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..outputs import claim, write_folder
+from .ctranslate2 import check_model_type
 from .marian_config import MARIAN_LAYER_NORM_EPS, MarianConversionError, config_from_marian, config_to_marian
-
-PathLike = Union[str, os.PathLike]
 
 # How each weight's d_model side is laid out: IN = its last dimension (embedding columns, a Linear's
 # input), OUT = its first dimension (a Linear's output rows, or a d_model vector), NONE = no d_model side.
@@ -58,12 +55,11 @@ def weight_names(num_layers: int, num_decoder_layers: int) -> list[tuple[str, st
             add(f"{prefix}.feed_forward.linear_1", f"{prefix}.fc1", IN, NONE)
             add(f"{prefix}.feed_forward.linear_2", f"{prefix}.fc2", OUT, OUT)
             add(f"{prefix}.feed_forward_sublayer.norm", f"{prefix}.final_layer_norm", OUT, OUT)
-    names.append(("final_logits_bias", "final_logits_bias", NONE))
-    return names
+    return names + [("final_logits_bias", "final_logits_bias", NONE)]
 
 
 def is_attention_bias(name: str) -> bool:
-    """Whether `name` is a bias of W^Q, W^K, W^V or W^O (ours may do without them)."""
+    """A bias of W^Q, W^K, W^V or W^O (ours may do without them)."""
     return name.endswith("_proj.bias")
 
 
@@ -88,11 +84,9 @@ def from_marian(marian: MarianMTModel) -> VaswaniForConditionalGeneration:
     model = VaswaniForConditionalGeneration(config).to(marian.dtype)
     expected = model.state_dict()
     inverse = torch.argsort(marian_order(config.d_model))  # ours[..., k] = marian[..., inverse[k]]
-    state = {}
-    for ours_name, marian_name, layout in names:
-        if ours_name in expected:  # else a bias that is all zeros in Marian: ours adds none
-            state[ours_name] = permute(theirs[marian_name], layout, inverse)
-    model.load_state_dict(state, strict=True)
+    # A name missing from ours is a bias that is all zeros in Marian: ours adds none.
+    model.load_state_dict({ours_name: permute(theirs[marian_name], layout, inverse)
+                           for ours_name, marian_name, layout in names if ours_name in expected}, strict=True)
     model.generation_config = copy.deepcopy(marian.generation_config)  # Marian's decoding settings
     return model.eval()
 
@@ -122,28 +116,25 @@ def _check_covered(state: dict, known: set, side: str, other: str) -> None:
     """Refuse a model with a tensor the name table does not know (a variant this conversion does not cover)."""
     unknown = sorted(name for name in state if name not in known and ".embed_positions." not in name)
     if unknown:
-        raise MarianConversionError(
-            f"Tensor {unknown[0]!r} of the {side} model ({len(unknown)} such) has no counterpart in {other} model."
-        )
+        raise MarianConversionError(f"Tensor {unknown[0]!r} of the {side} model ({len(unknown)} such) has no "
+                                    f"counterpart in {other} model.")
 
 
-
-def convert_marian(source: PathLike, output_dir: PathLike, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
+def convert_marian(source, output_dir, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
     """A MarianMTModel folder or Hub id → our model folder (with Marian's sentencepiece tokenizer), written
     whole or not at all and never over `source`; `flag` names `output_dir` in errors."""
     return _convert(source, output_dir, flag, "marian", "a Marian one (MarianMTModel)", MarianMTModel, from_marian,
                     from_pretrained_kwargs)
 
 
-def export_marian(source: PathLike, output_dir: PathLike, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
+def export_marian(source, output_dir, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
     """Our model folder or Hub id → a MarianMTModel folder, as `convert_marian` writes; warns when the
     model's layer_norm_eps is not Marian's 1e-5."""
     def convert(model):
         if model.config.layer_norm_eps != MARIAN_LAYER_NORM_EPS:
-            warnings.warn(
-                f"layer_norm_eps={model.config.layer_norm_eps:g} is written to config.json, but transformers' "
-                f"MarianMTModel normalises with {MARIAN_LAYER_NORM_EPS:g}: its logits differ slightly from this "
-                "model's.", stacklevel=4)
+            warnings.warn(f"layer_norm_eps={model.config.layer_norm_eps:g} is written to config.json, but "
+                          f"transformers' MarianMTModel normalises with {MARIAN_LAYER_NORM_EPS:g}: its logits differ "
+                          "slightly from this model's.", stacklevel=4)
         return to_marian(model)
 
     return _convert(source, output_dir, flag, VaswaniConfig.model_type, "one of ours ('vaswani')",
@@ -152,20 +143,11 @@ def export_marian(source: PathLike, output_dir: PathLike, flag: str = "output_di
 
 def _convert(source, output_dir, flag, model_type, expected, model_class, convert, kwargs) -> Path:
     claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True)
-    found = _model_type(source, **kwargs)
-    if found != model_type:
-        raise MarianConversionError(f"{str(source)!r} holds a {found!r} model, not {expected}.")
-    model = model_class.from_pretrained(source, **kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    check_model_type(source, model_type, expected, MarianConversionError, **kwargs)
+    model, tokenizer = model_class.from_pretrained(source, **kwargs), AutoTokenizer.from_pretrained(source, **kwargs)
     model = convert(model)
     with write_folder(output_dir) as folder:  # whole or not at all
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
     return Path(output_dir)
 
-
-def _model_type(source: PathLike, **kwargs) -> str | None:
-    config_dict, _ = PretrainedConfig.get_config_dict(str(source), **kwargs)
-    if not config_dict:
-        raise FileNotFoundError(f"No config.json in {str(source)!r}.")
-    return config_dict.get("model_type")
