@@ -1,11 +1,9 @@
 """Marian in, Marian out: transformers' `MarianMTModel` (the Opus-MT models) as our model, and back.
 
-Marian lays the sinusoids (§3.5) out sines first, cosines second; ours interleave. Every part of the
-model is equivariant under a permutation of the d_model coordinates (Linears permute rows or columns,
-LayerNorm does not see the order), so converting permutes the d_model side of every weight and nothing
-else: logits agree to float rounding, ours → Marian → ours is bit for bit. transformers' MarianMTModel
-ignores `layer_norm_eps` (always 1e-5): `export_marian` warns when ours differs. Decoding settings travel
-as they are in generation_config.json.
+Marian lays the sinusoids (§3.5) out sines first, cosines second; ours interleave. Every part of the model is
+equivariant under a permutation of the d_model coordinates, so converting permutes the d_model side of every
+weight and nothing else: logits agree to float rounding, ours → Marian → ours is bit for bit. MarianMTModel
+ignores `layer_norm_eps` (always 1e-5): `export_marian` warns when ours differs.
 """
 
 from __future__ import annotations

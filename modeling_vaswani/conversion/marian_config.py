@@ -1,10 +1,6 @@
-"""Marian's config.json as ours, and back: each Marian setting a config option of ours or refused.
-
-Mapped: activation "swish"/"silu"/"relu", a non-zero final_logits_bias or attention bias, LayerNorm
-ε = 1e-5, scale_embedding, token ids, generation config. Refused: separate vocabularies, an untied
-output projection, different encoder/decoder widths or heads, other activations, and the legacy
-normalize_embedding, normalize_before, add_final_layer_norm, add_bias_logits, static_position_embeddings
-set against us. Dropped with a warning when non-zero: layerdrop and activation_dropout.
+"""Marian's config.json as ours, and back: each Marian setting a config option of ours or refused (separate
+vocabularies, an untied output projection, different encoder/decoder widths or heads, other activations, the
+legacy options set against us); layerdrop and activation_dropout are dropped with a warning.
 """
 
 from __future__ import annotations

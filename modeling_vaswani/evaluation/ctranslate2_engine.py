@@ -1,12 +1,9 @@
-"""Translating with CTranslate2: a converted folder as a `CTranslate2Engine`, which has our model's
-`generate(input_ids, attention_mask, num_beams, length_penalty, max_new_tokens)`, so `translation` and
-`scoring` run it unchanged.
-
-Settings map one to one: num_beams → beam_size; α → length_penalty (log P / |Y|^α, |Y| counting </s>:
-`return_end_token=True`); max_new_tokens (default: input length + 50, §6.1) → max_decoding_length;
-early_stopping=True → patience=1; min_decoding_length=0 (CTranslate2's 1 would forbid </s> first).
-CTranslate2 lacks GNMT's penalty and the paper's stopping rule: a model decoding with them gets one
-warning that some beam translations may differ. Greedy decoding is the same either way.
+"""Translating with CTranslate2: a converted folder as a `CTranslate2Engine`, with our model's `generate`, so
+`translation` and `scoring` run it unchanged. Settings map one to one: num_beams → beam_size; α → length_penalty
+(log P / |Y|^α, |Y| counting </s>: return_end_token); max_new_tokens (default: input length + 50, §6.1) →
+max_decoding_length; early_stopping=True → patience=1; min_decoding_length=0 (1 would forbid </s> first).
+CTranslate2 lacks GNMT's penalty and the paper's stopping rule: a model decoding with them gets one warning
+that some beam translations may differ. Greedy decoding is the same either way.
 """
 
 from __future__ import annotations
