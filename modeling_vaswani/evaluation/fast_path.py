@@ -22,14 +22,6 @@ class FastPathError(ValueError):
     """A speed option that cannot run as asked (a dtype, quantization or device that do not go together)."""
 
 
-def precision_warning(dtype: str, device_type: str = "cpu", support: str | None = None,
-                      cpu: str | None = None) -> str | None:
-    """One line saying that `dtype` bfloat16 will be slow on this CPU (no AMX, no AVX512-BF16), else None."""
-    if dtype != "bfloat16" or device_type != "cpu":
-        return None
-    return slow_bf16_warning("--dtype bfloat16", "--dtype float32 or --quantize int8 are faster here", support, cpu)
-
-
 @dataclasses.dataclass(frozen=True)
 class FastPath:
     """The speed options of one translation run: `dtype`, `quantize` (None or "int8"), `compile`."""
@@ -60,7 +52,8 @@ class FastPath:
                                 f"drop it on {device.type}, or use --device cpu.")
         if self.quantize and self.dtype != "float32":
             raise FastPathError(f"--quantize int8 quantizes float32 Linear layers; drop --dtype {self.dtype}.")
-        if message := precision_warning(self.dtype, device.type):
+        if self.dtype == "bfloat16" and device.type == "cpu" and (message := slow_bf16_warning(
+                "--dtype bfloat16", "--dtype float32 or --quantize int8 are faster here")):
             logger.warning("warning: %s", message)
 
     def apply(self, model):

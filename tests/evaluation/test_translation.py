@@ -8,8 +8,7 @@ import torch
 
 from checks import assert_names
 from modeling_vaswani.evaluation.progress import count_lines, progress_bar
-from modeling_vaswani.evaluation.translation import (as_one_line, load_translator, translate, translate_batches,
-                                                     translate_stream)
+from modeling_vaswani.evaluation.translation import as_one_line, translate, translate_batches, translate_stream
 
 FAST = dict(num_beams=1, max_new_tokens=6)  # decoding settings that keep an untrained model quick
 SENTENCES = ["Two young men are playing soccer in a park with many people watching.", "A dog runs.", "",
@@ -123,14 +122,6 @@ def test_translate_stream_is_lazy_and_splits_nothing_but_the_terminator(translat
 def test_a_translation_with_a_line_break_is_written_on_one_line():
     assert as_one_line("Ein Hund\nläuft\r\nschnell\r.") == "Ein Hund läuft schnell ."
     assert as_one_line("kein Umbruch\u2028hier") == "kein Umbruch\u2028hier"  # no reader of ours splits there
-
-
-@pytest.mark.parametrize("device, names", [("tpu9", ["is not a device name"]), ("gpu", ["is not a device name"]),
-                                           ("cuda:99", ["is not available here"]), ("meta", ["holds no data"])])
-def test_load_translator_refuses_a_device_that_does_not_exist(saved_model_dir, device, names):
-    with pytest.raises(ValueError) as error:
-        load_translator(str(saved_model_dir), device=device)
-    assert_names(error, repr(device), *names)
 
 
 class Terminal(io.StringIO):

@@ -34,16 +34,10 @@ Args:
     references (`list` of `str`, or `list` of `list` of `str`): one reference per segment, or the same
         number of references for every segment.
 Returns:
-    bleu (`float`, the number to report), signature, counts, totals, precisions, bp, sys_len, ref_len: cased
-        sacreBLEU (13a tokenizer) and the statistics behind it.
-    bleu_lowercase_tokenized, signature_lowercase_tokenized: lowercased 13a BLEU (many Multi30k papers).
-    bleu_paper_tokenized, signature_paper_tokenized: tokenized BLEU with compound splitting, as in the paper
-        (not comparable to `bleu`).
-    chrf, chrf_signature: sacreBLEU's chrF.
-Examples:
-    >>> metric = evaluate.load("path/to/vaswani_bleu")
-    >>> metric.compute(predictions=["a cat sat on the mat"], references=["a cat sat on the mat"])["bleu"]
-    100.0
+    bleu (the number to report), signature, counts, totals, precisions, bp, sys_len, ref_len: cased sacreBLEU
+    (13a); bleu_lowercase_tokenized and its signature: lowercased 13a BLEU (many Multi30k papers);
+    bleu_paper_tokenized and its signature: the paper's tokenized BLEU with compound splitting (not comparable
+    to `bleu`); chrf, chrf_signature: sacreBLEU's chrF.
 """
 
 # tensor2tensor's get_ende_bleu.sh: perl -ple 's{(\\S)-(\\S)}{$1 ##AT##-##AT## $2}g'
