@@ -23,8 +23,8 @@ def load_tokenizer(path):
         return _loaded(lambda: AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False),
                        str(directory / "tokenizer_config.json"))
     if not (directory / "tokenizer.json").is_file():
-        raise FileNotFoundError(f"No tokenizer found at {directory}: expected {directory / 'tokenizer.json'}. Train one "
-                                "with train_bpe_tokenizer(...) and save it with tokenizer.save_pretrained(path).")
+        raise FileNotFoundError(f"No tokenizer found at {directory}: expected {directory / 'tokenizer.json'}. Train "
+                                "one with train_bpe_tokenizer(...) and save it with tokenizer.save_pretrained(path).")
     return _loaded(lambda: PreTrainedTokenizerFast.from_pretrained(str(directory)), str(directory / "tokenizer.json"))
 
 

@@ -74,7 +74,7 @@ def to_ctranslate2_spec(model, tokenizer):
     config = model.config
     check_convertible(config)
     tokens = vocabulary(tokenizer, config.vocab_size)
-    activation = {"relu": common_spec.Activation.RELU, "swish": common_spec.Activation.SWISH}[config.activation_function]
+    activation = dict(relu=common_spec.Activation.RELU, swish=common_spec.Activation.SWISH)[config.activation_function]
     spec = transformer_spec.TransformerSpec.from_config((config.num_layers, config.num_decoder_layers),
                                                         config.num_heads, pre_norm=bool(config.norm_first),
                                                         activation=activation)

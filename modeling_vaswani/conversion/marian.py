@@ -59,9 +59,9 @@ def config_from_marian(marian_config: MarianConfig, final_logits_bias: bool = Tr
     decoder_vocab_size = getattr(c, "decoder_vocab_size", None) or c.vocab_size
     if not getattr(c, "share_encoder_decoder_embeddings", True) or decoder_vocab_size != c.vocab_size:
         raise MarianConversionError(f"Separate source and target vocabularies (share_encoder_decoder_embeddings="
-                                    f"{getattr(c, 'share_encoder_decoder_embeddings', True)}, vocab_size={c.vocab_size}, "
-                                    f"decoder_vocab_size={decoder_vocab_size}) are not supported: ours shares one "
-                                    "vocabulary (§3.4).")
+                                    f"{getattr(c, 'share_encoder_decoder_embeddings', True)}, vocab_size="
+                                    f"{c.vocab_size}, decoder_vocab_size={decoder_vocab_size}) are not supported: ours "
+                                    "shares one vocabulary (§3.4).")
     if not getattr(c, "tie_word_embeddings", True):
         raise MarianConversionError("tie_word_embeddings=False (an output projection apart from the embeddings) is not "
                                     "supported: ours shares one matrix between the embeddings and the output "
@@ -127,7 +127,8 @@ def config_to_marian(config: VaswaniConfig) -> MarianConfig:
         decoder_layers=config.num_decoder_layers, encoder_ffn_dim=config.d_ff, decoder_ffn_dim=config.d_ff,
         encoder_attention_heads=config.num_heads, decoder_attention_heads=config.num_heads,
         activation_function=config.activation_function, dropout=config.dropout,
-        attention_dropout=config.attention_dropout, activation_dropout=0.0, scale_embedding=bool(config.scale_embedding),
+        attention_dropout=config.attention_dropout, activation_dropout=0.0,
+        scale_embedding=bool(config.scale_embedding),
         share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
         forced_eos_token_id=None,  # MarianConfig defaults to forcing token 0; ours forces nothing
         # layer_norm_eps: not read by transformers' MarianMTModel (see the module docstring); read back by import.

@@ -33,7 +33,8 @@ def compute_bleu(predictions: list[str], references: list[str] | list[list[str]]
     if not predictions:
         raise ValueError("no predictions to score: pass at least one segment.")
     if len(predictions) != len(references):
-        raise ValueError(f"got {len(predictions)} predictions but {len(references)} references; pass one per prediction.")
+        raise ValueError(f"got {len(predictions)} predictions but {len(references)} references; pass one per "
+                         "prediction.")
     if not all(isinstance(p, str) for p in predictions):
         raise ValueError("every prediction must be a string (decode token ids before scoring).")
     return _shared_metric().compute(predictions=predictions, references=references)

@@ -42,7 +42,8 @@ def resolve_device(device: str | None = None) -> torch.device:
         torch.empty(0, device=parsed)
     except Exception as error:  # torch raises RuntimeError, AssertionError, ... for a missing backend or index
         available = "cpu" + (f", cuda (0–{torch.cuda.device_count() - 1})" if torch.cuda.is_available() else "")
-        raise ValueError(f"device {device!r} is not available here ({_words(error)}); available: {available}.") from None
+        raise ValueError(f"device {device!r} is not available here ({_words(error)}); available: {available}.") \
+            from None
     return parsed
 
 

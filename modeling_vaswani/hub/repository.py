@@ -86,7 +86,8 @@ def run_isolated(arguments: list[str], cwd, env: dict, failure: str) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **env}
     process = subprocess.run([sys.executable, "-I", *arguments], capture_output=True, text=True, cwd=cwd, env=env)
     if process.returncode != 0:
-        raise ValueError(f"{failure}: {process.stderr.strip().splitlines()[-1] if process.stderr.strip() else 'no output'}")
+        tail = process.stderr.strip().splitlines()[-1] if process.stderr.strip() else "no output"
+        raise ValueError(f"{failure}: {tail}")
     return json.loads(process.stdout.strip().splitlines()[-1])
 
 

@@ -20,7 +20,8 @@ _CITATION = """\
   and Parmar, Niki and Uszkoreit, Jakob and Jones, Llion and Gomez, Aidan N. and Kaiser, {\\L}ukasz and Polosukhin,
   Illia}, booktitle={Advances in Neural Information Processing Systems}, year={2017}}
 @inproceedings{post-2018-call, title={A Call for Clarity in Reporting {BLEU} Scores}, author={Post, Matt},
-  booktitle={Proceedings of the Third Conference on Machine Translation: Research Papers}, year={2018}, pages={186--191}}
+  booktitle={Proceedings of the Third Conference on Machine Translation: Research Papers}, year={2018},
+  pages={186--191}}
 """
 
 _DESCRIPTION = """\
