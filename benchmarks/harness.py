@@ -13,7 +13,7 @@ import torch
 from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian_config import config_to_marian
+from modeling_vaswani.conversion.marian import config_to_marian
 from modeling_vaswani.machine import describe_machine
 from modeling_vaswani.model.generation import LENGTH_PENALTY
 from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy

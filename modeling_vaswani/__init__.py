@@ -1,17 +1,9 @@
 """modeling_vaswani — the Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
 
-The code is laid out by role: model/ (the Transformer, exactly the files a checkpoint carries),
-training/ (§5), evaluation/ (§6.1), hub/ (sharing a model). The order to read it in, section by
-section, is in README.md ("Read the code in this order").
-
-Importing the package registers the model with the Auto classes, and marks the classes so that
-`save_pretrained` writes `auto_map` and copies this code into the checkpoint; a saved folder then
-loads with `trust_remote_code=True` where this package is not installed. It also registers the
-"translation" pipeline (model/pipeline_vaswani.py), so `pipeline("translation", model=<model>,
-tokenizer=<tokenizer>)` works on a model object.
-
-`shipped_model_path()` (and `SHIPPED_MODEL`, the same path) is the English→German model the
-repository ships in hub_card/, found from any working directory.
+Laid out by role: model/ (the Transformer, exactly the files a checkpoint carries), training/ (§5),
+evaluation/ (§6.1), hub/ (sharing a model); the order to read it in is in README.md. Importing the package
+registers the model with the Auto classes (`save_pretrained` then writes `auto_map` and copies the code, so a
+saved folder loads with `trust_remote_code=True` without this package) and the "translation" pipeline.
 """
 
 from pathlib import Path
@@ -36,28 +28,20 @@ VaswaniForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")
 # looks at the registry; registering ours brings the task back (for any seq2seq model).
 if "translation" not in pipelines.PIPELINE_REGISTRY.supported_tasks:
     getattr(pipelines, "REMOVED_TASKS", {}).pop("translation", None)
-    pipelines.PIPELINE_REGISTRY.register_pipeline(
-        "translation", pipeline_class=VaswaniTranslationPipeline, pt_model=AutoModelForSeq2SeqLM, type="text"
-    )
+    pipelines.PIPELINE_REGISTRY.register_pipeline("translation", pipeline_class=VaswaniTranslationPipeline,
+                                                  pt_model=AutoModelForSeq2SeqLM, type="text")
 
-# The shipped model: hub_card/ at the root of the repository this package is installed from.
-SHIPPED_MODEL = str(outputs.SHIPPED_MODEL)  # outputs.py, standard library only, refuses to write into it
+# The shipped English→German model: hub_card/ at the root of the repository (outputs.py refuses to write into it).
+SHIPPED_MODEL = str(outputs.SHIPPED_MODEL)
 
 
 def shipped_model_path() -> str:
-    """The folder of the shipped English→German Multi30k model (`SHIPPED_MODEL`), for `from_pretrained`,
-    `pipeline` or `load_translator` from any working directory.
-
-    Raises:
-        FileNotFoundError: if the package is installed without the repository's hub_card/ folder (a
-            wheel, or `pip install` from a copy without it).
-    """
+    """`SHIPPED_MODEL`, from any working directory; FileNotFoundError where the package was installed without
+    the repository's hub_card/ (a wheel)."""
     if not (Path(SHIPPED_MODEL) / "config.json").is_file():
-        raise FileNotFoundError(
-            f"the shipped model is not here ({SHIPPED_MODEL} holds no config.json): it comes with the repository, "
-            "not with the installed package. Install the package from a clone (pip install -e .), or name a "
-            "model folder or Hub id instead."
-        )
+        raise FileNotFoundError(f"the shipped model is not here ({SHIPPED_MODEL} holds no config.json): it comes with "
+                                "the repository, not with the installed package. Install the package from a clone "
+                                "(pip install -e .), or name a model folder or Hub id instead.")
     return SHIPPED_MODEL
 
 

@@ -16,8 +16,7 @@ INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """The description as written (a script's docstring holds example commands), and each flag's default
-    where its help does not say it."""
+    """The description as written (a script's docstring holds example commands); defaults the help omits."""
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -43,7 +42,6 @@ class ArgumentParser(ScriptParser, argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    """Argument type for a count that must be at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -75,7 +73,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_engine_arguments(args) -> None:
-    """Refuse the torch engine's speed options with --engine ctranslate2, which has its own (--ct2_compute_type)."""
+    """Refuse the torch engine's speed options with --engine ctranslate2, which has its own."""
     given = [flag for flag, value in (("--dtype", args.dtype != "float32"), ("--quantize", args.quantize),
                                       ("--compile", args.compile)) if value]
     if args.engine == "ctranslate2" and given:
@@ -93,8 +91,8 @@ def looks_like_hub_id(name: str) -> bool:
 
 
 def missing_model_folder(name: str) -> str | None:
-    """Why `name` names no model (said at once: a loader would ask the Hub, and offline wait for the connection
-    to fail), or None when it exists or may be a Hub id; namespace/name is a local path when `namespace` is here."""
+    """Why `name` names no model (said at once, not after the Hub times out), or None when it exists or may be
+    a Hub id; namespace/name is a local path when `namespace` is here."""
     path = Path(name)
     if path.exists() or (looks_like_hub_id(name) and not path.parent.is_dir()):
         return None

@@ -1,9 +1,6 @@
-"""What machine a number was measured on (not from the paper), and whether it computes bf16 fast.
-
-A CPU multiplies bf16 matrices fast only with AMX tiles (Intel Sapphire Rapids and later) or
-AVX512-BF16 (also recent AMD EPYC); without either the products are emulated and run slower than
-float32, and a run asked for bf16 says so (`slow_bf16_warning`: training and translating).
-"""
+"""What machine a number was measured on (not from the paper), and whether it computes bf16 fast: only with
+AMX tiles (Intel Sapphire Rapids and later) or AVX512-BF16 (also recent AMD EPYC); elsewhere the products are
+emulated, slower than float32, and a run asked for bf16 says so (`slow_bf16_warning`)."""
 
 from __future__ import annotations
 
@@ -15,9 +12,7 @@ _CPUINFO = Path("/proc/cpuinfo")
 
 
 def _cpuinfo_field(name: str) -> str | None:
-    if not _CPUINFO.is_file():
-        return None
-    for line in _CPUINFO.read_text(errors="replace").splitlines():
+    for line in _CPUINFO.read_text(errors="replace").splitlines() if _CPUINFO.is_file() else ():
         key, _, value = line.partition(":")
         if key.strip() == name:
             return value.strip()
@@ -34,15 +29,14 @@ def cpu_flags() -> set[str]:
 
 
 def bf16_support() -> str:
-    """"amx" (AMX-BF16 tiles), "avx512_bf16", or "none" (bf16 is emulated: slower than float32)."""
     flags = cpu_flags()
     return "amx" if "amx_bf16" in flags else "avx512_bf16" if "avx512_bf16" in flags else "none"
 
 
 def slow_bf16_warning(asked: str = "--bf16", consequence: str = "it runs as asked", support: str | None = None,
                       cpu: str | None = None) -> str | None:
-    """One line saying that bf16 (`asked`) will be slower than float32 on this CPU, or None when it has AMX
-    or AVX512-BF16 (`support`: bf16_support()'s answer, read from the CPU when None)."""
+    """One line saying that bf16 (`asked`) will be slower than float32 on this CPU, or None when it is not
+    (`support`: bf16_support()'s answer, read from the CPU when None)."""
     if (bf16_support() if support is None else support) != "none":
         return None
     return (f"{asked} on a CPU ({cpu or cpu_model()}) with neither AMX nor AVX512-BF16: bf16 matrix products are "

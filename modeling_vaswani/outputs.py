@@ -1,11 +1,7 @@
 """How every script claims and writes its outputs (not from the paper): nothing a run reads is written
-over, nothing is left half-written.
-
-`claim`, before any work, refuses an output that is, contains or lies inside what the run reads
-(standard input always) or the shipped model (hub_card/), compared resolved and by (st_dev, st_ino)
-so that a link or another spelling is the same file; errors are one line naming the flag and path.
-`write_file` and `write_folder` write through a temporary sibling renamed into place. Standard library
-only at import, so scripts load it before torch.
+over (`claim`: compared resolved and by (st_dev, st_ino), so a link or another spelling is the same file),
+nothing is left half-written (`write_file`, `write_folder`: a temporary sibling renamed into place).
+Standard library only, so scripts load it before torch.
 """
 
 from __future__ import annotations
@@ -29,36 +25,28 @@ class OutputClashError(ValueError):
 
 def _where(thing) -> tuple[tuple[int, int] | None, Path | None]:
     """(st_dev, st_ino) or None, resolved path or None, of a path or of a standard stream's regular file."""
-    if isinstance(thing, int):
-        try:
-            status = os.fstat(thing)
-        except OSError:
-            return None, None
-        if not stat.S_ISREG(status.st_mode):  # a terminal or a pipe: nothing to write over
-            return None, None
-        try:  # the file's path, where the system tells it (Linux), to compare folders too
-            path = Path(os.readlink(f"/proc/self/fd/{thing}"))
-        except OSError:
-            path = None
-        return (status.st_dev, status.st_ino), (path if path is not None and path.is_absolute() else None)
     try:
-        status = os.stat(thing)
-        identity = (status.st_dev, status.st_ino)
+        status = os.fstat(thing) if isinstance(thing, int) else os.stat(thing)
     except OSError:
-        identity = None
-    return identity, Path(thing).resolve()
+        status = None
+    if not isinstance(thing, int):
+        return (status.st_dev, status.st_ino) if status else None, Path(thing).resolve()
+    if status is None or not stat.S_ISREG(status.st_mode):  # a terminal or a pipe: nothing to write over
+        return None, None
+    try:  # the file's path, where the system tells it (Linux), to compare folders too
+        path = Path(os.readlink(f"/proc/self/fd/{thing}"))
+    except OSError:
+        path = None
+    return (status.st_dev, status.st_ino), (path if path is not None and path.is_absolute() else None)
 
 
 def _relation(output, source) -> str | None:
     """How `output` overlaps `source` ("is", "lies inside", "contains"), or None."""
-    out_id, out_path = _where(output)
-    in_id, in_path = _where(source)
-    if out_id is not None and out_id == in_id:
+    (out_id, out_path), (in_id, in_path) = _where(output), _where(source)
+    if (out_id is not None and out_id == in_id) or (out_path is not None and out_path == in_path):
         return "is"
     if out_path is None or in_path is None:
         return None
-    if out_path == in_path:
-        return "is"
     if out_path.is_relative_to(in_path):
         return "lies inside"
     return "contains" if in_path.is_relative_to(out_path) else None
@@ -70,10 +58,9 @@ def _name(flag: str, path) -> str:
 
 def claim(flag: str, path, reads=(), folder: bool = False, results: bool = False, replace_flag: str | None = None,
           replace: bool = True):
-    """The output `path` of `flag` (a file, a folder with `folder`, or STDOUT) as a Path, checked against
-    `reads` ((flag, path or None) pairs), standard input and the shipped model (OutputClashError). With
-    `results` a model folder is refused too; with `replace_flag` a full output unless `replace`
-    (FileExistsError); a folder for a file or a file for a folder: IsADirectoryError, NotADirectoryError."""
+    """The output `path` of `flag` (a file, a folder with `folder`, or STDOUT), checked against `reads` ((flag,
+    path or None) pairs), standard input and the shipped model (OutputClashError). With `results` a model folder
+    is refused too; with `replace_flag` a full output unless `replace` (FileExistsError)."""
     named = _name(flag, path)
     if not isinstance(path, int):
         if folder and Path(path).exists() and not Path(path).is_dir():
@@ -107,8 +94,7 @@ def claim(flag: str, path, reads=(), folder: bool = False, results: bool = False
 
 def _put_in_place(temporary, path: Path, directory: bool = False) -> None:
     # mkstemp and mkdtemp make owner-only files; the output gets the permissions open() would give it.
-    mask = os.umask(0)
-    os.umask(mask)
+    os.umask(mask := os.umask(0))
     os.chmod(temporary, (0o777 if directory else 0o666) & ~mask)
     os.replace(temporary, path)
 

@@ -1,14 +1,9 @@
-"""How many CPU threads a process uses for its matrix products (not from the paper): `choose_threads`,
-one rule for training and translating, and `use_threads` to apply it.
-
-A small model's products are too short to split well, and on a shared machine threads mostly wait
-for a descheduled one. Measured on a busy 2-core AMD EPYC, 1 thread against 2: an Adam step of the
-tiny preset 0.97 s vs 3.42 s, small 9.3 s vs 15.5 s, base (48M) 6.4 s vs 3.9 s; translating Multi30k
-validation with the shipped model, beam 4, 7.4–8.7 s vs 46.3–51.3 s; the untrained base model,
-8.1–9.9 s vs 20.8–24.7 s. Hence: one thread under 20M parameters. Above, training takes the cores
-this process may use, shared among the machine's training processes (LOCAL_WORLD_SIZE); translating
-takes the idle cores (cores less the one-minute load, at least one). OMP_NUM_THREADS wins over the
-rule, an explicit count (--threads) over both. A GPU does not change the count.
+"""How many CPU threads a process uses for its matrix products (not from the paper): one rule for training and
+translating. A small model's products are too short to split well (busy 2-core EPYC, 1 thread vs 2: a tiny-preset
+Adam step 0.97 s vs 3.42 s, translating Multi30k validation with the shipped model 7.4–8.7 s vs 46.3–51.3 s; base,
+48M: 6.4 s vs 3.9 s), hence one thread under 20M parameters. Above, training shares the cores this process may use
+among the machine's training processes (LOCAL_WORLD_SIZE); translating takes the idle cores (cores less the
+one-minute load). OMP_NUM_THREADS wins over the rule, --threads over both.
 """
 
 from __future__ import annotations
@@ -16,13 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-# Below this many parameters a process trains and translates fastest on one thread (the tables above).
+# Below this many parameters a process trains and translates fastest on one thread.
 SMALL_MODEL_PARAMETERS = 20_000_000
 
 
 def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity), or all of the machine's."""
-    try:
+    try:  # the cores this process may run on
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1

@@ -1,12 +1,9 @@
-"""Loading a saved tokenizer strictly (not from the paper), for training, translating, converting and sharing alike:
-what does not parse is refused in one line naming the file, a panic of the `tokenizers` library included.
-"""
+"""Loading a saved tokenizer strictly (not from the paper): what does not parse is refused in one line naming
+the file, a panic of the `tokenizers` library included."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Union
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
@@ -14,9 +11,9 @@ from .cli import looks_like_hub_id
 from .model.strict_json import read_json
 
 
-def load_tokenizer(path: Union[str, os.PathLike]):
-    """The tokenizer of a ``save_pretrained`` folder (``tokenizer.json``), else by ``AutoTokenizer`` (a
-    ``tokenizer_config.json`` alone, as Marian's sentencepiece tokenizer; a Hub id), never running shipped code."""
+def load_tokenizer(path):
+    """The tokenizer of a save_pretrained folder (tokenizer.json), else by AutoTokenizer (tokenizer_config.json
+    alone, as Marian's sentencepiece tokenizer; a Hub id), never running shipped code."""
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"{directory} is a file, not a tokenizer folder; point to the model's folder.")
@@ -38,20 +35,6 @@ _LOADER_STATE = ("is_local", "local_files_only", "max_length", "stride", "trunca
 
 # The small JSON files beside tokenizer.json that transformers reads too.
 _TOKENIZER_SIDE_FILES = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
-
-
-def is_tokenizer_panic(error: BaseException) -> bool:
-    """Whether `error` is a panic of the `tokenizers` library (pyo3's PanicException, which `except Exception`
-    misses): the Rust code panics on some inputs, a pre-tokenizer regex that backtracks too much for one."""
-    return type(error).__name__ == "PanicException"
-
-
-def tokenizer_failure(error: BaseException, what: str) -> ValueError:
-    """A one-line ValueError for a tokenizer that failed (or panicked) on `what`."""
-    reason = " ".join(str(error).split()) or type(error).__name__
-    return ValueError(f"The tokenizer failed on {what} ({reason}); its tokenizer.json is damaged or holds a pattern "
-                      "that cannot handle this text. Use the tokenizer the model was trained with, from a trusted "
-                      "source.")
 
 
 def _loaded(load, name: str):

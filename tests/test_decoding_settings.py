@@ -60,31 +60,24 @@ def _script(name, *flags):
     return run
 
 
-def _ctranslate2(folder):
+def _ctranslate2(folder, setting, value, in_file=False):
     pytest.importorskip("ctranslate2")
     from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
+    from modeling_vaswani.evaluation.ctranslate2_engine import CTranslate2Engine
 
-    return convert_ctranslate2(folder, folder.parent / "ct2")
-
-
-def _ctranslate2_engine(folder):
-    from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_translator
-
-    return load_ctranslate2_translator(folder, device="cpu", threads=1)[0]
+    converted = convert_ctranslate2(folder, folder.parent / "ct2")
+    if in_file:
+        path = converted / "generation_config.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    engine = CTranslate2Engine(converted, device="cpu", threads=1)
+    engine.generate(SOURCE, **({} if in_file else {setting: value}))
 
 
 def _ctranslate2_argument(folder, setting, value):
-    _ctranslate2_engine(_ctranslate2(folder)).generate(SOURCE, **{setting: value})
+    _ctranslate2(folder, setting, value)
 
 
 _ctranslate2_argument.settings = set(GENERATE_SETTINGS)  # what the engine's generate() takes
-
-
-def _ctranslate2_file(folder, setting, value):
-    converted = _ctranslate2(folder)
-    path = converted / "generation_config.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
-    _ctranslate2_engine(converted)
 
 
 DOORS = {
@@ -97,17 +90,14 @@ DOORS = {
                                       "--split=validation"),
     "translate.py flag": _script("translate.py", "--num_beams", "--max_new_tokens", "Hello"),
     "ctranslate2 generate() argument": _ctranslate2_argument,
-    "ctranslate2 generation_config.json": _ctranslate2_file,
+    "ctranslate2 generation_config.json": lambda folder, setting, value: _ctranslate2(folder, setting, value, True),
 }
 
 # case: (setting, value); the error names the setting
 BAD_SETTINGS = {
-    "NaN length penalty": ("length_penalty", float("nan")),
-    "infinite length penalty": ("length_penalty", float("inf")),
-    "a billion beams": ("num_beams", 10**9),
-    "no beams": ("num_beams", 0),
-    "a billion new tokens": ("max_new_tokens", 10**9),
-    "NaN temperature": ("temperature", float("nan")),
+    "NaN length penalty": ("length_penalty", float("nan")), "infinite length penalty": ("length_penalty", float("inf")),
+    "a billion beams": ("num_beams", 10**9), "no beams": ("num_beams", 0),
+    "a billion new tokens": ("max_new_tokens", 10**9), "NaN temperature": ("temperature", float("nan")),
     "top_p above 1": ("top_p", 1.5),
 }
 

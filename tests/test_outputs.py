@@ -1,10 +1,6 @@
 """modeling_vaswani/outputs.py: no script writes over what it reads, and no output is left half-written.
-
-`DOORS` lists every output flag of every script, with what it reads: a new script or flag is covered by
-adding one line. Each is run in-process with its output pointed at its input in every spelling (the same
-path, another spelling, a symlink, a hard link, inside it, around it) and at the shipped model: each must
-end with one `error:` line naming the flag and the path, the input unchanged.
-"""
+`DOORS` lists every output flag of every script (a new one is one more line), each pointed at its input in
+every spelling and at the shipped model: one `error:` line naming the flag and path, the input unchanged."""
 
 import json
 import os
@@ -175,28 +171,21 @@ def test_standard_streams_count_as_what_is_read_and_written(tmp_path, redirect):
 # --- whole or not at all ---------------------------------------------------------------------------------
 
 
-def test_a_failed_write_leaves_the_earlier_file_and_no_temporary(tmp_path):
+@pytest.mark.parametrize("error, keep, left", [(ZeroDivisionError, True, "earlier\n"),
+                                               (KeyboardInterrupt, False, "earlier\n"),
+                                               (KeyboardInterrupt, True, "first line\n")])
+def test_a_failed_write_leaves_the_earlier_file_or_when_stopped_and_asked_its_finished_part(tmp_path, error, keep,
+                                                                                          left):
     target = tmp_path / "out.txt"
-    target.write_text("earlier, complete\n")
-    with pytest.raises(ZeroDivisionError):
-        with outputs.write_file(target) as handle:
-            handle.write("half")
-            1 / 0
-    assert target.read_text() == "earlier, complete\n" and os.listdir(tmp_path) == ["out.txt"]
+    target.write_text("earlier\n")
+    with pytest.raises(error):
+        with outputs.write_file(target, keep_on_interrupt=keep) as handle:
+            handle.write("first line\n")
+            raise error
+    assert target.read_text() == left and os.listdir(tmp_path) == ["out.txt"]  # no temporary left
     with outputs.write_file(target) as handle:
         handle.write("new\n")
     assert target.read_text() == "new\n" and os.listdir(tmp_path) == ["out.txt"]
-
-
-@pytest.mark.parametrize("keep", [False, True])
-def test_a_stopped_write_keeps_its_finished_part_only_when_asked(tmp_path, keep):
-    target = tmp_path / "out.txt"
-    target.write_text("earlier\n")
-    with pytest.raises(KeyboardInterrupt):
-        with outputs.write_file(target, keep_on_interrupt=keep) as handle:
-            handle.write("first line\n")
-            raise KeyboardInterrupt
-    assert target.read_text() == ("first line\n" if keep else "earlier\n") and os.listdir(tmp_path) == ["out.txt"]
 
 
 def test_a_folder_is_replaced_whole_or_not_at_all(tmp_path):

@@ -1,26 +1,20 @@
 """Our model as a CTranslate2 model folder (optional: `pip install ctranslate2`), built straight from our
 weights into a `TransformerSpec` (the Marian route would assume Opus-MT's pad and start ids, which ours lack).
-
-The spec holds every setting of ours but d_k, d_v ≠ d_model / h (refused). The sinusoid table (§3.5) is
-stored for max(max_position_embeddings, 1024) rows, CTranslate2's own being laid out differently. In
-float32 log-probabilities equal ours to ~1e-6; `evaluation.ctranslate2_engine` decodes with it.
+Every setting of ours maps but d_k, d_v ≠ d_model / h (refused); in float32 log-probabilities equal ours to
+~1e-6. `evaluation.ctranslate2_engine` decodes with it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Union
 
 import torch
 
 from ..model.configuration_vaswani import VaswaniConfig
-from ..model.strict_json import read_json
 from ..model.positional_encoding import LearnedPositionalEmbedding, sinusoidal_table
+from ..model.strict_json import read_json
 from ..outputs import claim, write_folder
-
-PathLike = Union[str, os.PathLike]
 
 # Sinusoid rows stored at least: 512 source tokens (evaluation's MAX_SOURCE_LENGTH) + 50 fit with room.
 MIN_SINUSOID_POSITIONS = 1024
@@ -41,40 +35,26 @@ def import_ctranslate2():
     try:
         import ctranslate2
     except ImportError:
-        raise CTranslate2NotInstalledError(
-            "CTranslate2 is not installed; `pip install ctranslate2` (or `pip install modeling_vaswani[ctranslate2]`)."
-        ) from None
+        raise CTranslate2NotInstalledError("CTranslate2 is not installed; `pip install ctranslate2` (or `pip install "
+                                           "modeling_vaswani[ctranslate2]`).") from None
     return ctranslate2
-
-
-def check_quantization(quantization: str | None) -> None:
-    ctranslate2 = import_ctranslate2()
-    if quantization is None:
-        return
-    accepted = ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES
-    if quantization not in accepted:
-        raise ValueError(f"quantization {quantization!r} is not one of CTranslate2's: {', '.join(accepted)}.")
 
 
 def check_convertible(config: VaswaniConfig) -> None:
     head = config.d_model / config.num_heads
     if config.d_k != head or config.d_v != head:
-        raise CTranslate2ConversionError(
-            f"d_k={config.d_k}, d_v={config.d_v} with num_heads={config.num_heads} cannot be converted: "
-            f"CTranslate2's heads are d_model / h = {head:g} wide."
-        )
+        raise CTranslate2ConversionError(f"d_k={config.d_k}, d_v={config.d_v} with num_heads={config.num_heads} cannot "
+                                         f"be converted: CTranslate2's heads are d_model / h = {head:g} wide.")
 
 
 def vocabulary(tokenizer, vocab_size: int) -> list[str]:
     """The tokens of ids 0 … vocab_size−1 (placeholder names where the tokenizer has none)."""
     by_id = {index: token for token, index in tokenizer.get_vocab().items()}
     if max(by_id) >= vocab_size:
-        raise CTranslate2ConversionError(
-            f"The tokenizer has token id {max(by_id)} but the model only vocab_size={vocab_size} ids; "
-            "convert the model with the tokenizer it was trained with."
-        )
-    tokens = [by_id.get(index) for index in range(vocab_size)]
-    taken = set(by_id.values())
+        raise CTranslate2ConversionError(f"The tokenizer has token id {max(by_id)} but the model only "
+                                         f"vocab_size={vocab_size} ids; convert the model with the tokenizer it was "
+                                         "trained with.")
+    tokens, taken = [by_id.get(index) for index in range(vocab_size)], set(by_id.values())
     for index, token in enumerate(tokens):
         if token is None:
             name, n = UNUSED_TOKEN.format(index), 0
@@ -86,13 +66,6 @@ def vocabulary(tokenizer, vocab_size: int) -> list[str]:
     return tokens
 
 
-def position_table(stack, config: VaswaniConfig) -> torch.Tensor:
-    """The (positions, d_model) table `stack` adds to its embeddings: learned rows, or §3.5's sinusoids."""
-    if isinstance(stack.embed_positions, LearnedPositionalEmbedding):
-        return stack.embed_positions.weight
-    return sinusoidal_table(max(config.max_position_embeddings, MIN_SINUSOID_POSITIONS), config.d_model)
-
-
 def to_ctranslate2_spec(model, tokenizer):
     """A `TransformerSpec` computing what `model` computes (float32; `convert_ctranslate2` validates and quantizes)."""
     import_ctranslate2()
@@ -101,11 +74,10 @@ def to_ctranslate2_spec(model, tokenizer):
     config = model.config
     check_convertible(config)
     tokens = vocabulary(tokenizer, config.vocab_size)
-    activation = {"relu": common_spec.Activation.RELU, "swish": common_spec.Activation.SWISH}[
-        config.activation_function]
-    spec = transformer_spec.TransformerSpec.from_config(
-        (config.num_layers, config.num_decoder_layers), config.num_heads,
-        pre_norm=bool(config.norm_first), activation=activation)
+    activation = dict(relu=common_spec.Activation.RELU, swish=common_spec.Activation.SWISH)[config.activation_function]
+    spec = transformer_spec.TransformerSpec.from_config((config.num_layers, config.num_decoder_layers),
+                                                        config.num_heads, pre_norm=bool(config.norm_first),
+                                                        activation=activation)
 
     def tensor(value: torch.Tensor) -> torch.Tensor:
         return value.detach().to(device="cpu", dtype=torch.float32).contiguous()
@@ -117,12 +89,14 @@ def to_ctranslate2_spec(model, tokenizer):
             linear_spec.bias = tensor(torch.cat([m.bias for m in modules]))
 
     def norm(norm_spec, module) -> None:
-        norm_spec.gamma = tensor(module.weight)
-        norm_spec.beta = tensor(module.bias)
+        norm_spec.gamma, norm_spec.beta = tensor(module.weight), tensor(module.bias)
 
     def stack(stack_spec, ours) -> None:
         stack_spec.scale_embeddings = float(ours.embed_tokens.embed_scale)
-        stack_spec.position_encodings.encodings = tensor(position_table(ours, config))
+        # Learned rows, or §3.5's sinusoids (CTranslate2's own table is laid out differently).
+        table = (ours.embed_positions.weight if isinstance(ours.embed_positions, LearnedPositionalEmbedding) else
+                 sinusoidal_table(max(config.max_position_embeddings, MIN_SINUSOID_POSITIONS), config.d_model))
+        stack_spec.position_encodings.encodings = tensor(table)
         embeddings = stack_spec.embeddings[0] if isinstance(stack_spec.embeddings, list) else stack_spec.embeddings
         embeddings.weight = tensor(ours.embed_tokens.weight)
         if ours.final_norm is not None:
@@ -151,8 +125,7 @@ def to_ctranslate2_spec(model, tokenizer):
     spec.register_source_vocabulary(tokens)
     spec.register_target_vocabulary(tokens)  # one vocabulary: saved once, as shared_vocabulary.json
     token = {name: tokens[getattr(config, f"{name}_token_id")] for name in ("bos", "eos", "decoder_start")}
-    spec.config.bos_token = token["bos"]
-    spec.config.eos_token = token["eos"]
+    spec.config.bos_token, spec.config.eos_token = token["bos"], token["eos"]
     spec.config.decoder_start_token = token["decoder_start"]
     unk = getattr(tokenizer, "unk_token", None)
     spec.config.unk_token = unk if unk in tokens else token["eos"]  # a token the tokenizer never makes
@@ -160,24 +133,22 @@ def to_ctranslate2_spec(model, tokenizer):
     return spec
 
 
-def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: str | None = None,
-                        force: bool = False, flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
+def convert_ctranslate2(source, output_dir, quantization: str | None = None, force: bool = False,
+                        flag: str = "output_dir", **from_pretrained_kwargs) -> Path:
     """Our model folder or Hub id → a CTranslate2 folder with the tokenizer and generation config.
-
     `quantization`: None (float32) or a CTranslate2 weight type ("int8", ...). An `output_dir` (named `flag`
-    in errors) holding files is replaced only with `force`; one that is, holds or lies inside `source`, never.
-    """
+    in errors) holding files is replaced only with `force`; one that is, holds or lies inside `source`, never."""
     output_dir = claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True,
                        replace_flag="--force" if flag.startswith("--") else "force=True", replace=force)
     ctranslate2 = import_ctranslate2()  # CTranslate2NotInstalledError before anything is loaded
-    check_quantization(quantization)
+    accepted = ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES
+    if quantization is not None and quantization not in accepted:
+        raise ValueError(f"quantization {quantization!r} is not one of CTranslate2's: {', '.join(accepted)}.")
     from ..model.modeling_vaswani import VaswaniForConditionalGeneration
     from ..tokenizer_loading import load_tokenizer
 
-    config_type = _model_type(source, **from_pretrained_kwargs)
-    if config_type != VaswaniConfig.model_type:
-        raise CTranslate2ConversionError(
-            f"{str(source)!r} holds a {config_type!r} model, not one of ours ('vaswani').")
+    check_model_type(source, VaswaniConfig.model_type, "one of ours ('vaswani')", CTranslate2ConversionError,
+                     **from_pretrained_kwargs)
     model = VaswaniForConditionalGeneration.from_pretrained(source, **from_pretrained_kwargs).eval()
     tokenizer = load_tokenizer(source)
     spec = to_ctranslate2_spec(model, tokenizer)
@@ -193,23 +164,22 @@ def convert_ctranslate2(source: PathLike, output_dir: PathLike, quantization: st
     return output_dir
 
 
-def read_conversion_record(folder: PathLike) -> dict:
+def read_conversion_record(folder) -> dict:
     """What `convert_ctranslate2` recorded in `folder`; {} for a folder converted otherwise."""
     path = Path(folder) / CONVERSION_RECORD
-    if not path.is_file():
-        return {}
-    return read_json(path)
+    return read_json(path) if path.is_file() else {}
 
 
-def is_ctranslate2_model(folder: PathLike) -> bool:
-    folder = Path(folder)
-    return all((folder / name).is_file() for name in CTRANSLATE2_FILES)
+def is_ctranslate2_model(folder) -> bool:
+    return all((Path(folder) / name).is_file() for name in CTRANSLATE2_FILES)
 
 
-def _model_type(source: PathLike, **kwargs) -> str | None:
+def check_model_type(source, model_type: str, expected: str, error_class, **kwargs) -> None:
+    """Refuse `source` unless its config.json says `model_type` (`expected` says what it should hold)."""
     from transformers import PretrainedConfig
 
     config_dict, _ = PretrainedConfig.get_config_dict(str(source), **kwargs)
     if not config_dict:
         raise FileNotFoundError(f"No config.json in {str(source)!r}.")
-    return config_dict.get("model_type")
+    if config_dict.get("model_type") != model_type:
+        raise error_class(f"{str(source)!r} holds a {config_dict.get('model_type')!r} model, not {expected}.")

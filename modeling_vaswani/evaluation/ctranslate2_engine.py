@@ -1,12 +1,9 @@
-"""Translating with CTranslate2: a converted folder as a `CTranslate2Engine`, which has our model's
-`generate(input_ids, attention_mask, num_beams, length_penalty, max_new_tokens)`, so `translation` and
-`scoring` run it unchanged.
-
-Settings map one to one: num_beams → beam_size; α → length_penalty (log P / |Y|^α, |Y| counting </s>:
-`return_end_token=True`); max_new_tokens (default: input length + 50, §6.1) → max_decoding_length;
-early_stopping=True → patience=1; min_decoding_length=0 (CTranslate2's 1 would forbid </s> first).
-CTranslate2 lacks GNMT's penalty and the paper's stopping rule: a model decoding with them gets one
-warning that some beam translations may differ. Greedy decoding is the same either way.
+"""Translating with CTranslate2: a converted folder as a `CTranslate2Engine`, with our model's `generate`, so
+`translation` and `scoring` run it unchanged. Settings map one to one: num_beams → beam_size; α → length_penalty
+(log P / |Y|^α, |Y| counting </s>: return_end_token); max_new_tokens (default: input length + 50, §6.1) →
+max_decoding_length; early_stopping=True → patience=1; min_decoding_length=0 (1 would forbid </s> first).
+CTranslate2 lacks GNMT's penalty and the paper's stopping rule: a model decoding with them gets one warning
+that some beam translations may differ. Greedy decoding is the same either way.
 """
 
 from __future__ import annotations
@@ -18,37 +15,22 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Union
 
 import torch
 from transformers import GenerationConfig
 
-from ..conversion.ctranslate2 import (
-    convert_ctranslate2,
-    import_ctranslate2,
-    is_ctranslate2_model,
-    read_conversion_record,
-)
+from ..conversion.ctranslate2 import (convert_ctranslate2, import_ctranslate2, is_ctranslate2_model,
+                                      read_conversion_record)
 from ..model.decoding_checks import check_decoding, decoding_settings
-from ..model.generation import (
-    LENGTH_PENALTY,
-    MAX_OUTPUT_LENGTH_OFFSET,
-    NUM_BEAMS,
-    length_limit_chosen,
-    output_length_offset,
-)
 from ..model.folder_checks import check_decoding_file
+from ..model.generation import (LENGTH_PENALTY, MAX_OUTPUT_LENGTH_OFFSET, NUM_BEAMS, length_limit_chosen,
+                                output_length_offset)
 from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 from ..threads import choose_threads
 
 logger = logging.getLogger(__name__)
 
-PathLike = Union[str, os.PathLike]
-
-# The decoding a CTranslate2 folder without generation_config.json gets: §6.1 with transformers' rule.
-DEFAULT_DECODING = dict(num_beams=NUM_BEAMS, length_penalty=LENGTH_PENALTY, early_stopping=True,
-                        max_output_length_offset=MAX_OUTPUT_LENGTH_OFFSET)
 # generate() settings the engine maps; any other is refused rather than silently ignored.
 GENERATE_SETTINGS = ("num_beams", "length_penalty", "max_new_tokens")
 # Files of a model folder whose change calls for a new conversion in the cache.
@@ -58,11 +40,9 @@ MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "mo
 
 class CTranslate2Engine:
     """A CTranslate2 folder with our model's `generate` and `device`. `device`: cpu, cuda, cuda:N (None: cuda
-    if CTranslate2 sees one); `compute_type`: CTranslate2's; `threads`: None for `threads.choose_threads`'s
-    rule on the recorded parameter count, 0 for CTranslate2's default."""
+    if CTranslate2 sees one); `threads`: None for `choose_threads`'s rule, 0 for CTranslate2's default."""
 
-    def __init__(self, folder: PathLike, device: str | None = None, compute_type: str = "default",
-                 threads: int | None = None):
+    def __init__(self, folder, device: str | None = None, compute_type: str = "default", threads: int | None = None):
         ctranslate2 = import_ctranslate2()
         folder = Path(folder)
         if not is_ctranslate2_model(folder):
@@ -75,10 +55,9 @@ class CTranslate2Engine:
         self.tokens = read_json(folder / "shared_vocabulary.json", list)
         self.ids = {token: index for index, token in enumerate(self.tokens)}
         ct2_config = read_json(folder / "config.json")
+        self.threads_chosen_by = "--threads"
         if threads is None:
             threads, self.threads_chosen_by = choose_threads(self.conversion.get("num_parameters", 0))
-        else:
-            self.threads_chosen_by = "--threads"
         self.threads = threads
         self.translator = ctranslate2.Translator(str(folder), device=kind, device_index=index,
                                                  compute_type=compute_type, intra_threads=threads)
@@ -88,10 +67,11 @@ class CTranslate2Engine:
         if (folder / "generation_config.json").is_file():
             check_decoding_file(folder / "generation_config.json")
             self.generation_config = GenerationConfig.from_pretrained(folder)
-        else:
-            self.generation_config = GenerationConfig(**DEFAULT_DECODING)
-        # Token ids go back to the caller on the CPU, whatever device CTranslate2 computes on.
-        self.device = torch.device("cpu")
+        else:  # §6.1 with transformers' rule
+            self.generation_config = GenerationConfig(num_beams=NUM_BEAMS, length_penalty=LENGTH_PENALTY,
+                                                      early_stopping=True,
+                                                      max_output_length_offset=MAX_OUTPUT_LENGTH_OFFSET)
+        self.device = torch.device("cpu")  # token ids go back on the CPU, wherever CTranslate2 computes
         self._warned = False
 
     def settings(self, input_length: int, num_beams=None, length_penalty=None, max_new_tokens=None) -> dict:
@@ -120,8 +100,7 @@ class CTranslate2Engine:
         rows = input_ids.tolist()
         if attention_mask is not None:  # padding left out, on whichever side the tokenizer put it
             rows = [[index for index, keep in zip(row, mask) if keep] for row, mask in zip(rows, attention_mask.tolist())]
-        source = [[self.tokens[index] for index in row] for row in rows]
-        results = self.translator.translate_batch(source, **options)
+        results = self.translator.translate_batch([[self.tokens[index] for index in row] for row in rows], **options)
         outputs = [[self.decoder_start_token_id] + [self.ids[token] for token in result.hypotheses[0]]
                    for result in results]
         width = max(len(ids) for ids in outputs)
@@ -135,44 +114,27 @@ class CTranslate2Engine:
             other.append(f"early_stopping={config.early_stopping!r}")
         if other and not self._warned:
             self._warned = True
-            warnings.warn(
-                f"This model decodes with {', '.join(other)}; CTranslate2's beam search ranks hypotheses by "
-                "log P / |Y|^α and stops once k have finished (transformers' rule), so a few beam translations "
-                "may differ from the PyTorch model's.", stacklevel=3)
+            warnings.warn(f"This model decodes with {', '.join(other)}; CTranslate2's beam search ranks hypotheses by "
+                          "log P / |Y|^α and stops once k have finished (transformers' rule), so a few beam "
+                          "translations may differ from the PyTorch model's.", stacklevel=3)
 
 
-def load_ctranslate2_translator(folder: PathLike, device: str | None = None, compute_type: str = "default",
+def load_ctranslate2_translator(folder, device: str | None = None, compute_type: str = "default",
                                 threads: int | None = None):
     """(engine, tokenizer), as `translation.load_translator` returns (model, tokenizer)."""
-    engine = CTranslate2Engine(folder, device=device, compute_type=compute_type, threads=threads)
-    return engine, load_tokenizer(folder)
+    return CTranslate2Engine(folder, device=device, compute_type=compute_type, threads=threads), load_tokenizer(folder)
 
 
-def load_ctranslate2_for(model_name_or_path: str, ct2_model: PathLike | None = None, device: str | None = None,
-                         compute_type: str = "default", threads: int | None = None):
-    """(engine, tokenizer) for --engine ctranslate2: `ct2_model`, else `model_name_or_path` if it is a
-    CTranslate2 folder, else its conversion in the cache (made on first use)."""
+def cached_ctranslate2_model(model_name_or_path: str, quantization: str | None = None, cache_dir=None) -> Path:
+    """The CTranslate2 conversion of a model folder or Hub id, kept in `cache_dir` (default: under
+    $MODELING_VASWANI_CACHE, else $XDG_CACHE_HOME or ~/.cache, /modeling_vaswani/ctranslate2/); made again
+    when a folder's files change (sizes and mtimes key it) or a Hub id's commit does."""
     import_ctranslate2()
-    if ct2_model is None:
-        local = Path(model_name_or_path)
-        ct2_model = local if is_ctranslate2_model(local) else cached_ctranslate2_model(model_name_or_path)
-    return load_ctranslate2_translator(ct2_model, device=device, compute_type=compute_type, threads=threads)
-
-
-def cache_root() -> Path:
-    """$MODELING_VASWANI_CACHE or $XDG_CACHE_HOME/modeling_vaswani or ~/.cache/modeling_vaswani, + ctranslate2/."""
-    base = os.environ.get("MODELING_VASWANI_CACHE")
-    if not base:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modeling_vaswani"
-    return Path(base) / "ctranslate2"
-
-
-def cached_ctranslate2_model(model_name_or_path: str, quantization: str | None = None,
-                             cache_dir: PathLike | None = None) -> Path:
-    """The CTranslate2 conversion of a model folder or Hub id, kept in `cache_dir` (`cache_root()`); made
-    again when a folder's files change (sizes and mtimes key it) or a Hub id's commit does."""
-    import_ctranslate2()
-    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    if cache_dir is None:
+        base = os.environ.get("MODELING_VASWANI_CACHE") or (
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modeling_vaswani")
+        cache_dir = Path(base) / "ctranslate2"
+    root = Path(cache_dir)
     name, key = _cache_key(model_name_or_path, quantization)
     target = root / f"{name}-{quantization or 'float32'}-{key}"
     if is_ctranslate2_model(target):
@@ -195,32 +157,30 @@ def cached_ctranslate2_model(model_name_or_path: str, quantization: str | None =
 def _cache_key(model_name_or_path: str, quantization: str | None) -> tuple[str, str]:
     local = Path(model_name_or_path)
     digest = hashlib.sha256(f"{quantization}".encode())
-    if local.is_dir():
-        local = local.resolve()
-        digest.update(str(local).encode())
-        for file in MODEL_FILES:
-            if (local / file).is_file():
-                stat = (local / file).stat()
-                digest.update(f"{file}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-        name = local.name
-    else:
+    if not local.is_dir():
         from huggingface_hub import hf_hub_download
 
         # .../snapshots/<commit>/config.json: the commit a Hub id resolves to now (or offline, the cached one).
         commit = Path(hf_hub_download(model_name_or_path, "config.json")).parent.name
         digest.update(f"{model_name_or_path}@{commit}".encode())
-        name = model_name_or_path.replace("/", "--")
-    return name, digest.hexdigest()[:12]
+        return model_name_or_path.replace("/", "--"), digest.hexdigest()[:12]
+    local = local.resolve()
+    digest.update(str(local).encode())
+    for file in MODEL_FILES:
+        if (local / file).is_file():
+            stat = (local / file).stat()
+            digest.update(f"{file}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return local.name, digest.hexdigest()[:12]
 
 
 def _device(device: str | None, ctranslate2) -> tuple[str, int]:
     """CTranslate2's (device, device_index) for a torch-style name: cpu, cuda, cuda:1."""
+    count = ctranslate2.get_cuda_device_count()
     if device is None:
-        return ("cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"), 0
+        return ("cuda" if count > 0 else "cpu"), 0
     kind, _, index = device.partition(":")
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
         raise ValueError(f"device {device!r}: the ctranslate2 engine runs on cpu, cuda or cuda:N.")
-    if kind == "cuda" and ctranslate2.get_cuda_device_count() <= int(index or 0):
-        raise ValueError(f"device {device!r} is not available to CTranslate2 here "
-                         f"({ctranslate2.get_cuda_device_count()} CUDA devices); use cpu.")
+    if kind == "cuda" and count <= int(index or 0):
+        raise ValueError(f"device {device!r} is not available to CTranslate2 here ({count} CUDA devices); use cpu.")
     return kind, int(index or 0)

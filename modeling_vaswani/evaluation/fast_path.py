@@ -14,21 +14,12 @@ import torch
 from ..machine import slow_bf16_warning
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-QUANTIZATIONS = ("int8",)
 
 logger = logging.getLogger(__name__)
 
 
 class FastPathError(ValueError):
     """A speed option that cannot run as asked (a dtype, quantization or device that do not go together)."""
-
-
-def precision_warning(dtype: str, device_type: str = "cpu", support: str | None = None,
-                      cpu: str | None = None) -> str | None:
-    """One line saying that `dtype` bfloat16 will be slow on this CPU (no AMX, no AVX512-BF16), else None."""
-    if dtype != "bfloat16" or device_type != "cpu":
-        return None
-    return slow_bf16_warning("--dtype bfloat16", "--dtype float32 or --quantize int8 are faster here", support, cpu)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,50 +39,38 @@ class FastPath:
         return self == FastPath()
 
     def describe(self) -> str:
-        """A few words for a progress bar and a results file: "float32", "bfloat16", "int8", "float32, compiled"."""
-        words = [self.quantize or self.dtype] + (["compiled"] if self.compile else [])
-        return ", ".join(words)
+        """For a progress bar and a results file: "float32", "bfloat16", "int8", "float32, compiled"."""
+        return ", ".join([self.quantize or self.dtype] + (["compiled"] if self.compile else []))
 
     def check(self, device: torch.device) -> None:
-        """Raise FastPathError for a combination that cannot run; warns where bf16 will be slow."""
         if self.dtype not in DTYPES:
             raise FastPathError(f"--dtype {self.dtype!r}: choose one of {', '.join(DTYPES)}.")
-        if self.quantize is not None:
-            if self.quantize not in QUANTIZATIONS:
-                raise FastPathError(f"--quantize {self.quantize!r}: only int8 is offered.")
-            if device.type != "cpu":
-                raise FastPathError(f"--quantize int8 is torch's dynamic quantization, which runs on the CPU only; "
-                                    f"drop it on {device.type}, or use --device cpu.")
-            if self.dtype != "float32":
-                raise FastPathError(f"--quantize int8 quantizes float32 Linear layers; drop --dtype {self.dtype}.")
-        message = precision_warning(self.dtype, device.type)
-        if message:
+        if self.quantize is not None and self.quantize != "int8":
+            raise FastPathError(f"--quantize {self.quantize!r}: only int8 is offered.")
+        if self.quantize and device.type != "cpu":
+            raise FastPathError(f"--quantize int8 is torch's dynamic quantization, which runs on the CPU only; "
+                                f"drop it on {device.type}, or use --device cpu.")
+        if self.quantize and self.dtype != "float32":
+            raise FastPathError(f"--quantize int8 quantizes float32 Linear layers; drop --dtype {self.dtype}.")
+        if self.dtype == "bfloat16" and device.type == "cpu" and (message := slow_bf16_warning(
+                "--dtype bfloat16", "--dtype float32 or --quantize int8 are faster here")):
             logger.warning("warning: %s", message)
 
     def apply(self, model):
-        """Quantize and/or prepare compiled decoding on a loaded model (already in `dtype`); returns it."""
+        """The loaded model (already in `dtype`) with its Linear layers int8 and/or its decoding compiled."""
         if self.quantize == "int8":
-            model = quantize_linear_layers(model)
-        if self.compile:
-            use_compiled_decoding(model)
+            from torch.ao.quantization import quantize_dynamic
+
+            with warnings.catch_warnings():  # torch 2.10+ announces that torch.ao.quantization moves to torchao
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", UserWarning)
+                # DynamicQuantizedLinear: int8 weights, activations quantized per batch.
+                model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        if self.compile:  # a static cache and torch.compile for every later generate() call
+            from transformers import CompileConfig
+
+            compile_config = CompileConfig(fullgraph=True)
+            compile_config._compile_all_devices = True  # generate() compiles on accelerators only, unless told
+            model.generation_config.cache_implementation = "static"
+            model.generation_config.compile_config = compile_config
         return model
-
-
-def quantize_linear_layers(model):
-    """Every nn.Linear as torch's DynamicQuantizedLinear (int8 weights, activations quantized per batch)."""
-    from torch.ao.quantization import quantize_dynamic
-
-    with warnings.catch_warnings():  # torch 2.10+ announces that torch.ao.quantization moves to torchao
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-
-
-def use_compiled_decoding(model) -> None:
-    """Static cache + torch.compile for every later generate() call, through generate's compile path."""
-    from transformers import CompileConfig
-
-    compile_config = CompileConfig(fullgraph=True)
-    compile_config._compile_all_devices = True  # generate() compiles on accelerators only, unless told
-    model.generation_config.cache_implementation = "static"
-    model.generation_config.compile_config = compile_config

@@ -18,23 +18,17 @@ def count_lines(path) -> int:
 
 def progress_bar(total: int | Callable[[], int] | None, description: str = "translating", quiet: bool = False,
                  stream: TextIO | None = None):
-    """A tqdm bar counting sentences on `stream` (stderr), or None when `quiet` or `stream` is not a terminal.
-
-    `total` is the number of sentences (None if unknown), or a function that counts them, called only
-    when the bar is shown. Use the bar's `update(n)` as the `progress` callable of `translate` and
-    `translate_batches`; close it after.
-    """
+    """A tqdm bar counting sentences on `stream` (stderr), or None when `quiet` or `stream` is not a terminal;
+    `total` may be a function, called only when the bar is shown. Its `update` is `translate`'s `progress`."""
     stream = sys.stderr if stream is None else stream
-    if quiet or not _is_terminal(stream):
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        terminal = False
+    if quiet or not terminal:
         return None
     from tqdm import tqdm
 
     return tqdm(total=total() if callable(total) else total, desc=description, unit=" sentences", file=stream,
                 dynamic_ncols=True)
 
-
-def _is_terminal(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False

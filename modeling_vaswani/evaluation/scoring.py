@@ -15,45 +15,33 @@ METRIC_PATH = str(Path(__file__).resolve().parent / "metrics" / "vaswani_bleu")
 
 
 def load_bleu_metric(**kwargs) -> evaluate.EvaluationModule:
-    """`evaluate.load(METRIC_PATH, **kwargs)`: the metric, loaded from disk with no network access."""
+    """The metric, loaded from disk with no network access."""
     return evaluate.load(METRIC_PATH, **kwargs)
 
 
 @lru_cache(maxsize=1)
 def _shared_metric() -> evaluate.EvaluationModule:
-    # Loading copies and imports the script; do it once per process. keep_in_memory avoids
-    # writing the inputs to a cache file on disk.
+    # Loading copies and imports the script: once per process; keep_in_memory writes no cache file.
     return load_bleu_metric(keep_in_memory=True)
 
 
 def compute_bleu(predictions: list[str], references: list[str] | list[list[str]]) -> dict:
-    """Score detokenized `predictions` against `references` (one string, or a list of strings, each).
-
-    Returns the dictionary of the `vaswani_bleu` metric: `bleu` (cased sacreBLEU, the number to
-    report) with its `signature`, `bleu_lowercase_tokenized`, `bleu_paper_tokenized`, `chrf`
-    and the n-gram statistics behind `bleu`.
-
-    Raises:
-        ValueError: if the inputs are not lists of strings, are empty, or differ in length.
-    """
+    """The `vaswani_bleu` scores of detokenized `predictions` against `references` (a string or a list each)."""
     if isinstance(predictions, str) or isinstance(references, str):
         raise ValueError("predictions and references must be lists of strings (one per segment), not a single string.")
-    predictions = list(predictions)
-    references = list(references)
+    predictions, references = list(predictions), list(references)
     if not predictions:
         raise ValueError("no predictions to score: pass at least one segment.")
     if len(predictions) != len(references):
-        raise ValueError(
-            f"got {len(predictions)} predictions but {len(references)} references; pass one per prediction."
-        )
+        raise ValueError(f"got {len(predictions)} predictions but {len(references)} references; pass one per "
+                         "prediction.")
     if not all(isinstance(p, str) for p in predictions):
         raise ValueError("every prediction must be a string (decode token ids before scoring).")
     return _shared_metric().compute(predictions=predictions, references=references)
 
 
 def score_model(model, tokenizer, sources, references, batch_size: int = 64, progress=None, **generate_kwargs):
-    """Translate and score. Returns (hypotheses, scores) with timing and settings in `scores`.
-    `progress`, if given, is called with the number of sentences each finished batch adds."""
+    """(hypotheses, scores), with timing and settings in `scores`; `progress(n)` as each batch finishes."""
     if len(sources) != len(references):
         raise ValueError(f"{len(sources)} sources but {len(references)} references; they must be parallel.")
     if not sources:

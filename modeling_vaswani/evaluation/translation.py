@@ -1,13 +1,13 @@
 """Translating text with a trained model — §6.1 decoding end to end (tokenize → generate → detokenize).
 
-Sentences go in batches sorted by length and come back in input order; `translate_batches` reads a
-stream lazily. A sentence over `max_source_length` tokens is cut, with one warning per call.
-`load_translator` loads quietly, refuses a local path that is not there without asking the Hub, and
-applies the `FastPath` (--dtype, --quantize, --compile).
+Sentences go in batches sorted by length and come back in input order; a sentence over `max_source_length`
+tokens is cut, with one warning per call. `load_translator` refuses bad names, devices and speed options
+before anything loads.
 """
 
 import logging
 import os
+import re
 from contextlib import contextmanager, nullcontext
 from itertools import islice
 from pathlib import Path
@@ -20,7 +20,7 @@ from ..cli import missing_model_folder
 from ..model.folder_checks import check_model_location
 from ..model.pipeline_vaswani import source_line
 from ..text_lines import strip_line_end
-from ..tokenizer_loading import is_tokenizer_panic, load_tokenizer, tokenizer_failure
+from ..tokenizer_loading import load_tokenizer
 from .fast_path import FastPath
 
 logger = logging.getLogger(__name__)
@@ -41,36 +41,27 @@ def resolve_device(device: str | None = None) -> torch.device:
     try:
         torch.empty(0, device=parsed)
     except Exception as error:  # torch raises RuntimeError, AssertionError, ... for a missing backend or index
-        reason = " ".join(str(error).split()) or type(error).__name__
         available = "cpu" + (f", cuda (0–{torch.cuda.device_count() - 1})" if torch.cuda.is_available() else "")
-        raise ValueError(f"device {device!r} is not available here ({reason}); available: {available}.") from None
+        raise ValueError(f"device {device!r} is not available here ({_words(error)}); available: {available}.") \
+            from None
     return parsed
 
 
-def check_model_type(model_name_or_path: str) -> None:
-    """Refuse a config.json without model_type (AutoModel would speak of "custom code" instead)."""
+def _check_model_name(name) -> None:
+    """A local path with nothing there (else the Hub is asked, and waited for), or a config.json without
+    model_type (AutoModel would speak of "custom code"), refused in words."""
+    if isinstance(name, (str, os.PathLike)) and (reason := missing_model_folder(os.fspath(name))) is not None:
+        shipped = ("; the shipped model, from any directory, is modeling_vaswani.shipped_model_path()"
+                   if Path(name).name == "hub_card" else "")
+        raise FileNotFoundError(f"{os.fspath(name)!r}: {reason}{shipped}.")
     try:
-        config, _ = PretrainedConfig.get_config_dict(model_name_or_path)
+        config, _ = PretrainedConfig.get_config_dict(name)
     except OSError:
         return  # no or unreadable config.json: from_pretrained reports it, naming the file
-    if not config.get("model_type") or not isinstance(config["model_type"], str):
-        raise ValueError(
-            f"The config.json of {model_name_or_path!r} has no model_type (it has {config.get('model_type')!r}), so it "
-            "cannot tell which model it describes; "
-            'a model saved by this package says "model_type": "vaswani". Add that entry if it is one, or re-save it.'
-        )
-
-
-def check_model_exists(model_name_or_path) -> None:
-    """Refuse a name that can only be a local path when nothing is there (else the Hub is asked, and waited for)."""
-    if not isinstance(model_name_or_path, (str, os.PathLike)):
-        return
-    name = os.fspath(model_name_or_path)
-    if (reason := missing_model_folder(name)) is None:
-        return
-    shipped = ("; the shipped model, from any directory, is modeling_vaswani.shipped_model_path()"
-               if Path(name).name == "hub_card" else "")
-    raise FileNotFoundError(f"{name!r}: {reason}{shipped}.")
+    if not isinstance(config.get("model_type"), str) or not config["model_type"]:
+        raise ValueError(f"The config.json of {name!r} has no model_type (it has {config.get('model_type')!r}), so it "
+                         'cannot tell which model it describes; a model saved by this package says "model_type": '
+                         '"vaswani". Add that entry if it is one, or re-save it.')
 
 
 @contextmanager
@@ -92,15 +83,13 @@ def quiet_loading():
 def load_translator(model_name_or_path: str, device: str | None = None, quiet: bool = True,
                     fast_path: FastPath | None = None):
     """(model, tokenizer) from a saved folder or Hub id, model in eval mode on `device`, built from this
-    package's classes (trust_remote_code stays off: a folder's own code is refused, not run). Bad paths,
-    devices and `fast_path` combinations are refused before anything loads."""
+    package's classes (trust_remote_code off: a folder's own code is refused, not run)."""
     target = resolve_device(device)
     fast_path = fast_path or FastPath()
     fast_path.check(target)
     check_model_location(model_name_or_path)
-    check_model_exists(model_name_or_path)
     with quiet_loading() if quiet else nullcontext():
-        check_model_type(model_name_or_path)
+        _check_model_name(model_name_or_path)
         try:
             model = AutoModelForSeq2SeqLM.from_pretrained(model_name_or_path, trust_remote_code=False,
                                                           dtype=fast_path.torch_dtype)
@@ -113,22 +102,22 @@ def load_translator(model_name_or_path: str, device: str | None = None, quiet: b
             if name is None or Path(name).exists():
                 raise
             # user/name that is no folder here: the Hub's message alone ("couldn't connect") hides that.
-            message = " ".join(str(error).split())
             raise FileNotFoundError(f"{name!r} is no folder here ({os.path.abspath(name)} does not exist), and as "
-                                    f"a Hub id it did not load: {message}") from None
+                                    f"a Hub id it did not load: {_words(error)}") from None
         tokenizer = load_tokenizer(model_name_or_path)
-    model = fast_path.apply(model.to(target).eval())
-    return model, tokenizer
+    return fast_path.apply(model.to(target).eval()), tokenizer
 
 
 def load_for_script(args, model_name: str, device: str | None = None):
-    """(model, tokenizer, threads, why, words) for a script's --engine, --ct2_model, --ct2_compute_type,
-    --dtype, --quantize, --compile and --threads; `words` names the engine for its progress bar and summary."""
+    """(model, tokenizer, threads, why, words) for a script's engine, speed and --threads flags; `words` names
+    the engine for its progress bar and summary."""
     if args.engine == "ctranslate2":
-        from .ctranslate2_engine import load_ctranslate2_for
+        from .ctranslate2_engine import cached_ctranslate2_model, is_ctranslate2_model, load_ctranslate2_translator
 
-        model, tokenizer = load_ctranslate2_for(model_name, args.ct2_model, device, args.ct2_compute_type,
-                                                threads=args.threads)
+        # --ct2_model, else the model if it is a CTranslate2 folder, else its conversion in the cache.
+        folder = args.ct2_model or (model_name if is_ctranslate2_model(model_name)
+                                    else cached_ctranslate2_model(model_name))
+        model, tokenizer = load_ctranslate2_translator(folder, device, args.ct2_compute_type, args.threads)
         threads, why, prefix = model.threads, model.threads_chosen_by, "ctranslate2, "
     else:
         from ..threads import use_threads
@@ -145,17 +134,16 @@ def translate(model, tokenizer, sentences: list[str], batch_size: int = 64, max_
     """Translations of `sentences`; blank or invisible-only lines give "" without decoding. `progress(n)`
     is called as each batch finishes."""
     outputs, cut = _translate(model, tokenizer, sentences, batch_size, max_source_length, generate_kwargs, progress)
-    warn_truncated(cut, len(sentences), max_source_length)
+    _warn_truncated(cut, len(sentences), max_source_length)
     return outputs
 
 
 def translate_batches(model, tokenizer, lines: Iterable[str], batch_size: int = 64,
                       max_source_length: int = MAX_SOURCE_LENGTH, progress: Callable[[int], object] | None = None,
                       **generate_kwargs) -> Iterator[list[str]]:
-    """Each batch's translations, lazily; only a line's terminator is removed. Cut sentences are reported
-    once, at the end of the stream."""
-    lines = iter(lines)
-    cut = total = 0
+    """Each batch's translations, read lazily; only a line's terminator is removed. Cut sentences are
+    reported once, at the end of the stream."""
+    lines, cut, total = iter(lines), 0, 0
     try:
         while batch := [strip_line_end(line) for line in islice(lines, batch_size)]:
             outputs, batch_cut = _translate(model, tokenizer, batch, batch_size, max_source_length, generate_kwargs,
@@ -163,7 +151,7 @@ def translate_batches(model, tokenizer, lines: Iterable[str], batch_size: int = 
             cut, total = cut + batch_cut, total + len(batch)
             yield outputs
     finally:
-        warn_truncated(cut, total, max_source_length)
+        _warn_truncated(cut, total, max_source_length)
 
 
 def translate_stream(model, tokenizer, lines: Iterable[str], batch_size: int = 64, **kwargs) -> Iterator[str]:
@@ -173,21 +161,22 @@ def translate_stream(model, tokenizer, lines: Iterable[str], batch_size: int = 6
 
 def as_one_line(text: str) -> str:
     """`text` with line breaks as spaces: line i of an output file stays the translation of line i."""
-    return text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+    return re.sub(r"\r\n|\r|\n", " ", text)
 
 
-def warn_truncated(cut: int, total: int, max_source_length: int) -> None:
+def _words(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _warn_truncated(cut: int, total: int, max_source_length: int) -> None:
     if cut:
-        logger.warning(
-            "warning: %d of %d sentences are longer than %d tokens (max_source_length) and were cut to their first "
-            "%d tokens; their translations cover only that part. Split long lines to translate all of them.",
-            cut, total, max_source_length, max_source_length,
-        )
+        logger.warning("warning: %d of %d sentences are longer than %d tokens (max_source_length) and were cut to "
+                       "their first %d tokens; their translations cover only that part. Split long lines to translate "
+                       "all of them.", cut, total, max_source_length, max_source_length)
 
 
 def _translate(model, tokenizer, sentences, batch_size, max_source_length, generate_kwargs, progress=None):
-    if isinstance(sentences, str):
-        # Iterating a str would translate it character by character.
+    if isinstance(sentences, str):  # iterating a str would translate it character by character
         raise ValueError("sentences must be a list of strings, not a single string; wrap it in a list.")
     for position, sentence in enumerate(sentences):
         if not isinstance(sentence, str):
@@ -196,8 +185,7 @@ def _translate(model, tokenizer, sentences, batch_size, max_source_length, gener
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
     if isinstance(max_source_length, bool) or not isinstance(max_source_length, int) or max_source_length < 1:
         raise ValueError(f"max_source_length must be a positive integer, got {max_source_length!r}.")
-    outputs = [""] * len(sentences)
-    cut = 0
+    outputs, cut = [""] * len(sentences), 0
     todo = sorted((i for i, s in enumerate(sentences) if source_line(s)), key=lambda i: len(sentences[i]))
     if progress is not None and len(todo) < len(sentences):
         progress(len(sentences) - len(todo))  # blank lines: done without decoding
@@ -223,10 +211,13 @@ def _translate(model, tokenizer, sentences, batch_size, max_source_length, gener
 
 
 def _tokenizer_call(call, what: str):
-    """`call()`; a panic of the tokenizers library (a BaseException) becomes a one-line ValueError."""
+    """`call()`; a panic of the tokenizers library (pyo3's PanicException, a BaseException that `except
+    Exception` misses) becomes a one-line ValueError."""
     try:
         return call()
     except BaseException as error:
-        if is_tokenizer_panic(error):
-            raise tokenizer_failure(error, what) from None
-        raise
+        if type(error).__name__ != "PanicException":
+            raise
+        raise ValueError(f"The tokenizer failed on {what} ({_words(error)}); its tokenizer.json is damaged or holds a "
+                         "pattern that cannot handle this text. Use the tokenizer the model was trained with, from a "
+                         "trusted source.") from None

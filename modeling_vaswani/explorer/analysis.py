@@ -86,18 +86,13 @@ def analyse(model, tokenizer, text) -> Analysis:
                   "cross": forward.cross_attentions}
 
     source_length, target_length = batch["input_ids"].shape[1], output.shape[1] - 1
-    encoder = model.get_encoder()
     allowed = padding_mask(batch["attention_mask"], torch.float32)[0, 0] == 0  # (1, S)
     return Analysis(
-        text=text,
-        source_pieces=tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist()),
-        unknown=unknown,
-        translations=translations,
-        sequences=sequences,
-        trace=trace,
+        text=text, source_pieces=tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist()), unknown=unknown,
+        translations=translations, sequences=sequences, trace=trace,
         target_pieces=tokenizer.convert_ids_to_tokens(sequences["gnmt"][1:]),
         attentions={name: [layer[0].float().cpu() for layer in weights] for name, weights in attentions.items()},
-        positional=encoder.embed_positions(source_length).float().cpu(),
+        positional=model.get_encoder().embed_positions(source_length).float().cpu(),
         masks={"encoder": allowed.expand(source_length, source_length).cpu(),
                "decoder": (causal_mask(target_length, target_length, "cpu", torch.float32)[0, 0] == 0),
                "cross": allowed.expand(target_length, source_length).cpu()},

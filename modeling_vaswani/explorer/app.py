@@ -1,8 +1,5 @@
-"""The explorer's page (Gradio Blocks): one sentence in, every panel drawn from `analyse`'s numbers.
-
-The model runs once per submitted sentence; the layer, head and search switches redraw from the
-stored analysis. Bad input gets its message on the page (`InputRejected`), and the server goes on.
-"""
+"""The explorer's page (Gradio Blocks): one sentence in, every panel drawn from `analyse`'s numbers. The model
+runs once per sentence; the switches redraw from the stored analysis; bad input gets its message on the page."""
 
 import os
 

@@ -35,8 +35,7 @@ def attention_matrix(analysis, kind: str, layer: int, head):
 def axis_labels(analysis, kind: str):
     """(row labels, column labels) of an attention matrix of `kind`."""
     source, target = analysis.source_pieces, analysis.target_pieces
-    rows = source if kind == "encoder" else target
-    return rows, (target if kind == "decoder" else source)
+    return (source if kind == "encoder" else target), (target if kind == "decoder" else source)
 
 
 def heatmap(matrix, rows, columns, title: str, colour_map="viridis", value_range=(0.0, 1.0)):
@@ -73,25 +72,18 @@ def mask_figure(analysis, kind: str):
 
 
 def _hypotheses_html(hypotheses, decode, score, chosen=False) -> str:
-    rows = []
-    for i, (tokens, log_prob, _) in enumerate(hypotheses):
-        score_value = score(log_prob, len(tokens))
-        mark = ' class="explorer-chosen"' if chosen and i == 0 else ""
-        rows.append(f"<li{mark}>{escape(decode(tokens))} <small>log P {log_prob:.3f}, score {score_value:.3f}</small></li>")
+    mark = ' class="explorer-chosen"'
+    rows = [f"<li{mark if chosen and i == 0 else ''}>{escape(decode(tokens))} <small>log P {log_prob:.3f}, score "
+            f"{score(log_prob, len(tokens)):.3f}</small></li>" for i, (tokens, log_prob, _) in enumerate(hypotheses)]
     return f"<ol>{''.join(rows)}</ol>" if rows else "—"
 
 
 def beam_html(analysis, search: str, decode) -> str:
-    """§6.1's beam search step by step: live and finished hypotheses, the bound, where it stopped.
-
-    Scores are log P / lp(|Y|) with `search`'s length penalty, finished hypotheses best first by it: under
-    transformers' penalty the table shows how |Y|^α would rank the same hypotheses (transformers' own search,
-    whose translation the summary names, keeps no trace).
-    """
-    penalty, alpha = PENALTIES[search], analysis.alpha
-
+    """§6.1's beam search step by step: live and finished hypotheses, the bound, where it stopped. Scores are
+    log P / lp(|Y|) with `search`'s penalty: under transformers' the table shows how |Y|^α would rank the same
+    hypotheses (transformers' own search, whose translation the summary names, keeps no trace)."""
     def score(log_prob, length):
-        return log_prob / penalty(length, alpha)
+        return log_prob / PENALTIES[search](length, analysis.alpha)
 
     chosen, other = analysis.translations[search], analysis.translations[_other(search)]
     summary = (f"<p><b>{escape(SEARCH_NAMES[search])}</b> returns “{escape(chosen)}”; "

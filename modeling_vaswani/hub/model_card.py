@@ -1,7 +1,6 @@
-"""The Hub model card, rendered from the model's config and its results.json (collect_results.py writes
-it; keys: source_lang, target_lang, evaluations, training, optional losses and speed). The shipped
-configuration is the evaluation with "averaged": true and "num_beams": 4; its scores go into the card's
-model-index. Nothing in the card is typed by hand.
+"""The Hub model card, rendered from the model's config and its results.json (collect_results.py writes it).
+The shipped configuration is the evaluation with "averaged": true and "num_beams": 4; its scores go into the
+card's model-index. Nothing in the card is typed by hand.
 """
 
 from __future__ import annotations
@@ -55,13 +54,9 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
     shipped = shipped_evaluations(results)
     example_source = results.get("example_source", "Two dogs are playing in the snow.")
     card_data = ModelCardData(
-        language=[src, tgt],
-        license="apache-2.0",
-        library_name="transformers",
-        pipeline_tag="translation",
+        language=[src, tgt], license="apache-2.0", library_name="transformers", pipeline_tag="translation",
         tags=["translation", "transformer", "attention-is-all-you-need", "vaswani", "seq2seq", "custom_code"],
-        datasets=["multi30k"],
-        metrics=["bleu", "chrf"],
+        datasets=["multi30k"], metrics=["bleu", "chrf"],
         # The Hub's example for the translation widget, as Hub translation models carry one.
         widget=[{"text": example_source, "example_title": f"{LANGUAGE_NAMES.get(src, src)} → "
                  f"{LANGUAGE_NAMES.get(tgt, tgt)}"}],
@@ -70,35 +65,22 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
     )
     training = results["training"]
     return ModelCard.from_template(
-        card_data,
-        template_path=str(TEMPLATE_PATH),
-        model_name=model_name,
-        repo_id=repo_id,
-        source_name=LANGUAGE_NAMES.get(src, src),
-        target_name=LANGUAGE_NAMES.get(tgt, tgt),
-        source_lang=src,
-        target_lang=tgt,
-        example_source=example_source,
+        card_data, template_path=str(TEMPLATE_PATH), model_name=model_name, repo_id=repo_id,
+        source_name=LANGUAGE_NAMES.get(src, src), target_name=LANGUAGE_NAMES.get(tgt, tgt), source_lang=src,
+        target_lang=tgt, example_source=example_source,
         **{name: getattr(config, name) for name in ("num_layers", "num_decoder_layers", "d_model", "d_ff",
                                                     "num_heads", "d_k", "dropout", "label_smoothing",
                                                     "positional_encoding")},
         target_entropy=f"{target_entropy(config.label_smoothing, config.vocab_size):.3f}",
-        vocab_size=f"{config.vocab_size:,}",
-        parameters=training.get("parameters", "?"),
-        training_procedure=training.get("procedure", ""),
-        training_hardware=training.get("hardware", ""),
-        training_minutes=training.get("minutes", "?"),
-        training_steps=training.get("steps", "?"),
-        training_epochs=training.get("epochs", "?"),
+        vocab_size=f"{config.vocab_size:,}", parameters=training.get("parameters", "?"),
+        **{f"training_{key}": training.get(key, default) for key, default in (
+            ("procedure", ""), ("hardware", ""), ("minutes", "?"), ("steps", "?"), ("epochs", "?"), ("command", ""))},
         training_tokens=f"{training['target_tokens'] / 1e6:.1f}M" if training.get("target_tokens") else "",
-        training_command=training.get("command", ""),
-        decoding=results.get("decoding", PAPER_DECODING_TEXT),
-        signature=shipped[0]["scores"]["signature"],
-        results_table="\n".join(_result_row(e) for e in shipped),
-        ablation_table="\n".join(_ablation_row(e) for e in results["evaluations"]),
+        decoding=results.get("decoding", PAPER_DECODING_TEXT), signature=shipped[0]["scores"]["signature"],
+        # The template writes the tables' rows.
+        shipped=shipped, evaluations=results["evaluations"], length_penalty=LENGTH_PENALTY,
         curve_table=_curve_table(training.get("log_history", []), config),
-        loss_table="\n".join(_loss_row(e) for e in results.get("losses", [])),
-        speed_section=speed_section(results.get("speed")),
+        losses=results.get("losses", []), speed=results.get("speed"),
         comparison_table=_comparison_table(shipped, src, tgt),
     )
 
@@ -111,15 +93,14 @@ PUBLISHED_EN_DE = (
 )
 
 
-def _comparison_table(shipped: list[dict], src: str, tgt: str) -> str:
+def _comparison_table(shipped: list[dict], src: str, tgt: str) -> list[tuple]:
     """This model beside the published scores, where they exist (English→German, test_2016_flickr)."""
     test = [e for e in shipped if e.get("split_name") == "test_2016_flickr"]
     if (src, tgt) != ("en", "de") or not test:
-        return ""
+        return []
     scores = test[0]["scores"]
-    rows = [("this model", "Multi30k", "BLEU", scores["bleu"]),
+    return [("this model", "Multi30k", "BLEU", scores["bleu"]),
             ("this model", "Multi30k", "lc-tok BLEU", scores["bleu_lowercase_tokenized"]), *PUBLISHED_EN_DE]
-    return "\n".join(f"| {system} | {data} | {metric} | {score:.2f} |" for system, data, metric, score in rows)
 
 
 def _eval_results(evaluation: dict, src: str, tgt: str) -> list[EvalResult]:
@@ -136,12 +117,6 @@ def _eval_results(evaluation: dict, src: str, tgt: str) -> list[EvalResult]:
                ("bleu", "BLEU (lowercased, tokenized)", "bleu_lowercase_tokenized", {}), ("chrf", "chrF", "chrf", {})]
     return [EvalResult(metric_type=kind, metric_name=name, metric_value=round(scores[key], 2), **extra, **common)
             for kind, name, key, extra in metrics]
-
-
-def _result_row(evaluation: dict) -> str:
-    s = evaluation["scores"]
-    return (f"| {evaluation.get('split_name', evaluation['split'])} | {evaluation.get('sentences', '')} | "
-            f"{s['bleu']:.2f} | {s['bleu_lowercase_tokenized']:.2f} | {s['bleu_paper_tokenized']:.2f} | {s['chrf']:.2f} |")
 
 
 def _curve_table(log_history: list[dict], config: VaswaniConfig) -> str:
@@ -166,20 +141,6 @@ def _curve_table(log_history: list[dict], config: VaswaniConfig) -> str:
     return "\n".join([f"| {' | '.join(head)} |", "|" + "---|" * len(head), *rows])
 
 
-def _loss_row(losses: dict) -> str:
-    return (f"| {losses.get('split_name', losses['split'])} | {losses.get('weights', '')} | "
-            f"{losses['reference_tokens']:,} | {losses['loss']:.3f} | {losses['kl_loss']:.3f} | "
-            f"{losses['nll_loss']:.3f} | {losses['ppl']:.2f} |")
-
-
-def _ablation_row(evaluation: dict) -> str:
-    s = evaluation["scores"]
-    alpha = s.get("length_penalty", LENGTH_PENALTY)
-    decoding = "greedy" if evaluation.get("num_beams") == 1 else f"beam {evaluation.get('num_beams')}, α = {alpha}"
-    return (f"| {evaluation.get('split_name', evaluation['split'])} | {evaluation.get('weights', '')} | "
-            f"{decoding} | {s['bleu']:.2f} | {s['chrf']:.2f} |")
-
-
 BENCHMARK_KEY = "figure_8_test_set_translation"
 
 
@@ -193,39 +154,7 @@ def speed_from_benchmark(benchmark: dict, source: str) -> dict:
              "tokens_per_second": row["tokens_per_second"], "bleu": row.get("bleu")}
             for threads, systems in measured["threads"].items() for system, row in systems.items()]
     machine = benchmark.get("machine", {})
-    return {
-        "source": source,
-        "command": benchmark.get("command", ""),
-        "cpu": machine.get("cpu_model_name", "?"),
-        "cpu_cores": machine.get("cpu_cores", "?"),
-        "cpu_bf16": machine.get("cpu_bf16", "?"),
-        "torch": machine.get("torch", "?"),
-        "model": measured.get("model", "?"),
-        "sentences": measured.get("sentences"),
-        "batch_size": measured.get("batch_size"),
-        "num_beams": measured.get("num_beams"),
-        "rows": rows,
-    }
-
-
-def speed_section(speed: dict | None) -> str:
-    """A paragraph on how it was measured and a table, or "" without a benchmark."""
-    if not speed:
-        return ""
-    lines = [
-        "## Speed",
-        "",
-        f"Translation of all {speed['sentences']} test_2016_flickr sentences (batches of {speed['batch_size']}, "
-        f"beam {speed['num_beams']}), measured by the package's benchmark on this CPU: {speed['cpu']} "
-        f"({speed['cpu_cores']} cores, bf16 support: {speed['cpu_bf16']}; torch {speed['torch']}) with the "
-        f"weights of `{speed['model']}` when it ran: `{speed['command']}` (`{speed['source']}`). "
-        "\"ours\" is this model in PyTorch; Marian and CTranslate2 run the same weights after an exact conversion.",
-        "",
-        "| system | threads | sentences/s | tokens/s | BLEU of the weights measured |",
-        "|---|---|---|---|---|",
-    ]
-    for row in speed["rows"]:
-        bleu = "" if row.get("bleu") is None else f"{row['bleu']:.2f}"
-        lines.append(f"| {row['system']} | {row['threads']} | {row['sentences_per_second']:.1f} | "
-                     f"{row['tokens_per_second']:.0f} | {bleu} |")
-    return "\n".join(lines) + "\n"
+    return {"source": source, "command": benchmark.get("command", ""), "cpu": machine.get("cpu_model_name", "?"),
+            **{key: machine.get(key, "?") for key in ("cpu_cores", "cpu_bf16", "torch")},
+            "model": measured.get("model", "?"),
+            **{key: measured.get(key) for key in ("sentences", "batch_size", "num_beams")}, "rows": rows}

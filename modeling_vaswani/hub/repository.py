@@ -1,7 +1,6 @@
 """A complete Hub model repository: `write_repository` (save_pretrained, tokenizer, results.json, the card)
-and `validate_repository`, which checks files, shipped code and card, then loads and translates the folder
-with trust_remote_code in an isolated process (`python -I`) where this package cannot be imported.
-"""
+and `validate_repository` (files, shipped code, card, then a translation with trust_remote_code in an isolated
+process where this package cannot be imported)."""
 
 import json
 import os
@@ -73,16 +72,23 @@ def validate_repository(folder, sentence: str = "Two dogs are playing in the sno
         raise ValueError(f"{folder}/README.md reports {sorted(metrics)}; it must report bleu and chrf.")
     with tempfile.TemporaryDirectory(prefix="vaswani-check-") as workdir:
         # Its own folder to run in, and its own copy of the code trust_remote_code imports.
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(workdir) / "modules")}
-        process = subprocess.run([sys.executable, "-I", "-c", _CLEAN_PROCESS_CHECK, str(folder.resolve()), sentence],
-                                 capture_output=True, text=True, cwd=workdir, env=env)
-    if process.returncode != 0:
-        tail = process.stderr.strip().splitlines()[-1] if process.stderr.strip() else "no output"
-        raise ValueError(f"{folder} does not load with trust_remote_code in a clean process: {tail}")
-    outcome = json.loads(process.stdout.strip().splitlines()[-1])
+        outcome = run_isolated(["-c", _CLEAN_PROCESS_CHECK, str(folder.resolve()), sentence], workdir,
+                               {"HF_MODULES_CACHE": str(Path(workdir) / "modules")},
+                               f"{folder} does not load with trust_remote_code in a clean process")
     if not allow_empty and (not outcome["pipeline"].strip() or not outcome["generate"].strip()):
         raise ValueError(f"{folder} loads but translates {sentence!r} to an empty string.")
     return outcome
+
+
+def run_isolated(arguments: list[str], cwd, env: dict, failure: str) -> dict:
+    """The JSON last printed by `python -I <arguments>` run offline in `cwd`; ValueError(`failure`: its last
+    error line) when it fails."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **env}
+    process = subprocess.run([sys.executable, "-I", *arguments], capture_output=True, text=True, cwd=cwd, env=env)
+    if process.returncode != 0:
+        tail = process.stderr.strip().splitlines()[-1] if process.stderr.strip() else "no output"
+        raise ValueError(f"{failure}: {tail}")
+    return json.loads(process.stdout.strip().splitlines()[-1])
 
 
 def check_shipped_code(folder) -> None:

@@ -1,17 +1,13 @@
 """A Gradio Space running the explorer on a Hub model: app.py, requirements.txt, README.md and a copy of
-the modules the page imports (the package is not on PyPI); `validate_space` imports app.py in an isolated
-process.
-"""
+the modules the page imports (the package is not on PyPI)."""
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from huggingface_hub import SpaceCard, SpaceCardData
+
+from .repository import run_isolated
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SPACE_CODE = ("__init__.py", "cli.py", "outputs.py", "model/*.py", "explorer/*.py")  # what `import modeling_vaswani.explorer.app` reads
@@ -74,14 +70,10 @@ def validate_space(space_dir, model) -> dict:
     """Import the Space's app.py in a clean process, with `model` (a folder or Hub id) in place of its
     own; raise ValueError naming the problem, or return what it built."""
     space_dir = Path(space_dir).resolve()
-    env = {**os.environ, "EXPLORER_MODEL": str(model), "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
     # -B: no __pycache__ left in the folder that is uploaded.
-    process = subprocess.run([sys.executable, "-I", "-B", "-c", _CLEAN_PROCESS_CHECK], capture_output=True, text=True,
-                             cwd=space_dir, env=env)
-    if process.returncode != 0:
-        tail = process.stderr.strip().splitlines()[-1] if process.stderr.strip() else "no output"
-        raise ValueError(f"{space_dir}/app.py does not start in a clean process: {tail}")
-    outcome = json.loads(process.stdout.strip().splitlines()[-1])
+    outcome = run_isolated(["-B", "-c", _CLEAN_PROCESS_CHECK], space_dir,
+                           {"EXPLORER_MODEL": str(model), "GRADIO_ANALYTICS_ENABLED": "False"},
+                           f"{space_dir}/app.py does not start in a clean process")
     if not Path(outcome["package"]).is_relative_to(space_dir):
         raise ValueError(f"{space_dir}/app.py imported modeling_vaswani from {outcome['package']}, not its own copy.")
     return outcome

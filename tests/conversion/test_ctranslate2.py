@@ -10,13 +10,8 @@ import pytest
 import torch
 
 from checks import assert_names
-from modeling_vaswani.conversion.ctranslate2 import (
-    CTranslate2ConversionError,
-    CTranslate2NotInstalledError,
-    check_convertible,
-    convert_ctranslate2,
-    import_ctranslate2,
-)
+from modeling_vaswani.conversion.ctranslate2 import (CTranslate2ConversionError, CTranslate2NotInstalledError,
+                                                     check_convertible, convert_ctranslate2, import_ctranslate2)
 from modeling_vaswani.evaluation.translation import translate
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 
@@ -55,10 +50,10 @@ def saved_pair(request, tmp_path_factory, make_model, trained_tokenizer):
     return model.eval(), trained_tokenizer, folder / "ct2"
 
 
-def load_engine(folder, **kwargs):
+def load_engine(folder, threads=1):
     from modeling_vaswani.evaluation.ctranslate2_engine import load_ctranslate2_translator
 
-    return load_ctranslate2_translator(folder, device="cpu", **{"threads": 1, **kwargs})
+    return load_ctranslate2_translator(folder, device="cpu", threads=threads)
 
 
 @requires_ctranslate2

@@ -14,7 +14,7 @@ from transformers import AutoTokenizer, MarianMTModel, MarianTokenizer
 from marian_models import SENTENCES, assert_same_state, random_marian
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.marian import convert_marian, export_marian
-from modeling_vaswani.conversion.marian_config import MarianConversionError
+from modeling_vaswani.conversion.marian import MarianConversionError
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 

@@ -7,7 +7,7 @@ import torch
 from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 
 from modeling_vaswani.cli import ArgumentParser, add_engine_arguments, check_engine_arguments
-from modeling_vaswani.evaluation.fast_path import FastPath, FastPathError, precision_warning
+from modeling_vaswani.evaluation.fast_path import FastPath, FastPathError
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.machine import slow_bf16_warning
 from modeling_vaswani.training.precision import report_precision, training_precision
@@ -20,7 +20,7 @@ GREEDY = dict(num_beams=1, max_new_tokens=6)
 def test_each_dtype_loads_every_weight_in_it_and_translates(saved_model_dir, dtype):
     model, tokenizer = load_translator(str(saved_model_dir), **({} if dtype == "float32" else
                                                                 {"fast_path": FastPath(dtype)}))
-    assert {p.dtype for p in model.parameters()} == {getattr(torch, dtype)}
+    assert {p.dtype for p in model.parameters()} == {getattr(torch, dtype)} and not model.training
     assert not any(isinstance(m, DynamicQuantizedLinear) for m in model.modules())
     assert getattr(model.generation_config, "cache_implementation", None) is None
     assert len(translate(model, tokenizer, SENTENCES, **GREEDY)) == len(SENTENCES)
@@ -61,20 +61,19 @@ def test_combinations_that_cannot_run_are_refused(fast_path, device, match):
         fast_path.check(torch.device(device))
 
 
-def test_bf16_on_a_cpu_without_amx_or_avx512_bf16_warns_in_one_line(monkeypatch, caplog):
-    monkeypatch.setattr("modeling_vaswani.machine.bf16_support", lambda: "none")
-    with caplog.at_level(logging.WARNING):
-        FastPath("bfloat16").check(torch.device("cpu"))
-    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert "\n" not in line and "neither AMX nor AVX512-BF16" in line and "slower than float32" in line
-
-
 @pytest.mark.parametrize("support, dtype, device, warns", [
     ("none", "bfloat16", "cpu", True), ("amx", "bfloat16", "cpu", False), ("avx512_bf16", "bfloat16", "cpu", False),
     ("none", "float32", "cpu", False), ("none", "bfloat16", "cuda", False),
 ])
-def test_the_bf16_warning_depends_on_the_cpu(support, dtype, device, warns):
-    assert (precision_warning(dtype, device, support=support, cpu="Some CPU") is not None) is warns
+def test_bf16_on_a_cpu_without_amx_or_avx512_bf16_warns_in_one_line(monkeypatch, caplog, support, dtype, device,
+                                                                     warns):
+    monkeypatch.setattr("modeling_vaswani.machine.bf16_support", lambda: support)
+    with caplog.at_level(logging.WARNING):
+        FastPath(dtype).check(torch.device(device))
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(lines) == warns
+    if warns:
+        assert "\n" not in lines[0] and "neither AMX nor AVX512-BF16" in lines[0] and "slower than float32" in lines[0]
 
 
 class Args:

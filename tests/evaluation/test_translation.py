@@ -1,12 +1,14 @@
-"""evaluation/translation.py: text in, text out, in the input's order."""
+"""evaluation/translation.py: text in, text out, in the input's order; evaluation/progress.py, its progress bar."""
 
+import io
 import itertools
 
 import pytest
 import torch
 
 from checks import assert_names
-from modeling_vaswani.evaluation.translation import as_one_line, load_translator, translate, translate_stream
+from modeling_vaswani.evaluation.progress import count_lines, progress_bar
+from modeling_vaswani.evaluation.translation import as_one_line, translate, translate_batches, translate_stream
 
 FAST = dict(num_beams=1, max_new_tokens=6)  # decoding settings that keep an untrained model quick
 SENTENCES = ["Two young men are playing soccer in a park with many people watching.", "A dog runs.", "",
@@ -122,19 +124,34 @@ def test_a_translation_with_a_line_break_is_written_on_one_line():
     assert as_one_line("kein Umbruch\u2028hier") == "kein Umbruch\u2028hier"  # no reader of ours splits there
 
 
-@pytest.mark.parametrize("device, names", [("tpu9", ["is not a device name"]), ("gpu", ["is not a device name"]),
-                                           ("cuda:99", ["is not available here"]), ("meta", ["holds no data"])])
-def test_load_translator_refuses_a_device_that_does_not_exist(saved_model_dir, device, names):
-    with pytest.raises(ValueError) as error:
-        load_translator(str(saved_model_dir), device=device)
-    assert_names(error, repr(device), *names)
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
 
 
-def test_load_translator_from_a_saved_folder(translator, tmp_path):
-    model, tokenizer = translator
-    model.save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
-    loaded_model, loaded_tokenizer = load_translator(str(tmp_path), device="cpu")
-    assert not loaded_model.training
-    assert translate(loaded_model, loaded_tokenizer, SENTENCES[:2], **FAST) == translate(
-        model, tokenizer, SENTENCES[:2], **FAST)
+def test_progress_counts_every_sentence_blank_lines_included(tokenizer):
+    sentences = ["A dog runs.", "", "Two men.", "   ", "A woman sits on a bench.", "People walk."]
+    done = []
+    translate(EchoModel(), tokenizer, sentences, batch_size=2, progress=done.append)
+    assert sum(done) == len(sentences) and done[0] == 2  # the blank lines first, then a call per batch
+    done.clear()
+    list(translate_batches(EchoModel(), tokenizer, iter(sentences), batch_size=4, progress=done.append))
+    assert sum(done) == len(sentences)
+
+
+def test_the_bar_is_drawn_only_on_a_terminal_and_not_when_quiet():
+    counted = []
+    assert progress_bar(lambda: counted.append(1) or 10, stream=io.StringIO()) is None  # a log, a pipe, a capture
+    assert progress_bar(10, stream=Terminal(), quiet=True) is None
+    assert not counted  # the total is only counted for a bar that is drawn
+    terminal = Terminal()
+    bar = progress_bar(lambda: 10, "translating (1 thread)", stream=terminal)
+    bar.update(4)
+    bar.close()
+    assert bar.total == 10 and "translating (1 thread)" in terminal.getvalue()
+
+
+@pytest.mark.parametrize("content,lines", [(b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"a\r\nb\r\n\n", 3)])
+def test_count_lines(tmp_path, content, lines):
+    (tmp_path / "text").write_bytes(content)
+    assert count_lines(tmp_path / "text") == lines

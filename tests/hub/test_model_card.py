@@ -9,7 +9,7 @@ import yaml
 from huggingface_hub import ModelCard
 
 from checks import assert_names
-from modeling_vaswani.hub.model_card import check_results, render_model_card, speed_from_benchmark, speed_section
+from modeling_vaswani.hub.model_card import check_results, render_model_card, speed_from_benchmark
 from modeling_vaswani.model.label_smoothing import target_entropy
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
@@ -122,14 +122,13 @@ BENCHMARK = {
 }
 
 
-def test_the_speed_section_keeps_every_system_at_every_thread_count():
+def test_the_speed_section_keeps_every_system_at_every_thread_count(model_dir, results):
     speed = speed_from_benchmark(BENCHMARK, "results.json")
     assert [(r["system"], r["threads"], r["sentences_per_second"]) for r in speed["rows"]] == [
         ("CTranslate2 float32", 1, 111.11), ("ours fp32", 2, 42.04)]
-    text = speed_section(speed)
+    text = str(render_model_card(model_dir, {**results, "speed": speed}, "someone/vaswani-test"))
     assert "| CTranslate2 float32 | 1 | 111.1 | 1500 | 36.50 |" in text and "| ours fp32 | 2 | 42.0 | 1500 | 36.50 |" in text
     assert "Some CPU (2 cores, bf16 support: amx" in text and "python -m benchmarks.run --only translation" in text
-    assert speed_section(None) == ""
     with pytest.raises(ValueError) as error:
         speed_from_benchmark({"figure_1_training": {}}, "other.json")
     assert_names(error, "other.json")
