@@ -1,6 +1,7 @@
 """benchmarks/: the harness against MarianMTModel end to end (--quick), its reports, and the fast-path
 properties it relies on (fused SDPA, masks once, cross-attention K/V once, no copies, one compiled graph)."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks import harness, memory, report, run, targets, training, translation
+from benchmarks import harness, memory, report, run, training, translation
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model import encoder as encoder_module
 from modeling_vaswani.model import stacks as decoder_masks_module  # the decoder's masks are built there
@@ -87,9 +88,9 @@ def test_quick_run_writes_every_figure(tmp_path):
 def check_test_set_translation(f8):
     """Every system installed here ran on the same sentences; the exact ones give ours fp32's translations."""
     t = translation
-    exact = [t.OURS_FP32, t.OURS_STATIC, t.MARIAN_FP32] + ([t.CT2_FP32] if t.ctranslate2_installed() else [])
+    exact = [t.OURS_FP32, t.OURS_STATIC, t.MARIAN_FP32] + ([t.CT2_FP32] if importlib.util.find_spec("ctranslate2") else [])
     systems = [t.OURS_FP32, t.OURS_PAPER, t.OURS_BF16, t.OURS_INT8, t.OURS_STATIC, t.MARIAN_FP32, t.MARIAN_BF16]
-    systems += [t.CT2_FP32, t.CT2_INT8] if t.ctranslate2_installed() else []
+    systems += [t.CT2_FP32, t.CT2_INT8] if importlib.util.find_spec("ctranslate2") else []
     entry = f8["threads"]["1"]
     assert f8["systems"] == list(entry) == systems and f8["model"] == "hub_card"
     for name in systems:
@@ -154,7 +155,7 @@ def test_recorded_runs_render_to_their_tables(folder):
         return
     assert set(run.FIGURES.values()) <= set(report.RESULT_KEYS)
     assert {k for k in recorded if k.startswith(("figure_", "appendix_"))} <= set(report.RESULT_KEYS.values())
-    assert targets.check_targets(recorded) == recorded["targets"]
+    assert report.check_targets(recorded) == recorded["targets"]
     assert report.markdown_tables(recorded) == (recorded_dir / "tables.md").read_text()
 
 
@@ -163,7 +164,7 @@ def test_bf16_targets_apply_only_on_a_cpu_with_amx(support):
     """With AMX the bf16 base step must double the fp32 step and the small one not lose; elsewhere both are n/a."""
     bf16 = {preset: {"ratio_ours_over_marian": 1.2, OURS: {"bf16_over_fp32": r}} for preset, r in (("small", 0.9),
                                                                                                     ("base", 2.5))}
-    rows = targets.check_targets({"machine": {"cpu_bf16": support},
+    rows = report.check_targets({"machine": {"cpu_bf16": support},
                                   report.RESULT_KEYS["training_step_speed_bf16"]: bf16})
     where = "AMX" if support == "amx" else "on a CPU with AMX"
     met = {"small": False, "base": True} if support == "amx" else {"small": None, "base": None}

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from benchmarks.table3.scoring import dev_perplexity
+from benchmarks.table3.models import dev_perplexity
 
 
 def test_dev_perplexity_is_plain_cross_entropy_whatever_the_smoothing(make_model, trained_tokenizer,
