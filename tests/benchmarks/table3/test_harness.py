@@ -29,7 +29,7 @@ def test_every_row_gets_the_same_budget_and_data_seed(tmp_path):
     assert "one of the two" in str(err.value)
 
 
-def fake_result(row_id, ppl, bleu, settings=None):
+def result(row_id, ppl, bleu, settings=None):
     row = ROWS[row_id]
     return {"row": row.id, "group": row.group, "config": row.config, "changes": row.changes, "seed": row.seed,
             "paper": row.paper, "note": row.note, "settings": settings or {}, "train": {"steps": 100},
@@ -39,7 +39,7 @@ def fake_result(row_id, ppl, bleu, settings=None):
 def test_results_from_other_settings_are_not_mixed_in(tmp_path):
     (tmp_path / "rows").mkdir()
     made = TableSettings(minutes=3)
-    (tmp_path / "rows" / "base.json").write_text(json.dumps(fake_result("base", 9.0, 30.0, made.__dict__)))
+    (tmp_path / "rows" / "base.json").write_text(json.dumps(result("base", 9.0, 30.0, made.__dict__)))
     check_same_settings(tmp_path, made)  # the same: fine
     with pytest.raises(MixedTableError) as err:
         check_same_settings(tmp_path, replace(made, minutes=4))
@@ -47,10 +47,9 @@ def test_results_from_other_settings_are_not_mixed_in(tmp_path):
 
 
 def test_reading_sets_each_change_beside_the_papers_and_the_noise():
-    results = [fake_result("base", 10.0, 30.0), fake_result("base-2", 10.2, 30.4),
-               fake_result("A1", 11.0, 29.0),  # worse, as the paper's A1
-               fake_result("D3", 10.1, 30.1),  # within the seeds' spread
-               fake_result("E1", 9.0, 31.5)]  # the paper saw no PPL change, and a lower BLEU (25.7 < 25.8)
+    results = [result("base", 10.0, 30.0), result("base-2", 10.2, 30.4), result("A1", 11.0, 29.0),  # worse, as the paper
+               result("D3", 10.1, 30.1),  # within the seeds' spread
+               result("E1", 9.0, 31.5)]  # the paper saw no PPL change, and a lower BLEU (25.7 < 25.8)
     noise = base_noise(results)
     assert noise["bleu_spread"] == pytest.approx(0.4) and noise["ppl_spread_percent"] == pytest.approx(2.0)
     changes = {c["row"]: c for c in changes_from_base(results)}
@@ -63,15 +62,11 @@ def test_reading_sets_each_change_beside_the_papers_and_the_noise():
 
 def table_rows(readme: str) -> dict[str, list[str]]:
     """{row label: its cells} of the table in Table 3's columns."""
-    header = "| " + " | ".join(COLUMNS) + " |"
     lines = readme.splitlines()
-    table = {}
-    for line in lines[lines.index(header) + 2:]:
-        if line.count("|") != len(COLUMNS) + 1:
-            break
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        table[cells[0]] = cells
-    return table
+    start = lines.index("| " + " | ".join(COLUMNS) + " |") + 2
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[start:]
+             if line.count("|") == len(COLUMNS) + 1]
+    return {row[0]: row for row in cells}
 
 
 @pytest.fixture(scope="module")
