@@ -39,8 +39,7 @@ def training_flops(config, batch: dict) -> float:
     Q·Kᵀ and weights·V as full squares, the output projection; not the element-wise ops, the loss or Adam."""
     d, f, h = config.d_model, config.d_ff, config.num_heads
     qk, v = h * config.d_k, h * config.d_v
-    batch_size, s = batch["input_ids"].shape
-    t = batch["labels"].shape[1]
+    (batch_size, s), t = batch["input_ids"].shape, batch["labels"].shape[1]
     enc, dec = batch_size * s, batch_size * t  # token positions on each side
 
     def mm(rows, inner, cols):
@@ -134,8 +133,7 @@ def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> N
         def training_loss(model, inputs):
             return model(**inputs).loss
     config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab,
-                           label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-                           decoder_start_token_id=1)
+                           label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
     torch.manual_seed(0)
     trainer = TrainingStep(OURS, VaswaniForConditionalGeneration(config), torch.bfloat16 if precision == "bf16"
                            else None, torch.device("cpu"), loss=training_loss)
@@ -253,11 +251,10 @@ def main(argv=None) -> dict:
                                torch.bfloat16 if precision == "bf16" else torch.float32)
             results["gemm_flops_per_second"][precision] = rate
             for shape in args.shapes.split(","):
-                entry = compare(trees, shape, precision, args, log)
+                entry, zeros = compare(trees, shape, precision, args, log), torch.zeros(args.batch, args.length)
                 config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"],
                                        vocab_size=args.vocab)
-                flops = training_flops(config, {"input_ids": torch.zeros(args.batch, args.length),
-                                                "labels": torch.zeros(args.batch, args.length)})
+                flops = training_flops(config, {"input_ids": zeros, "labels": zeros})
                 for name in ("before", "after"):
                     entry[name]["gemm_share"] = flops / entry[name]["median_seconds_per_step"] / rate
                 results["steps"][f"{shape}/{precision}"] = entry
