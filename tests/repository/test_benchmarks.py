@@ -51,7 +51,6 @@ def test_quick_run_writes_every_figure(tmp_path):
     assert {*report.RESULT_KEYS.values(), "parameters", "machine"} <= set(results)
     assert results["machine"]["torch"] == torch.__version__ and results["machine"]["cpu_bf16"] in (
         "amx", "avx512_bf16", "none")
-    assert results["parameters"]["tiny"][OURS]["trainable"] == results["parameters"]["tiny"][MARIAN]["trainable"] > 0
     fig1 = results["figure_1_training_step"]["tiny"]
     assert 0 < fig1["ratio_ours_over_marian"] == pytest.approx(
         fig1[OURS]["tokens_per_second"] / fig1[MARIAN]["tokens_per_second"])
