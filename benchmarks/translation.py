@@ -11,7 +11,6 @@ import functools
 import importlib.util
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -25,7 +24,8 @@ from modeling_vaswani.model.generation import NUM_BEAMS, PAPER_SEARCH, TRANSFORM
 from modeling_vaswani.training.data import multi30k_pairs
 
 from .decoding import forced_search_speed
-from .harness import alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches
+from .harness import (alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches,
+                      timed)
 
 OURS_FP32 = "ours fp32, transformers' search"
 OURS_PAPER = "ours fp32, paper's search"
@@ -169,10 +169,8 @@ def compile_payoff(settings, log, model_path: str | None = None) -> dict:
         encoded = tokenizer(batch, return_tensors="pt", padding=True)
         row = {"source_length": int(encoded["input_ids"].shape[1])}
         for name, model in (("eager", eager), ("compiled", compiled), ("compiled_again", compiled)):
-            start = time.perf_counter()
             with torch.inference_mode():
-                model.generate(**encoded, num_beams=1)
-            row[f"{name}_seconds"] = time.perf_counter() - start
+                row[f"{name}_seconds"] = timed(lambda: model.generate(**encoded, num_beams=1), torch.device("cpu"))
         results["batches"].append(row)
         log(f"[8] compile, batch {number}: eager {row['eager_seconds']:.2f} s, first compiled call "
             f"{row['compiled_seconds']:.2f} s, again {row['compiled_again_seconds']:.2f} s")
