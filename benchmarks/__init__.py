@@ -10,7 +10,7 @@ commands and readings in RESULTS.md. By figure:
 6. `memory`: peak resident memory of training and translating, each in a fresh process;
 8. `translation`: the shipped model translating test_2016_flickr in every system, speed and BLEU.
 
-`harness` holds what they share, `profiling` the torch.profiler tables, `report`, `targets` and `plots`
-turn results into tables and a figure. `table3/` is a study of another kind: Table 3 of the paper
-re-trained in miniature (scripts/table3.py, docs/table3.md); like this file it imports nothing.
+`harness` holds what they share, `profiling` the torch.profiler tables, `report` the targets and tables
+(`run` draws figures.png). `table3/` is a study of another kind: Table 3 of the paper re-trained in
+miniature (scripts/table3.py, docs/table3.md); like this file it imports nothing.
 """

@@ -57,59 +57,41 @@ def beam_search_speed(settings, corpus, device, dtype, log) -> dict:
 
 def cached_vs_recomputing_decoding(settings, corpus, device, dtype, log) -> dict:
     """Figure 3: time per generated token of cached greedy `generate` and of `greedy_decode`, as the output grows."""
-    models = build_pair(corpus_config(corpus, settings.decode_preset), device)
-    for m in models.values():
-        m.eval()
-    ours = models[OURS]
+    models = {name: m.eval() for name, m in build_pair(corpus_config(corpus, settings.decode_preset), device).items()}
     (input_ids, mask), = source_batches(corpus, settings.decode_batch_size, settings.decode_batch_size, device)
     results = {"preset": settings.decode_preset, "batch_size": settings.decode_batch_size, "lengths": {}}
     for length in settings.decode_lengths:
         gen = forced_generation_config(corpus.tokenizer, length, num_beams=1)
 
-        def cached(model):
+        def job(decode):
             def run():
                 with autocast(device, dtype):
-                    out = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=gen)
-                assert out.shape[1] == length + 1
+                    assert decode().shape[1] == length + 1
             return run
 
-        def recomputing():
-            with autocast(device, dtype):  # no token has id -1: it runs its full length
-                out = greedy_decode(ours, input_ids, mask, max_new_tokens=length, eos_token_id=-1)
-            assert out.shape[1] == length + 1
-
-        jobs = dict(zip(DECODERS, (cached(ours), recomputing, cached(models[MARIAN]))))
+        jobs = dict(zip(DECODERS, (
+            job(lambda: models[OURS].generate(input_ids=input_ids, attention_mask=mask, generation_config=gen)),
+            # No token has id -1: it runs its full length.
+            job(lambda: greedy_decode(models[OURS], input_ids, mask, max_new_tokens=length, eos_token_id=-1)),
+            job(lambda: models[MARIAN].generate(input_ids=input_ids, attention_mask=mask, generation_config=gen)))))
         # The shortest length warms every job up; longer ones reuse the warm state.
-        warmup = jobs if length == settings.decode_lengths[0] else None
-        seconds = alternate(jobs, settings.decode_reps, device, warmup=warmup)
-        entry = {}
-        for name, values in seconds.items():
-            median = statistics.median(values)
-            entry[name] = {"seconds": values, "median_seconds": median,
-                           "ms_per_generated_token": 1000.0 * median / length}
-        entry["recomputing_over_cached"] = (entry["ours_recomputing_greedy_decode"]["median_seconds"]
-                                            / entry["ours_cached_generate"]["median_seconds"])
-        entry["ratio_ours_over_marian_cached"] = (entry["marian_cached_generate"]["median_seconds"]
-                                                  / entry["ours_cached_generate"]["median_seconds"])
+        seconds = alternate(jobs, settings.decode_reps, device,
+                            warmup=jobs if length == settings.decode_lengths[0] else None)
+        entry = {name: {"seconds": values, "median_seconds": statistics.median(values),
+                        "ms_per_generated_token": 1000.0 * statistics.median(values) / length}
+                 for name, values in seconds.items()}
+        cached = entry["ours_cached_generate"]["median_seconds"]
+        entry["recomputing_over_cached"] = entry["ours_recomputing_greedy_decode"]["median_seconds"] / cached
+        entry["ratio_ours_over_marian_cached"] = entry["marian_cached_generate"]["median_seconds"] / cached
         results["lengths"][str(length)] = entry
         log(f"[3] length {length}: cached {entry['ours_cached_generate']['ms_per_generated_token']:.2f} ms/token, "
             f"recomputing {entry['ours_recomputing_greedy_decode']['ms_per_generated_token']:.2f} ms/token")
-    results["fits"] = fit_growth(results["lengths"])
-    return results
-
-
-def fit_growth(per_length: dict) -> dict:
-    """Least-squares fits of per-token time a + b·L, and the log–log slope k of total time ∝ L^k."""
-    lengths = np.array([float(k) for k in per_length])
-    fits = {}
+    # Least-squares fits of per-token time a + b·L, and the log–log slope k of total time ∝ L^k.
+    lengths, fits = np.array([float(k) for k in results["lengths"]]), {}
     for name in DECODERS:
-        per_token = np.array([per_length[k][name]["ms_per_generated_token"] for k in per_length])
+        per_token = np.array([e[name]["ms_per_generated_token"] for e in results["lengths"].values()])
         slope, intercept = np.polyfit(lengths, per_token, 1)
-        total = per_token * lengths
-        exponent = np.polyfit(np.log(lengths), np.log(total), 1)[0]
-        fits[name] = {
-            "ms_per_token_intercept": float(intercept),
-            "ms_per_token_per_unit_length": float(slope),
-            "total_time_exponent": float(exponent),
-        }
-    return fits
+        fits[name] = {"ms_per_token_intercept": float(intercept), "ms_per_token_per_unit_length": float(slope),
+                      "total_time_exponent": float(np.polyfit(np.log(lengths), np.log(per_token * lengths), 1)[0])}
+    results["fits"] = fits
+    return results

@@ -1,12 +1,15 @@
 """What every measurement shares: the two systems (ours and MarianMTModel doing the same computation),
-the sizes, the corpus, and timing in alternation, A B A B ..., so a drift of the machine hits both alike."""
+the sizes, the corpus, timing in alternation, A B A B ..., so a drift of the machine hits both alike, the
+machine's description and the files a run writes."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import statistics
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -77,13 +80,6 @@ QUICK = Settings(
 )
 
 
-def vaswani_config(preset: str, tokenizer_ids: dict, vocab_size: int) -> VaswaniConfig:
-    # Dropout 0.1 in every preset, so "tiny" (quick mode) runs the same kind of step as the others.
-    # Biased Q/K/V/O projections: Marian's always have biases, so both do the same work.
-    return VaswaniConfig.from_preset(preset, vocab_size=vocab_size, dropout=0.1, attention_dropout=0.0,
-                                     attention_bias=True, attn_implementation="sdpa", **tokenizer_ids)
-
-
 def marian_twin_config(config: VaswaniConfig) -> MarianConfig:
     """A MarianConfig doing the computation of `config` (the converter's, modeling_vaswani.conversion.marian)."""
     if not getattr(config, "attention_bias", True):
@@ -106,26 +102,18 @@ def build_pair(config: VaswaniConfig, device: torch.device) -> dict:
 
 def parameter_counts(models: dict) -> dict:
     """Trainable parameters must agree; Marian also keeps frozen position tables and a logits-bias buffer."""
-    counts = {}
-    for name, model in models.items():
-        counts[name] = {
-            "trainable": model.num_parameters(only_trainable=True),
-            "all_parameters": model.num_parameters(),
-            "buffers": sum(b.numel() for b in model.buffers()),
-        }
+    counts = {name: {"trainable": m.num_parameters(only_trainable=True), "all_parameters": m.num_parameters(),
+                     "buffers": sum(b.numel() for b in m.buffers())} for name, m in models.items()}
     ours, theirs = counts[OURS]["trainable"], counts[MARIAN]["trainable"]
-    counts["trainable_difference_percent"] = 100.0 * (theirs - ours) / ours
-    return counts
+    return {**counts, "trainable_difference_percent": 100.0 * (theirs - ours) / ours}
 
 
 def training_loss(name: str, model, batch: dict) -> torch.Tensor:
     """The same §5.4 loss for both: ours computes it inside forward, Marian's logits get the same function."""
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "decoder_input_ids")}
     if name == OURS:
-        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                     decoder_input_ids=batch["decoder_input_ids"], labels=batch["labels"]).loss
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                   decoder_input_ids=batch["decoder_input_ids"]).logits
-    return label_smoothed_cross_entropy(logits, batch["labels"], LABEL_SMOOTHING)  # ε_ls of every preset
+        return model(**inputs, labels=batch["labels"]).loss
+    return label_smoothed_cross_entropy(model(**inputs).logits, batch["labels"], LABEL_SMOOTHING)  # every preset's ε_ls
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None):  # mixed precision when `dtype` is given
@@ -181,7 +169,7 @@ def timed(fn: Callable[[], object], device: torch.device) -> float:
 
 def alternate(jobs: dict, reps: int, device: torch.device, warmup: dict | None = None) -> dict:
     """{name: [seconds, ...]}: each job `reps` times, A B A B ..., after `warmup`'s jobs once each (one-off costs)."""
-    for name, fn in (warmup or {}).items():
+    for fn in (warmup or {}).values():
         fn()
     seconds = {name: [] for name in jobs}
     for _ in range(reps):
@@ -199,6 +187,23 @@ def ratio(result: dict, unit: str) -> float:  # ours / theirs for a higher-is-be
     return result[OURS][unit] / result[MARIAN][unit]
 
 
+def clock() -> tuple[Callable[[str], None], float]:
+    """A log that prints each line after the seconds since this call, and that moment."""
+    began = time.perf_counter()
+    return lambda message: print(f"{time.perf_counter() - began:7.1f}s {message}", flush=True), began
+
+
+def write_results(out_dir: Path | None, results: dict, tables: Callable[[dict], str], began: float) -> str:
+    """Stamp the run's total seconds; results.json and tables.md into `out_dir` (None: nowhere); the tables."""
+    results["total_seconds"] = time.perf_counter() - began
+    text = tables(results)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "results.json").write_text(json.dumps(results, indent=2))
+        (out_dir / "tables.md").write_text(text)
+    return text
+
+
 @dataclasses.dataclass
 class Corpus:
     tokenizer: object
@@ -213,10 +218,8 @@ def prepare_corpus(settings: Settings) -> Corpus:
     train = data["train"]
     if settings.train_sentences is not None:
         train = train.select(range(settings.train_sentences))
-    pairs = train["translation"]
-    texts = [p["en"] for p in pairs] + [p["de"] for p in pairs]
-    tokenizer = train_bpe_tokenizer(texts, vocab_size=settings.vocab_size)
-    test = data["test"]["translation"]
+    pairs, test = train["translation"], data["test"]["translation"]
+    tokenizer = train_bpe_tokenizer([p["en"] for p in pairs] + [p["de"] for p in pairs], vocab_size=settings.vocab_size)
 
     def encode(rows, lang):
         return tokenizer([r[lang] for r in rows], max_length=256, truncation=True)["input_ids"]
@@ -230,27 +233,27 @@ def tokenizer_ids(tokenizer) -> dict:
 
 
 def corpus_config(corpus: Corpus, preset: str) -> VaswaniConfig:
-    """A preset's config sized to the corpus' vocabulary and special tokens."""
-    return vaswani_config(preset, tokenizer_ids(corpus.tokenizer), len(corpus.tokenizer))
+    """A preset sized to the corpus' vocabulary and special tokens. Dropout 0.1 in every preset, so "tiny" (quick
+    mode) runs the same kind of step as the others; biased Q/K/V/O projections, as Marian's always are."""
+    return VaswaniConfig.from_preset(preset, vocab_size=len(corpus.tokenizer), dropout=0.1, attention_dropout=0.0,
+                                     attention_bias=True, attn_implementation="sdpa", **tokenizer_ids(corpus.tokenizer))
+
+
+def padded(rows: list, value: int) -> torch.Tensor:
+    """(len(rows), longest row) of token ids, each row left-aligned and filled with `value`."""
+    out = torch.full((len(rows), max(map(len, rows))), value, dtype=torch.long)
+    for r, ids in enumerate(rows):
+        out[r, : len(ids)] = torch.tensor(ids)
+    return out
 
 
 def collate(corpus: Corpus, indices, device: torch.device) -> dict:
     """Pad training pairs: input_ids/attention_mask (B, S), labels (B, T) with -100, decoder_input_ids shifted right."""
-    pad_id, start_id = corpus.tokenizer.pad_token_id, corpus.tokenizer.bos_token_id
-    batch_src = [corpus.train_src[i] for i in indices]
-    batch_tgt = [corpus.train_tgt[i] for i in indices]
-    s_len, t_len = max(map(len, batch_src)), max(map(len, batch_tgt))
-    input_ids = torch.full((len(indices), s_len), pad_id, dtype=torch.long)
-    labels = torch.full((len(indices), t_len), -100, dtype=torch.long)
-    for row, (s, t) in enumerate(zip(batch_src, batch_tgt)):
-        input_ids[row, : len(s)] = torch.tensor(s)
-        labels[row, : len(t)] = torch.tensor(t)
-    batch = {
-        "input_ids": input_ids,
-        "attention_mask": (input_ids != pad_id).long(),
-        "labels": labels,
-        "decoder_input_ids": shift_tokens_right(labels, pad_id, start_id),
-    }
+    pad_id = corpus.tokenizer.pad_token_id
+    input_ids = padded([corpus.train_src[i] for i in indices], pad_id)
+    labels = padded([corpus.train_tgt[i] for i in indices], -100)
+    batch = {"input_ids": input_ids, "attention_mask": (input_ids != pad_id).long(), "labels": labels,
+             "decoder_input_ids": shift_tokens_right(labels, pad_id, corpus.tokenizer.bos_token_id)}
     return {k: v.to(device) for k, v in batch.items()}
 
 
@@ -269,14 +272,8 @@ def training_batches(settings: Settings, corpus: Corpus, device: torch.device) -
 def source_batches(corpus: Corpus, sentences: int, batch_size: int, device: torch.device) -> list:
     """The first `sentences` test sources in consecutive batches, padded: (input_ids, attention_mask) per batch."""
     ids, pad_id = corpus.test_src[:sentences], corpus.tokenizer.pad_token_id
-    out = []
-    for start in range(0, len(ids), batch_size):
-        rows = ids[start : start + batch_size]
-        input_ids = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
-        for r, s in enumerate(rows):
-            input_ids[r, : len(s)] = torch.tensor(s)
-        out.append((input_ids.to(device), (input_ids != pad_id).long().to(device)))
-    return out
+    batches = [padded(ids[start : start + batch_size], pad_id) for start in range(0, len(ids), batch_size)]
+    return [(b.to(device), (b != pad_id).long().to(device)) for b in batches]
 
 
 def forced_length(settings: Settings, corpus: Corpus, sentences: int) -> int:

@@ -26,7 +26,6 @@ from .harness import (MARIAN, OURS, TrainingStep, build_model, corpus_config, fo
                       forced_length, source_batches, synchronize)
 
 ROOT = Path(__file__).resolve().parent.parent  # where `benchmarks` is importable from
-TASKS = ("train", "translate")
 
 
 def peak_memory(settings, corpus, batches, device, workdir: Path, log) -> dict:
@@ -43,49 +42,33 @@ def peak_memory(settings, corpus, batches, device, workdir: Path, log) -> dict:
     results = {"train_preset": presets["train"], "translate_preset": presets["translate"],
                "train_steps": settings.memory_train_steps, "translate_sentences": sum(len(i) for i, _ in translate),
                "translate_batch_size": settings.memory_batch_size, "forced_output_length": length}
-    with MeasurementServer(workdir) as server:
-        for task in TASKS:
-            results[task] = {}
-            for system in (OURS, MARIAN):  # one child per measurement, alternating systems
-                results[task][system] = server.measure(system, task, device.type)
-            ours, theirs = results[task][OURS]["peak_rss_mib"], results[task][MARIAN]["peak_rss_mib"]
-            results[task]["ratio_ours_over_marian"] = ours / theirs
-            log(f"[6] {task}: peak RSS ours {ours:.0f} MiB, Marian {theirs:.0f} MiB "
-                f"(both started at {results[task][OURS]['rss_at_start_mib']:.0f} MiB)")
+    with open(workdir / "server.log", "w+") as server_log:
+        server = subprocess.Popen([sys.executable, "-m", "benchmarks.memory", str(workdir)], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_log, text=True)
+        try:
+            for task in presets:
+                results[task] = {}
+                for system in (OURS, MARIAN):  # one child per measurement, alternating systems
+                    report = workdir / f"{task}_{system}.json"
+                    server.stdin.write(json.dumps({"system": system, "task": task, "device": device.type,
+                                                   "report": str(report)}) + "\n")
+                    server.stdin.flush()
+                    answer = server.stdout.readline()
+                    exitcode = json.loads(answer)["exitcode"] if answer else server.wait()
+                    if exitcode != 0 or not report.exists():
+                        server_log.seek(0)
+                        raise RuntimeError(f"The memory measurement ({system}, {task}) failed with exit code "
+                                           f"{exitcode}: {server_log.read().strip()[-2000:]}")
+                    results[task][system] = read_json(report)
+                ours, theirs = results[task][OURS]["peak_rss_mib"], results[task][MARIAN]["peak_rss_mib"]
+                results[task]["ratio_ours_over_marian"] = ours / theirs
+                log(f"[6] {task}: peak RSS ours {ours:.0f} MiB, Marian {theirs:.0f} MiB "
+                    f"(both started at {results[task][OURS]['rss_at_start_mib']:.0f} MiB)")
+        finally:
+            server.stdin.close()
+            server.wait()
+            server.stdout.close()
     return results
-
-
-class MeasurementServer:
-    """The parent's side of the server: one JSON line out per measurement, one back when its child is done."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.log_path = folder / "server.log"
-
-    def __enter__(self):
-        self.log = self.log_path.open("w")
-        self.process = subprocess.Popen([sys.executable, "-m", "benchmarks.memory", str(self.folder)], cwd=ROOT,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        return self
-
-    def measure(self, system: str, task: str, device_name: str) -> dict:
-        report = self.folder / f"{task}_{system}.json"
-        self.process.stdin.write(json.dumps({"system": system, "task": task, "device": device_name,
-                                             "report": str(report)}) + "\n")
-        self.process.stdin.flush()
-        answer = self.process.stdout.readline()
-        exitcode = json.loads(answer)["exitcode"] if answer else self.process.wait()
-        if exitcode != 0 or not report.exists():
-            self.log.flush()
-            raise RuntimeError(f"The memory measurement ({system}, {task}) failed with exit code {exitcode}: "
-                               f"{self.log_path.read_text().strip()[-2000:]}")
-        return read_json(report)
-
-    def __exit__(self, *exc):
-        self.process.stdin.close()
-        self.process.wait()
-        self.process.stdout.close()
-        self.log.close()
 
 
 def write_inputs(folder: Path, settings: dict, **batch_lists: list) -> None:
@@ -94,43 +77,34 @@ def write_inputs(folder: Path, settings: dict, **batch_lists: list) -> None:
     tensors = {f"{which}.{i}.{name}": tensor.detach().cpu().contiguous().clone()
                for which, batches in batch_lists.items() for i, batch in enumerate(batches)
                for name, tensor in batch.items()}
-    counts = {which: len(batches) for which, batches in batch_lists.items()}
     save_file(tensors, str(folder / "inputs.safetensors"))
+    counts = {which: len(batches) for which, batches in batch_lists.items()}
     (folder / "inputs.json").write_text(json.dumps({**settings, "batches": counts}))
 
 
 def read_inputs(folder: Path) -> tuple[dict, dict]:
     """The inverse of `write_inputs`: (settings, {list name: [tensor dict, ...]})."""
     settings = read_json(folder / "inputs.json")
-    tensors = load_file(str(folder / "inputs.safetensors"))
     batches = {which: [{} for _ in range(count)] for which, count in settings.pop("batches").items()}
-    for key, tensor in tensors.items():
+    for key, tensor in load_file(str(folder / "inputs.safetensors")).items():
         which, index, name = key.split(".")
         batches[which][int(index)][name] = tensor
     return settings, batches
 
 
-def current_rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def max_rss_mib() -> float:
-    """Peak resident memory since this process was forked (for a forked child Linux starts it afresh)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+def mib(kib: float) -> float:
+    return kib / 1024.0
 
 
 def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
-    """In a freshly forked child: build one model, run one workload, return resident memory (MiB) and times."""
-    at_start = current_rss_mib()
+    """In a freshly forked child: build one model, run one workload, return resident memory (MiB) and times.
+    Linux starts a forked child's peak (ru_maxrss, KiB) afresh."""
+    status = Path("/proc/self/status").read_text().splitlines()
+    at_start = next((mib(int(line.split()[1])) for line in status if line.startswith("VmRSS:")), float("nan"))
     device = torch.device(device_name)
     settings, batches = read_inputs(folder)
-    config = VaswaniConfig.from_dict(settings["configs"][task], attn_implementation="sdpa")
-    model = build_model(system, config, device)
-    setup = max_rss_mib()
+    model = build_model(system, VaswaniConfig.from_dict(settings["configs"][task], attn_implementation="sdpa"), device)
+    setup = mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     start = time.perf_counter()
     if task == "train":
         trainer = TrainingStep(system, model, None, device)
@@ -143,9 +117,9 @@ def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
             model.generate(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
                            generation_config=generation_config)
     synchronize(device)
-    return {"rss_at_start_mib": at_start, "rss_after_setup_mib": setup, "peak_rss_mib": max_rss_mib(),
-            "workload_seconds": time.perf_counter() - start,
-            "cpu_seconds": resource.getrusage(resource.RUSAGE_SELF).ru_utime}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"rss_at_start_mib": at_start, "rss_after_setup_mib": setup, "peak_rss_mib": mib(usage.ru_maxrss),
+            "workload_seconds": time.perf_counter() - start, "cpu_seconds": usage.ru_utime}
 
 
 def serve(folder: Path) -> None:

@@ -10,24 +10,17 @@ from modeling_vaswani.model.generation import NUM_BEAMS
 from .harness import (TrainingStep, autocast, build_pair, corpus_config, forced_generation_config, forced_length,
                       source_batches, timed)
 
-MATMUL = ("matmul (Linear layers, output projection)", ("aten::mm", "aten::addmm", "aten::bmm"))
-ATTENTION = ("attention kernel (SDPA)", ("scaled_dot_product", "flash_attention", "efficient_attention"))
+# (category, substrings of the op names it takes), the first that matches; the Adam step counts whole.
+SHARED = (("matmul (Linear layers, output projection)", ("aten::mm", "aten::addmm", "aten::bmm")),
+          ("attention kernel (SDPA)", ("scaled_dot_product", "flash_attention", "efficient_attention")))
 LAYER_NORM = ("layer norm", ("layer_norm",))
-TRAINING_CATEGORIES = (
-    MATMUL,
-    ATTENTION,
-    ("dropout masks", ("bernoulli", "dropout")),
-    ("softmax and loss", ("softmax", "gather", "nll_loss")),
-    LAYER_NORM,
-)
-GENERATION_CATEGORIES = (
-    MATMUL,
-    ATTENTION,
-    ("log-softmax over the vocabulary", ("softmax",)),
-    ("beam bookkeeping and cache (topk, sort, gather, index_select, cat)",
-     ("topk", "sort", "gather", "index_select", "aten::cat", "aten::index")),
-    LAYER_NORM,
-)
+CATEGORIES = {
+    "train_step": (*SHARED, ("dropout masks", ("bernoulli", "dropout")),
+                   ("softmax and loss", ("softmax", "gather", "nll_loss")), LAYER_NORM),
+    "beam_search": (*SHARED, ("log-softmax over the vocabulary", ("softmax",)),
+                    ("beam bookkeeping and cache (topk, sort, gather, index_select, cat)",
+                     ("topk", "sort", "gather", "index_select", "aten::cat", "aten::index")), LAYER_NORM),
+}
 OTHER = "other ops (element-wise, copies, embeddings, ...)"
 OUTSIDE = "outside any op (Python, dispatch, profiler overhead)"
 
@@ -37,7 +30,6 @@ def profiles(settings, corpus, batches, device, dtype, out_dir: Path, log) -> di
     from torch.profiler import ProfilerActivity, profile
 
     preset = settings.presets[-1]
-    batch = batches[0]
     length = forced_length(settings, corpus, settings.beam_sentences)
     (input_ids, mask), *_ = source_batches(corpus, settings.beam_batch_size, settings.beam_batch_size, device)
     generation_config = forced_generation_config(corpus.tokenizer, length, num_beams=NUM_BEAMS)
@@ -52,8 +44,7 @@ def profiles(settings, corpus, batches, device, dtype, out_dir: Path, log) -> di
             with autocast(device, dtype):
                 model.generate(input_ids=input_ids, attention_mask=mask, generation_config=generation_config)
 
-        for what, work, categories in (("train_step", lambda: trainer.step(batch), TRAINING_CATEGORIES),
-                                       ("beam_search", translate, GENERATION_CATEGORIES)):
+        for what, work in (("train_step", lambda: trainer.step(batches[0])), ("beam_search", translate)):
             work()  # warm-up
             with profile(activities=activities) as prof:
                 wall = timed(work, device)
@@ -62,7 +53,7 @@ def profiles(settings, corpus, batches, device, dtype, out_dir: Path, log) -> di
             results["files"][f"{name}_{what}"] = path.name
             if device.type == "cpu":
                 key = "training_breakdown" if what == "train_step" else "generation_breakdown"
-                results[key][name] = cpu_time_breakdown(prof.events(), categories, wall)
+                results[key][name] = cpu_time_breakdown(prof.events(), CATEGORIES[what], wall)
         del trainer, model
     log(f"[profile] {', '.join(results['files'].values())}")
     return results
@@ -72,26 +63,17 @@ def cpu_time_breakdown(events, categories, wall_seconds: float) -> dict:
     """Fractions of the wall time: the Adam step (inclusive), other ops' self time by category, and the rest."""
     def inside_optimizer(event):
         parent = event.cpu_parent
-        while parent is not None:
-            if parent.name.startswith("Optimizer.step"):
-                return True
+        while parent is not None and not parent.name.startswith("Optimizer.step"):
             parent = parent.cpu_parent
-        return False
+        return parent is not None
 
-    totals = {category: 0.0 for category, _ in categories}
-    totals["Adam step"] = totals[OTHER] = 0.0
+    totals = {**{category: 0.0 for category, _ in categories}, "Adam step": 0.0, OTHER: 0.0}
     for event in events:
-        if inside_optimizer(event):
-            continue
-        if event.name.startswith("Optimizer.step"):
+        if event.name.startswith("Optimizer.step") and not inside_optimizer(event):
             totals["Adam step"] += event.cpu_time_total
-            continue
-        for category, keys in categories:
-            if any(key in event.name for key in keys):
-                totals[category] += event.self_cpu_time_total
-                break
-        else:
-            totals[OTHER] += event.self_cpu_time_total
+        elif not inside_optimizer(event):
+            category = next((c for c, keys in categories if any(key in event.name for key in keys)), OTHER)
+            totals[category] += event.self_cpu_time_total
     if not totals["Adam step"]:
         del totals["Adam step"]
     whole = wall_seconds * 1e6  # the profiler reports microseconds

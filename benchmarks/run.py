@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from modeling_vaswani.cli import run_main
 
-from . import decoding, memory, plots, profiling, report, speedups, targets, training, translation
-from .harness import FULL, QUICK, machine_record, prepare_corpus, training_batches
+from . import decoding, memory, profiling, report, speedups, training, translation
+from .harness import (FULL, MARIAN, OURS, QUICK, clock, machine_record, prepare_corpus, training_batches,
+                      write_results)
 from .report import RESULT_KEYS
 
 HERE = Path(__file__).resolve().parent
@@ -34,36 +34,34 @@ FIGURES = {1: "training_step_speed", 2: "beam_search_speed", 3: "cached_vs_recom
            8: "test_set_translation"}
 # --only names, each a group of figures.
 PARTS = {"training": {1, 4, 5, 7}, "decoding": {2, 3, 8}, "translation": {8}, "memory": {6}, "compile": {7}}
+SKIPPED = {"skipped": "quick mode or --no-compile"}
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
-    parser.add_argument("--figures", default="1,2,3,4,5,6,7,8", help="Comma-separated figure numbers to run.")
-    parser.add_argument("--only", help=f"Comma-separated parts instead of --figures: {', '.join(PARTS)}.")
-    parser.add_argument("--threads", help="Comma-separated thread counts of figure 8 (default 1,2; --quick: 1).")
-    parser.add_argument("--presets", default=None,
-                        help="Comma-separated presets for figures 1, 2, 5 (default small,base).")
-    parser.add_argument("--bf16-presets", default=None,
-                        help="Comma-separated presets whose training step is also timed in bf16 (figures 1b, 5b; "
-                             "default: all of --presets). Without AMX or AVX512-BF16 the CPU emulates bf16, and a "
-                             "bf16 base step takes many times the fp32 one.")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda.")
-    parser.add_argument("--max-tokens", type=int, default=None,
-                        help="Token budget per batch and side for figures 1, 4-7 (default 4096; §5.1 used 25000).")
-    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
-                        help="bfloat16 runs training and generation under autocast.")
-    parser.add_argument("--output-dir", default=None,
-                        help="Where results.json, tables.md, figures.png go "
-                             "(default benchmarks/; a temporary folder with --quick).")
-    parser.add_argument("--results-md", default=None,
-                        help="Also write the tables into this Markdown file, between its "
-                             "'<!-- generated:cpu:begin/end -->' (or gpu) markers, e.g. benchmarks/RESULTS.md.")
-    parser.add_argument("--no-compile", action="store_true", help="Skip figure 7 (torch.compile).")
-    parser.add_argument("--compile", action="store_true",
-                        help="Run figure 7 even with --quick (compiling takes minutes).")
-    parser.add_argument("--no-profile", action="store_true", help="Skip the torch.profiler tables.")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
+    add("--figures", default="1,2,3,4,5,6,7,8", help="Comma-separated figure numbers to run.")
+    add("--only", help=f"Comma-separated parts instead of --figures: {', '.join(PARTS)}.")
+    add("--threads", help="Comma-separated thread counts of figure 8 (default 1,2; --quick: 1).")
+    add("--presets", default=None, help="Comma-separated presets for figures 1, 2, 5 (default small,base).")
+    add("--bf16-presets", default=None,
+        help="Comma-separated presets whose training step is also timed in bf16 (figures 1b, 5b; default: all of "
+             "--presets). Without AMX or AVX512-BF16 the CPU emulates bf16, and a bf16 base step takes many times "
+             "the fp32 one.")
+    add("--device", default="cpu", help="cpu or cuda.")
+    add("--max-tokens", type=int, default=None,
+        help="Token budget per batch and side for figures 1, 4-7 (default 4096; §5.1 used 25000).")
+    add("--dtype", default="float32", choices=("float32", "bfloat16"),
+        help="bfloat16 runs training and generation under autocast.")
+    add("--output-dir", default=None,
+        help="Where results.json, tables.md, figures.png go (default benchmarks/; a temporary folder with --quick).")
+    add("--results-md", default=None,
+        help="Also write the tables into this Markdown file, between its '<!-- generated:cpu:begin/end -->' "
+             "(or gpu) markers, e.g. benchmarks/RESULTS.md.")
+    add("--no-compile", action="store_true", help="Skip figure 7 (torch.compile).")
+    add("--compile", action="store_true", help="Run figure 7 even with --quick (compiling takes minutes).")
+    add("--no-profile", action="store_true", help="Skip the torch.profiler tables.")
     return parser.parse_args(argv)
 
 
@@ -74,23 +72,21 @@ def comma_separated(text: str) -> tuple:  # "small, base" -> ("small", "base")
 def chosen_figures(text: str, only: str | None = None) -> set:
     if only is not None:
         parts = comma_separated(only)
-        unknown = [p for p in parts if p not in PARTS]
-        if unknown or not parts:
+        if not parts or not set(parts) <= set(PARTS):
             raise ValueError(f"--only takes comma-separated parts from {', '.join(PARTS)}, got {only!r}.")
         return set().union(*(PARTS[p] for p in parts))
-    last = max(FIGURES)
     try:
-        figures = {int(x) for x in text.split(",") if x.strip()}
+        figures = {int(x) for x in comma_separated(text)}
     except ValueError:
-        raise ValueError(f"--figures must be comma-separated numbers from 1 to {last}, got {text!r}.") from None
+        figures = {0}
     if not figures <= set(FIGURES):
-        raise ValueError(f"--figures must name figures 1 to {last}, got {text!r}.")
+        raise ValueError(f"--figures must be comma-separated numbers from 1 to {max(FIGURES)}, got {text!r}.")
     return figures
 
 
 def thread_counts(text: str) -> tuple:
     try:
-        counts = tuple(int(x) for x in text.split(",") if x.strip())
+        counts = tuple(int(x) for x in comma_separated(text))
     except ValueError:
         counts = ()
     if not counts or min(counts) < 1:
@@ -117,28 +113,24 @@ def settings_for(args, device: torch.device):
         settings.translate_threads = thread_counts(args.threads)
     if device.type != "cpu" or args.dtype != "float32":  # bf16 beside fp32 is the CPU run's second precision
         settings.train_dtypes = (args.dtype,)
-    if args.no_compile:
-        settings.run_compile = False
-    elif args.compile:
-        settings.run_compile = True
+    settings.run_compile = (settings.run_compile or args.compile) and not args.no_compile
     return settings
 
 
 def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profile: bool, log) -> dict:
-    key = RESULT_KEYS.get
-    results = {}
+    results, key, cpu = {}, RESULT_KEYS.get, device.type == "cpu"
+    bf16 = "bfloat16" in settings.train_dtypes and dtype is None
     # Figure 5 reads figure 1's FLOP rates; 6, 7 and the profiles reuse its batches.
     batches, warm = training_batches(settings, corpus, device) if {1, 5, 6, 7} & figures else (None, None)
     if {1, 5} & figures:
         step_speed, counts = training.training_step_speed(settings, corpus, batches, warm, device, dtype, log)
+        if bf16:
+            bf16_speed, _ = training.training_step_speed(dataclasses.replace(
+                settings, presets=settings.bf16_presets or settings.presets), corpus, batches, warm, device,
+                torch.bfloat16, log)
         if 1 in figures:
-            results["parameters"] = counts
-            results[key("training_step_speed")] = step_speed
-        if "bfloat16" in settings.train_dtypes and dtype is None:
-            bf16_settings = dataclasses.replace(settings, presets=settings.bf16_presets or settings.presets)
-            bf16_speed, _ = training.training_step_speed(bf16_settings, corpus, batches, warm, device, torch.bfloat16,
-                                                         log)
-            if 1 in figures:
+            results.update({"parameters": counts, key("training_step_speed"): step_speed})
+            if bf16:
                 results[key("training_step_speed_bf16")] = training.precision_ratios(step_speed, bf16_speed)
     if 2 in figures:
         results[key("beam_search_speed")] = decoding.beam_search_speed(settings, corpus, device, dtype, log)
@@ -150,71 +142,118 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
                                                                                       dtype, log)
     if 5 in figures:
         results[key("hardware_efficiency")] = training.hardware_efficiency(settings, step_speed, device, dtype, log)
-        if "bfloat16" in settings.train_dtypes and dtype is None:
+        if bf16:
             results[key("hardware_efficiency_bf16")] = training.hardware_efficiency(settings, bf16_speed, device,
                                                                                    torch.bfloat16, log)
     if 6 in figures:
         with tempfile.TemporaryDirectory(prefix="vaswani-bench-mem-") as workdir:
             results[key("peak_memory")] = memory.peak_memory(settings, corpus, batches, device, Path(workdir), log)
     if 7 in figures:
-        results[key("compiled_training_step")] = (
-            speedups.compiled_training_step(settings, corpus, batches, device, dtype, log) if settings.run_compile
-            else {"skipped": "quick mode or --no-compile"})
+        results[key("compiled_training_step")] = speedups.compiled_training_step(
+            settings, corpus, batches, device, dtype, log) if settings.run_compile else SKIPPED
     if 5 in figures:
         results[key("fused_qkv_projection")] = speedups.fused_qkv_projection(settings, corpus, device, log)
     if 8 in figures:
-        if device.type != "cpu":
-            results[key("test_set_translation")] = {"skipped": "measured on the CPU only"}
-        else:
-            results[key("test_set_translation")] = translation.test_set_translation(settings, log)
+        results[key("test_set_translation")] = (translation.test_set_translation(settings, log) if cpu
+                                                else {"skipped": "measured on the CPU only"})
+        if cpu:
             results[key("beam_search_comparison")] = translation.search_speed(settings, corpus, device, log)
             results[key("compile_payoff")] = (translation.compile_payoff(settings, log) if settings.run_compile
-                                              else {"skipped": "quick mode or --no-compile"})
+                                              else SKIPPED)
     if profile and batches is not None:
         results[key("profiles")] = profiling.profiles(settings, corpus, batches, device, dtype, out_dir, log)
     return results
 
 
+def plot(results: dict, path: Path) -> None:
+    """figures.png: figure 3 (decoding time against length), figure 1 (training step) and, where measured,
+    figure 8 (every system's translation speed against its BLEU)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    f1, f3, f8 = (results.get(RESULT_KEYS[k]) for k in ("training_step_speed", "cached_vs_recomputing_decoding",
+                                                       "test_set_translation"))
+    f8 = f8 if f8 and "threads" in f8 else None
+    fig, axes = plt.subplots(1, 3 if f8 else 2, figsize=(18 if f8 else 12, 4.8))
+    if f3:
+        ax, lengths = axes[0], np.array([int(k) for k in f3["lengths"]])
+        grid = np.linspace(lengths.min(), lengths.max(), 100)
+        for name, color, marker, label in (("ours_cached_generate", "C0", "o", "ours, cached generate"),
+                                           ("marian_cached_generate", "C1", "s", "Marian, cached generate"),
+                                           ("ours_recomputing_greedy_decode", "C3", "^",
+                                            "ours, recomputing greedy_decode")):
+            fit = f3["fits"][name]
+            ax.plot(lengths, [f3["lengths"][str(k)][name]["ms_per_generated_token"] for k in lengths], marker,
+                    color=color, label=f"{label} (total ∝ L^{fit['total_time_exponent']:.2f})")
+            ax.plot(grid, fit["ms_per_token_intercept"] + fit["ms_per_token_per_unit_length"] * grid, "-",
+                    color=color, alpha=0.6)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(lengths, [str(k) for k in lengths])
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set(xlabel="forced output length L (tokens)", ylabel="ms per generated token (log)")
+        ax.set_title(f"Figure 3: greedy decoding, {f3['preset']}, batch {f3['batch_size']}\n"
+                     "markers measured, lines: least-squares a + b·L", fontsize=10)
+        ax.legend(fontsize=8)
+    if f1:
+        ax, presets = axes[1], list(f1)
+        x, speeds = np.arange(len(presets)), {s: [f1[p][s]["tokens_per_second"] for p in presets] for s in (OURS, MARIAN)}
+        ax.bar(x - 0.2, speeds[OURS], 0.4, label="modeling_vaswani", color="C0")
+        ax.bar(x + 0.2, speeds[MARIAN], 0.4, label="MarianMTModel", color="C1")
+        for i, p in enumerate(presets):
+            ax.annotate(f"{f1[p]['ratio_ours_over_marian']:.2f}×", (x[i], max(speeds[OURS][i], speeds[MARIAN][i])),
+                        ha="center", va="bottom")
+        ax.set_xticks(x, presets)
+        ax.set_ylabel("real source+target tokens / s")
+        ax.set_title("Figure 1: training step (forward + backward + Adam)\nsame Multi30k token-budget batches, "
+                     "ours / Marian above the bars", fontsize=10)
+        ax.legend(fontsize=8)
+    if f8:
+        ax, markers = axes[2], "os^D"  # one marker shape per thread count
+        for t, (threads, entry) in enumerate(f8["threads"].items()):
+            for i, (name, e) in enumerate(entry.items()):
+                ax.plot(e["sentences_per_second"], e["bleu"], markers[t % 4], color=f"C{i}",
+                        label=name if t == 0 else None, markersize=7, alpha=0.85)
+            ax.plot([], [], markers[t % 4], color="grey", label=f"{threads} thread(s)")
+        ax.set_xscale("log")
+        ax.set(xlabel="sentences / s (log)", ylabel="cased BLEU")
+        ax.set_title(f"Figure 8: translating test_2016_flickr ({f8['sentences']} sentences, beam {f8['num_beams']})\n"
+                     "speed against BLEU, same weights in every system", fontsize=10)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    figures = chosen_figures(args.figures, args.only)
-    device = torch.device(args.device)
+    figures, device = chosen_figures(args.figures, args.only), torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda was given but PyTorch sees no CUDA device; use --device cpu.")
     dtype = torch.bfloat16 if args.dtype == "bfloat16" else None
     section = "gpu" if device.type == "cuda" else "cpu"
     if args.results_md:  # fail now, not after the whole run
-        report.check_results_md(Path(args.results_md), section)
+        report.fill_results_md(Path(args.results_md), section)
     settings = settings_for(args, device)
     out_dir = Path(args.output_dir) if args.output_dir else (
         Path(tempfile.mkdtemp(prefix="vaswani-bench-")) if args.quick else HERE)
     out_dir.mkdir(parents=True, exist_ok=True)
-
-    began = time.perf_counter()
-
-    def log(message):
-        print(f"{time.perf_counter() - began:7.1f}s {message}", flush=True)
-
+    log, began = clock()
     words = sys.argv[1:] if argv is None else list(argv)
-    results = {
-        "command": " ".join([Path(sys.executable).name, "-m", "benchmarks.run", *words]),
-        "quick": args.quick,
-        "machine": machine_record(device),
-        "dtype": args.dtype,
-        "settings": dataclasses.asdict(settings),
-    }
+    results = {"command": " ".join([Path(sys.executable).name, "-m", "benchmarks.run", *words]), "quick": args.quick,
+               "machine": machine_record(device), "dtype": args.dtype, "settings": dataclasses.asdict(settings)}
     log(f"machine: {results['machine']}")
     corpus = prepare_corpus(settings)
     log(f"corpus: {len(corpus.train_src)} training pairs, vocabulary {len(corpus.tokenizer)}")
     results.update(measure(figures, settings, corpus, device, dtype, out_dir, not args.no_profile, log))
-    results["targets"] = targets.check_targets(results)
-    results["total_seconds"] = time.perf_counter() - began
-
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2))
-    tables = report.markdown_tables(results)
-    (out_dir / "tables.md").write_text(tables)
+    results["targets"] = report.check_targets(results)
+    tables = write_results(out_dir, results, report.markdown_tables, began)
     if {1, 3, 8} & figures:
-        plots.plot(results, out_dir / "figures.png")
+        plot(results, out_dir / "figures.png")
     if args.results_md:
         report.fill_results_md(Path(args.results_md), section, tables)
     print(tables)

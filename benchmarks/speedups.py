@@ -25,20 +25,18 @@ def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
     rows = [{"input_ids": s, "attention_mask": [1] * len(s), "labels": t}
             for s, t in zip(corpus.train_src, corpus.train_tgt)]
     src_len, tgt_len = [len(s) for s in corpus.train_src], [len(t) for t in corpus.train_tgt]
-    budget_sampler = TokenBudgetBatchSampler(src_len, tgt_len, settings.max_tokens, shuffle=True, seed=0)
+    budget = list(TokenBudgetBatchSampler(src_len, tgt_len, settings.max_tokens, shuffle=True, seed=0))
     # The Trainer's default: a RandomSampler and a fixed batch size, as many sentences per batch on average.
-    batch_size = max(1, round(len(rows) / len(budget_sampler)))
-    generator = torch.Generator().manual_seed(0)
-    epoch_batches = {"token_budget": list(budget_sampler), "fixed_size_random": list(
-        BatchSampler(RandomSampler(range(len(rows)), generator=generator), batch_size, False))}
+    batch_size = max(1, round(len(rows) / len(budget)))
+    random = RandomSampler(range(len(rows)), generator=torch.Generator().manual_seed(0))
+    epochs = {"token_budget": budget, "fixed_size_random": list(BatchSampler(random, batch_size, False))}
     collator = DataCollatorForSeq2Seq(corpus.tokenizer, model=model)
-    iterators = {name: iter(DataLoader(rows, batch_sampler=sampler, collate_fn=collator))
-                 for name, sampler in (("token_budget", budget_sampler),
-                                       ("fixed_size_random", epoch_batches["fixed_size_random"]))}
+    iterators = {name: iter(DataLoader(rows, batch_sampler=batches, collate_fn=collator))
+                 for name, batches in epochs.items()}
     trainer = TrainingStep(OURS, model, dtype, device)
-    trainer.step(collate(corpus, epoch_batches["token_budget"][0], device))  # warm-up
-    spent, done_batches, done_tokens = ({name: 0 for name in iterators} for _ in range(3))
-    cap, active = settings.epoch_seconds, set(iterators)
+    trainer.step(collate(corpus, budget[0], device))  # warm-up
+    spent, done_batches, done_tokens = ({name: 0 for name in epochs} for _ in range(3))
+    cap, active = settings.epoch_seconds, set(epochs)
     while active:
         name = min(active, key=lambda k: spent[k])  # the scheme with less time so far: drift hits both alike
         synchronize(device)
@@ -57,7 +55,7 @@ def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
             active.discard(name)
     results = {"preset": preset, "max_tokens": settings.max_tokens, "fixed_batch_size": batch_size,
                "time_cap_seconds_per_scheme": cap}
-    for name, batches in epoch_batches.items():
+    for name, batches in epochs.items():
         epoch_tokens = sum(src_len[i] + tgt_len[i] for b in batches for i in b)
         rate, whole = done_tokens[name] / spent[name], done_batches[name] == len(batches)
         results[name] = {
@@ -66,11 +64,10 @@ def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
             "padding_efficiency": padding_efficiency(batches, src_len, tgt_len), "real_tokens_per_second": rate,
             "measured_seconds": spent[name], "epoch_seconds": spent[name] if whole else epoch_tokens / rate,
             "epoch_seconds_is_extrapolated": not whole}
-    results["ratio_token_budget_over_fixed"] = (results["token_budget"]["real_tokens_per_second"]
-                                                / results["fixed_size_random"]["real_tokens_per_second"])
-    log(f"[4] token budget {results['token_budget']['real_tokens_per_second']:.0f} real tok/s "
-        f"(padding eff. {results['token_budget']['padding_efficiency']:.3f}), fixed size {batch_size}: "
-        f"{results['fixed_size_random']['real_tokens_per_second']:.0f} real tok/s "
+    budget_rate, fixed_rate = (results[k]["real_tokens_per_second"] for k in epochs)
+    results["ratio_token_budget_over_fixed"] = budget_rate / fixed_rate
+    log(f"[4] token budget {budget_rate:.0f} real tok/s (padding eff. "
+        f"{results['token_budget']['padding_efficiency']:.3f}), fixed size {batch_size}: {fixed_rate:.0f} real tok/s "
         f"(padding eff. {results['fixed_size_random']['padding_efficiency']:.3f})")
     return results
 

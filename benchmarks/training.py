@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from .harness import (MARIAN, OURS, TrainingStep, alternate, build_pair, corpus_config, machine_record, parameter_counts,
-                      ratio, real_tokens, summary, timed)
+from .harness import (MARIAN, OURS, TrainingStep, alternate, build_pair, clock, corpus_config, machine_record,
+                      parameter_counts, ratio, real_tokens, summary, timed, write_results)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES = {  # the before/after shapes; V = 8,000 for all, as the shipped model's vocabulary
@@ -39,8 +39,7 @@ def training_flops(config, batch: dict) -> float:
     Q·Kᵀ and weights·V as full squares, the output projection; not the element-wise ops, the loss or Adam."""
     d, f, h = config.d_model, config.d_ff, config.num_heads
     qk, v = h * config.d_k, h * config.d_v
-    batch_size, s = batch["input_ids"].shape
-    t = batch["labels"].shape[1]
+    (batch_size, s), t = batch["input_ids"].shape, batch["labels"].shape[1]
     enc, dec = batch_size * s, batch_size * t  # token positions on each side
 
     def mm(rows, inner, cols):
@@ -125,7 +124,7 @@ def hardware_efficiency(settings, step_speed: dict, device, dtype, log) -> dict:
 
 def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
     """Build the model and batch with the package on PYTHONPATH, then answer each line on stdin
-    (a number of steps) with one pass's seconds."""
+    (a number of steps) with one pass's seconds, wall-clock and this process's CPU time."""
     from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 
     try:  # the new step; a package without it takes the model's forward with labels
@@ -134,12 +133,10 @@ def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> N
         def training_loss(model, inputs):
             return model(**inputs).loss
     config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab,
-                           label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-                           decoder_start_token_id=1)
+                           label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
     torch.manual_seed(0)
-    model = VaswaniForConditionalGeneration(config)
-    trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
-                           loss=training_loss)
+    trainer = TrainingStep(OURS, VaswaniForConditionalGeneration(config), torch.bfloat16 if precision == "bf16"
+                           else None, torch.device("cpu"), loss=training_loss)
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)),
               "attention_mask": torch.ones(batch, length, dtype=torch.long),
               "labels": torch.randint(3, vocab, (batch, length))}
@@ -151,64 +148,55 @@ def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> N
         print(json.dumps({"seconds": time.perf_counter() - began, "cpu_seconds": time.process_time() - cpu}), flush=True)
 
 
-class Worker:
-    """A worker process, started once, asked for passes."""
+def start_worker(tree: Path, shape: str, precision: str, args) -> tuple[subprocess.Popen, dict]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(tree), str(ROOT)])),
+           "OMP_NUM_THREADS": str(args.threads)}
+    command = [sys.executable, "-m", "benchmarks.training", "--worker", shape, precision, str(args.batch),
+               str(args.length), str(args.vocab)]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
+    return process, answer(process)
 
-    def __init__(self, tree: Path, shape: str, precision: str, args):
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(tree), str(ROOT)])),
-               "OMP_NUM_THREADS": str(args.threads)}
-        command = [sys.executable, "-m", "benchmarks.training", "--worker", shape, precision, str(args.batch),
-                   str(args.length), str(args.vocab)]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-                                        cwd=tree)
-        self.facts = self._answer()
 
-    def _answer(self) -> dict:
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker {self.process.args} ended with code {self.process.wait()}")
-        return json.loads(line)
-
-    def time(self, steps: int) -> dict:
-        """{"seconds": wall-clock, "cpu_seconds": the process's CPU time} of `steps` steps."""
-        self.process.stdin.write(f"{steps}\n")
-        self.process.stdin.flush()
-        return self._answer()
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait()
+def answer(process: subprocess.Popen, steps: int | None = None) -> dict:
+    """The worker's next line: after asking for `steps` steps, {"seconds", "cpu_seconds"} of them."""
+    if steps is not None:
+        process.stdin.write(f"{steps}\n")
+        process.stdin.flush()
+    line = process.stdout.readline()
+    if not line:
+        raise RuntimeError(f"worker {process.args} ended with code {process.wait()}")
+    return json.loads(line)
 
 
 def compare(trees: dict, shape: str, precision: str, args, log) -> dict:
     """Both steps at one shape and precision, alternating; tokens/s and after/before."""
-    workers = {name: Worker(tree, shape, precision, args) for name, tree in trees.items()}
+    workers = {name: start_worker(tree, shape, precision, args) for name, tree in trees.items()}
+    seconds, cpu = {name: [] for name in workers}, {name: [] for name in workers}
     try:
-        for w in workers.values():
-            w.time(args.warmup)
-        seconds, cpu = {name: [] for name in workers}, {name: [] for name in workers}
+        for process, _ in workers.values():
+            answer(process, args.warmup)
         for _ in range(args.reps):
-            for name, w in workers.items():
-                answer = w.time(args.steps)
-                seconds[name].append(answer["seconds"] / args.steps)
-                cpu[name].append(answer["cpu_seconds"] / args.steps)
+            for name, (process, _) in workers.items():
+                passed = answer(process, args.steps)
+                seconds[name].append(passed["seconds"] / args.steps)
+                cpu[name].append(passed["cpu_seconds"] / args.steps)
     finally:
-        for w in workers.values():
-            w.close()
+        for process, _ in workers.values():
+            process.stdin.close()
+            process.wait()
     tokens = 2 * args.batch * args.length  # source + target, all real
     entry = {name: {"seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
                     "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second":
-                    tokens / min(values), "fused_adam": workers[name].facts["fused_adam"],
+                    tokens / min(values), "fused_adam": workers[name][1]["fused_adam"],
                     # CPU time counts only this process's work: on a shared machine the fairer comparison
                     "median_cpu_seconds_per_step": statistics.median(cpu[name])}
              for name, values in seconds.items()}
-    entry["after_over_before"] = entry["after"]["tokens_per_second"] / entry["before"]["tokens_per_second"]
-    entry["after_over_before_best"] = (entry["after"]["best_tokens_per_second"]
-                                       / entry["before"]["best_tokens_per_second"])
-    entry["after_over_before_cpu"] = (entry["before"]["median_cpu_seconds_per_step"]
-                                      / entry["after"]["median_cpu_seconds_per_step"])
-    log(f"{shape} {precision}: before {entry['before']['tokens_per_second']:.0f} tok/s, after "
-        f"{entry['after']['tokens_per_second']:.0f} tok/s, ×{entry['after_over_before']:.2f} "
+    before, after = entry["before"], entry["after"]
+    entry.update(after_over_before=after["tokens_per_second"] / before["tokens_per_second"],
+                 after_over_before_best=after["best_tokens_per_second"] / before["best_tokens_per_second"],
+                 after_over_before_cpu=before["median_cpu_seconds_per_step"] / after["median_cpu_seconds_per_step"])
+    log(f"{shape} {precision}: before {before['tokens_per_second']:.0f} tok/s, after "
+        f"{after['tokens_per_second']:.0f} tok/s, ×{entry['after_over_before']:.2f} "
         f"(best passes ×{entry['after_over_before_best']:.2f}; CPU time a step ×{entry['after_over_before_cpu']:.2f})")
     return entry
 
@@ -228,19 +216,18 @@ def baseline_tree(args, workdir: Path) -> Path:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.training", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", default="f52a05e", help="The commit whose step is 'before'.")
-    parser.add_argument("--baseline-tree", help="A folder holding the 'before' package instead of --baseline.")
-    parser.add_argument("--shapes", default="shipped,small,base")
-    parser.add_argument("--precisions", default="fp32,bf16")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--length", type=int, default=16)
-    parser.add_argument("--vocab", type=int, default=8000)
-    parser.add_argument("--steps", type=int, default=3, help="Steps per timed pass.")
-    parser.add_argument("--reps", type=int, default=5, help="Timed passes of each step, alternating.")
-    parser.add_argument("--warmup", type=int, default=2, help="Untimed steps first.")
-    parser.add_argument("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
-    parser.add_argument("--output-dir", help="Where results.json and tables.md go (default: print only).")
+    add = parser.add_argument
+    add("--baseline", default="f52a05e", help="The commit whose step is 'before'.")
+    add("--baseline-tree", help="A folder holding the 'before' package instead of --baseline.")
+    add("--shapes", default="shipped,small,base")
+    add("--precisions", default="fp32,bf16")
+    for flag, default, text in (("--threads", 2, None), ("--batch", 128, None), ("--length", 16, None),
+                                ("--vocab", 8000, None), ("--steps", 3, "Steps per timed pass."),
+                                ("--reps", 5, "Timed passes of each step, alternating."),
+                                ("--warmup", 2, "Untimed steps first.")):
+        add(flag, type=int, default=default, help=text)
+    add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
+    add("--output-dir", help="Where results.json and tables.md go (default: print only).")
     args = parser.parse_args(argv)
     if args.quick:
         args.shapes, args.batch, args.length, args.vocab, args.steps, args.reps, args.warmup = "tiny", 4, 5, 60, 1, 1, 1
@@ -249,15 +236,10 @@ def main(argv=None) -> dict:
 
     from .report import step_tables
 
-    began = time.perf_counter()
-
-    def log(message):
-        print(f"{time.perf_counter() - began:7.1f}s {message}", flush=True)
-
+    log, began = clock()
+    flags = sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma")))
     results = {"command": " ".join(["python -m benchmarks.training", *(sys.argv[1:] if argv is None else argv)]),
-               "baseline": args.baseline_tree or args.baseline,
-               "machine": {**machine_record(), "cpu_flags": sorted(f for f in cpu_flags()
-                                                                   if f.startswith(("avx", "amx", "fma")))},
+               "baseline": args.baseline_tree or args.baseline, "machine": {**machine_record(), "cpu_flags": flags},
                "threads": args.threads, "batch": args.batch, "length": args.length, "vocab": args.vocab,
                "uptime_before": uptime(), "gemm_flops_per_second": {}, "steps": {}}
     log(f"{results['machine']['cpu_model_name']}; {results['uptime_before']}")
@@ -269,23 +251,15 @@ def main(argv=None) -> dict:
                                torch.bfloat16 if precision == "bf16" else torch.float32)
             results["gemm_flops_per_second"][precision] = rate
             for shape in args.shapes.split(","):
-                entry = compare(trees, shape, precision, args, log)
+                entry, zeros = compare(trees, shape, precision, args, log), torch.zeros(args.batch, args.length)
                 config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"],
                                        vocab_size=args.vocab)
-                flops = training_flops(config, {"input_ids": torch.zeros(args.batch, args.length),
-                                                "labels": torch.zeros(args.batch, args.length)})
+                flops = training_flops(config, {"input_ids": zeros, "labels": zeros})
                 for name in ("before", "after"):
                     entry[name]["gemm_share"] = flops / entry[name]["median_seconds_per_step"] / rate
                 results["steps"][f"{shape}/{precision}"] = entry
     results["uptime_after"] = uptime()
-    results["total_seconds"] = time.perf_counter() - began
-    text = step_tables(results)
-    print(text)
-    if args.output_dir:
-        out = Path(args.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps(results, indent=2))
-        (out / "tables.md").write_text(text)
+    print(write_results(Path(args.output_dir) if args.output_dir else None, results, step_tables, began))
     return results
 
 

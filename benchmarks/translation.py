@@ -7,10 +7,10 @@ generated tokens/s and cased BLEU of the first repetition. Also 8b, the two beam
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -24,7 +24,8 @@ from modeling_vaswani.model.generation import NUM_BEAMS, PAPER_SEARCH, TRANSFORM
 from modeling_vaswani.training.data import multi30k_pairs
 
 from .decoding import forced_search_speed
-from .harness import alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches
+from .harness import (alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches,
+                      timed)
 
 OURS_FP32 = "ours fp32, transformers' search"
 OURS_PAPER = "ours fp32, paper's search"
@@ -37,16 +38,11 @@ CT2_FP32 = "CTranslate2 float32"
 CT2_INT8 = "CTranslate2 int8"
 
 
-def ctranslate2_installed() -> bool:
-    return importlib.util.find_spec("ctranslate2") is not None
-
-
 class MarianTranslator:
     """MarianMTModel with §6.1's input length + 50 limit, which its own generate does not apply."""
 
     def __init__(self, marian, generation_config):
-        self.model, self.generation_config = marian, generation_config
-        self.device = marian.device
+        self.model, self.generation_config, self.device = marian, generation_config, marian.device
 
     def generate(self, input_ids, attention_mask, **kwargs):
         limit = max_new_tokens_for(self.generation_config, input_ids.shape[1])
@@ -63,17 +59,11 @@ class System(NamedTuple):
 
 
 def systems(model_path: str, workdir: Path, log) -> list:
-    """The systems that can run here (CTranslate2 only when installed), built lazily."""
+    """The systems that can run here (CTranslate2 only when installed), built lazily; each of ours loads once."""
     from modeling_vaswani.conversion.marian import to_marian
 
     def ours(fast_path=None):
-        loaded = {}
-
-        def build(threads):
-            if "model" not in loaded:
-                loaded["model"], _ = load_translator(model_path, "cpu", fast_path=fast_path)
-            return loaded["model"]
-        return build
+        return functools.cache(lambda threads: load_translator(model_path, "cpu", fast_path=fast_path)[0])
 
     def marian(dtype):
         def build(threads):
@@ -81,32 +71,21 @@ def systems(model_path: str, workdir: Path, log) -> list:
             return MarianTranslator(to_marian(model).to(dtype).eval(), model.generation_config)
         return build
 
-    found = [
-        System(OURS_FP32, ours(), dict(TRANSFORMERS_BEAM_SEARCH)),
-        System(OURS_PAPER, ours(), dict(PAPER_SEARCH)),
-        System(OURS_BF16, ours(FastPath("bfloat16")), dict(TRANSFORMERS_BEAM_SEARCH)),
-        System(OURS_INT8, ours(FastPath(quantize="int8")), dict(TRANSFORMERS_BEAM_SEARCH)),
-        System(OURS_STATIC, ours(FastPath(compile=True)), dict(TRANSFORMERS_BEAM_SEARCH)),
-        System(MARIAN_FP32, marian(torch.float32)),
-        System(MARIAN_BF16, marian(torch.bfloat16)),
-    ]
-    if ctranslate2_installed():
-        from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
-        from modeling_vaswani.evaluation.ctranslate2_engine import CTranslate2Engine
-
-        folder = workdir / "ctranslate2"
-        convert_ctranslate2(model_path, folder, force=True)
-        for name, compute_type in ((CT2_FP32, "float32"), (CT2_INT8, "int8")):
-            found.append(System(name, lambda threads, c=compute_type: CTranslate2Engine(
-                folder, device="cpu", compute_type=c, threads=threads)))
-    else:
+    found = [System(OURS_FP32, ours(), dict(TRANSFORMERS_BEAM_SEARCH)), System(OURS_PAPER, ours(), dict(PAPER_SEARCH)),
+             System(OURS_BF16, ours(FastPath("bfloat16")), dict(TRANSFORMERS_BEAM_SEARCH)),
+             System(OURS_INT8, ours(FastPath(quantize="int8")), dict(TRANSFORMERS_BEAM_SEARCH)),
+             System(OURS_STATIC, ours(FastPath(compile=True)), dict(TRANSFORMERS_BEAM_SEARCH)),
+             System(MARIAN_FP32, marian(torch.float32)), System(MARIAN_BF16, marian(torch.bfloat16))]
+    if importlib.util.find_spec("ctranslate2") is None:
         log("[8] ctranslate2 is not installed: its rows are skipped (pip install ctranslate2)")
-    return found
+        return found
+    from modeling_vaswani.conversion.ctranslate2 import convert_ctranslate2
+    from modeling_vaswani.evaluation.ctranslate2_engine import CTranslate2Engine
 
-
-def generated_tokens(tokenizer, translations: list) -> int:
-    """Tokens of the translations as the model emits them (</s> included), one count for every system."""
-    return sum(len(ids) for ids in tokenizer(translations)["input_ids"])
+    convert_ctranslate2(model_path, workdir / "ctranslate2", force=True)
+    return found + [System(name, lambda threads, c=compute_type: CTranslate2Engine(
+        workdir / "ctranslate2", device="cpu", compute_type=c, threads=threads))
+        for name, compute_type in ((CT2_FP32, "float32"), (CT2_INT8, "int8"))]
 
 
 def test_set_translation(settings, log, model_path: str | None = None) -> dict:
@@ -122,8 +101,7 @@ def test_set_translation(settings, log, model_path: str | None = None) -> dict:
         results["systems"] = [system.name for system in rows]
         for threads in settings.translate_threads:
             torch.set_num_threads(threads)
-            translators = {system.name: system.build(threads) for system in rows}
-            outputs = {}
+            translators, outputs = {system.name: system.build(threads) for system in rows}, {}
 
             def job(system, sentences=sources):
                 def run():
@@ -137,20 +115,16 @@ def test_set_translation(settings, log, model_path: str | None = None) -> dict:
             seconds = alternate({s.name: job(s) for s in rows}, settings.translate_reps, torch.device("cpu"),
                                 warmup={s.name: job(s, sources[: settings.translate_batch_size]) for s in rows})
             entry = {}
-            for system in rows:
-                median = statistics.median(seconds[system.name])
-                tokens = generated_tokens(tokenizer, outputs[system.name])
-                bleu = compute_bleu(outputs[system.name], references)
-                entry[system.name] = {"seconds": seconds[system.name], "median_seconds": median,
-                                      "sentences_per_second": len(sources) / median,
-                                      "tokens_per_second": tokens / median, "generated_tokens": tokens,
-                                      "bleu": bleu["bleu"]}
-            reference = outputs[OURS_FP32]
-            for system in rows:
-                entry[system.name]["identical_outputs_to_ours_fp32"] = sum(
-                    a == b for a, b in zip(outputs[system.name], reference))
-                entry[system.name]["speed_over_ours_fp32"] = (entry[system.name]["sentences_per_second"]
-                                                               / entry[OURS_FP32]["sentences_per_second"])
+            for name, done in outputs.items():
+                median = statistics.median(seconds[name])
+                # Tokens as the model emits them (</s> included), one count for every system.
+                tokens = sum(len(ids) for ids in tokenizer(done)["input_ids"])
+                entry[name] = {"seconds": seconds[name], "median_seconds": median,
+                               "sentences_per_second": len(sources) / median, "tokens_per_second": tokens / median,
+                               "generated_tokens": tokens, "bleu": compute_bleu(done, references)["bleu"]}
+            for name, e in entry.items():
+                e["identical_outputs_to_ours_fp32"] = sum(a == b for a, b in zip(outputs[name], outputs[OURS_FP32]))
+                e["speed_over_ours_fp32"] = e["sentences_per_second"] / entry[OURS_FP32]["sentences_per_second"]
             results["threads"][str(threads)] = entry
             log(f"[8] {threads} thread(s): " + ", ".join(
                 f"{name} {e['sentences_per_second']:.1f} sent/s BLEU {e['bleu']:.2f}" for name, e in entry.items()))
@@ -195,10 +169,8 @@ def compile_payoff(settings, log, model_path: str | None = None) -> dict:
         encoded = tokenizer(batch, return_tensors="pt", padding=True)
         row = {"source_length": int(encoded["input_ids"].shape[1])}
         for name, model in (("eager", eager), ("compiled", compiled), ("compiled_again", compiled)):
-            start = time.perf_counter()
             with torch.inference_mode():
-                model.generate(**encoded, num_beams=1)
-            row[f"{name}_seconds"] = time.perf_counter() - start
+                row[f"{name}_seconds"] = timed(lambda: model.generate(**encoded, num_beams=1), torch.device("cpu"))
         results["batches"].append(row)
         log(f"[8] compile, batch {number}: eager {row['eager_seconds']:.2f} s, first compiled call "
             f"{row['compiled_seconds']:.2f} s, again {row['compiled_again_seconds']:.2f} s")

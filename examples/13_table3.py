@@ -73,6 +73,10 @@ def span(values: list, extra: float = 0.0) -> tuple:
     return low - margin, high + margin
 
 
+def shown(value, form: str, unit: str = "") -> str:  # "-" where the paper leaves the cell blank
+    return "-" if value is None else format(value, form) + unit
+
+
 parser = argparse.ArgumentParser(description="Read the Table 3 miniature beside the paper's Table 3.")
 parser.add_argument("--results", type=Path, help=f"A results.json of scripts/table3.py (default: {RESULTS} "
                     "if it is there, else a tiny table run now)")
@@ -84,28 +88,23 @@ with tempfile.TemporaryDirectory() as scratch:
     report = json.loads(results.read_text(encoding="utf-8"))
 print(f"results: {results}" if args.results or results == RESULTS else "results: the tiny table above")
 
+
 print(f"\n{report['budget']} per row, {report['hardware']}")
 print(f"{'row':<8}{'changed':<34}{'PPL':>8}{'paper':>8}{'BLEU':>8}{'paper':>8}")
 for row in report["rows"]:
     changed = ", ".join(f"{k} {v}" for k, v in row["changes"].items()) or "the base"
     paper = row.get("paper") or {}
-    paper_ppl = f"{paper['ppl']:.2f}" if paper.get("ppl") else "-"
-    paper_bleu = f"{paper['bleu']:.1f}" if paper.get("bleu") else "-"
-    print(f"{row['row']:<8}{changed[:33]:<34}{row['dev']['ppl']:>8.2f}{paper_ppl:>8}"
-          f"{row['dev']['bleu']:>8.1f}{paper_bleu:>8}")
-
+    print(f"{row['row']:<8}{changed[:33]:<34}{row['dev']['ppl']:>8.2f}{shown(paper.get('ppl') or None, '.2f'):>8}"
+          f"{row['dev']['bleu']:>8.1f}{shown(paper.get('bleu') or None, '.1f'):>8}")
 noise = report.get("noise")
-if noise:
-    print(f"\nbase seeds {noise['seeds']}: PPL spread {noise['ppl_spread_percent']:.1f} %, "
-          f"BLEU spread {noise['bleu_spread']:.1f}")
-else:
-    print("\none seed of the base: run-to-run noise not measured (scripts/table3.py --seeds 2)")
+print(f"\nbase seeds {noise['seeds']}: PPL spread {noise['ppl_spread_percent']:.1f} %, BLEU spread "
+      f"{noise['bleu_spread']:.1f}" if noise else
+      "\none seed of the base: run-to-run noise not measured (scripts/table3.py --seeds 2)")
 print(f"{'row':<6}{'PPL change':>11}{'paper':>9}  {'reading':<32}{'BLEU change':>12}{'paper':>7}  reading")
 for c in report["changes_from_base"]:
-    paper_ppl = f"{c['paper_ppl_change_percent']:+.1f}%" if c["paper_ppl_change_percent"] is not None else "-"
-    paper_bleu = f"{c['paper_bleu_change']:+.1f}" if c["paper_bleu_change"] is not None else "-"
-    print(f"{c['row']:<6}{c['ppl_change_percent']:>+10.1f}%{paper_ppl:>9}  {c['ppl_reading']:<32}"
-          f"{c['bleu_change']:>+12.1f}{paper_bleu:>7}  {c['bleu_reading']}")
+    print(f"{c['row']:<6}{c['ppl_change_percent']:>+10.1f}%{shown(c['paper_ppl_change_percent'], '+.1f', '%'):>9}  "
+          f"{c['ppl_reading']:<32}{c['bleu_change']:>+12.1f}{shown(c['paper_bleu_change'], '+.1f'):>7}  "
+          f"{c['bleu_reading']}")
 
 changes = [c for c in report["changes_from_base"] if c["paper_bleu_change"] is not None]
 figure, axes = plt.subplots(1, 2, figsize=(12, 6))

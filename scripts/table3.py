@@ -16,7 +16,7 @@ the failed ones.
 import argparse
 import shlex
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 # The study lives in the repository's benchmarks/, not in the installed package.
@@ -35,7 +35,7 @@ def positive_float(text):
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
+    if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
     return value
 
@@ -77,15 +77,6 @@ def build_parser():
     return parser
 
 
-def print_rows(rows) -> None:
-    print("row      N  d_model  d_ff  h   d_k  d_v  P_drop  ε_ls  positions   changed from the base")
-    for row in rows:
-        c = row.config
-        print(f"{row.id:<8} {c['num_layers']:<2} {c['d_model']:<8} {c['d_ff']:<5} {c['num_heads']:<3} {c['d_k']:<4} "
-              f"{c['d_v']:<4} {c['dropout']:<7} {c['label_smoothing']:<5} {c['positional_encoding']:<11} "
-              f"{', '.join(f'{k} {v}' for k, v in row.changes.items()) or '-'}{'  (' + row.note + ')' if row.note else ''}")
-
-
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -95,41 +86,40 @@ def main(argv=None):
     except ValueError as error:
         parser.error(cli.one_line(error).removesuffix("."))
     if args.list:
-        print_rows(rows)
+        print("row      N  d_model  d_ff  h   d_k  d_v  P_drop  ε_ls  positions   changed from the base")
+        for row in rows:
+            c, note = row.config, f"  ({row.note})" if row.note else ""
+            print(f"{row.id:<8} {c['num_layers']:<2} {c['d_model']:<8} {c['d_ff']:<5} {c['num_heads']:<3} "
+                  f"{c['d_k']:<4} {c['d_v']:<4} {c['dropout']:<7} {c['label_smoothing']:<5} "
+                  f"{c['positional_encoding']:<11} {', '.join(f'{k} {v}' for k, v in row.changes.items()) or '-'}{note}")
         return
     if (args.minutes is None) == (args.steps is None):
         parser.error("give the budget of every row: --minutes or --steps (one of the two)")
-    settings = table_runs.TableSettings(
-        minutes=args.minutes, steps=args.steps, base=args.base, data_seed=args.data_seed, vocab_size=args.vocab_size,
-        max_tokens=args.max_tokens, warmup_steps=args.warmup_steps, max_train_samples=args.max_train_samples,
-        max_eval_samples=args.max_eval_samples, num_beams=args.num_beams, source_lang=args.source_lang,
-        target_lang=args.target_lang)
+    settings = table_runs.TableSettings(**{f.name: getattr(args, f.name) for f in fields(table_runs.TableSettings)})
     # Both folders are added to run after run (finished rows are skipped): claimed, not replaced.
     outputs.claim("--output", args.output, [("--runs_dir", args.runs_dir)], folder=True)
     outputs.claim("--runs_dir", args.runs_dir, [("--output", args.output)], folder=True)
     command = "python scripts/table3.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    table = table_runs.TableRun(settings, Path(args.output), Path(args.runs_dir), threads=args.threads,
-                                   jobs=args.jobs, command=command, log=lambda line: print(line, flush=True))
-    outcome = table.run(rows)
+    output = Path(args.output)
+    outcome = table_runs.TableRun(settings, output, Path(args.runs_dir), threads=args.threads, jobs=args.jobs,
+                                  command=command, log=lambda line: print(line, flush=True)).run(rows)
 
-    from modeling_vaswani.machine import describe_machine
     from benchmarks.table3.report import write_report
+    from modeling_vaswani.machine import describe_machine
 
-    machine = describe_machine()
-    machine["torch_threads"] = args.threads  # each row's threads, not this process's
-    hardware = (f"CPU: {machine['cpu']} ({machine['cpu_cores']} cores), {args.threads} thread{'s' * (args.threads > 1)} "
-                f"per row, {args.jobs} row{'s' * (args.jobs > 1)} at a time, bf16: {machine['cpu_bf16']}")
-    if "gpu" in machine:
-        hardware = machine["gpu"]
-    write_report(Path(args.output), all_rows, settings=asdict(settings), budget=settings.budget(),
-                 command=command, machine=machine, hardware=hardware,
-                 results=list(table_runs.read_results(Path(args.output)).values()),
-                 failures=table_runs.read_results(Path(args.output), failed=True))
+    machine = {**describe_machine(), "torch_threads": args.threads}  # each row's threads, not this process's
+    plural = lambda n: "s" * (n > 1)  # noqa: E731
+    hardware = machine.get("gpu") or (
+        f"CPU: {machine['cpu']} ({machine['cpu_cores']} cores), {args.threads} thread{plural(args.threads)} per row, "
+        f"{args.jobs} row{plural(args.jobs)} at a time, bf16: {machine['cpu_bf16']}")
+    write_report(output, all_rows, settings=asdict(settings), budget=settings.budget(), command=command,
+                 machine=machine, hardware=hardware, results=list(table_runs.read_results(output).values()),
+                 failures=table_runs.read_results(output, failed=True))
     print(f"{len(outcome['done'])} rows trained, {len(outcome['skipped'])} already done, "
-          f"{len(outcome['failed'])} failed; the table: {Path(args.output) / 'README.md'}")
+          f"{len(outcome['failed'])} failed; the table: {output / 'README.md'}")
     if outcome["failed"]:
         print(f"error: {len(outcome['failed'])} row(s) failed ({', '.join(outcome['failed'])}); see "
-              f"{Path(args.output) / 'README.md'}, and run the same command again to retry them", file=sys.stderr)
+              f"{output / 'README.md'}, and run the same command again to retry them", file=sys.stderr)
         sys.exit(1)
 
 

@@ -66,12 +66,13 @@ class RowSelectionError(ValueError):
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the miniature: its id, the model it trains, and the paper's row it stands for."""
+    """One row of the miniature: its id ("base", "base-2" (another seed), "A1", ...), group ("base", "A", ...),
+    config (VaswaniConfig's names), the values changed from our base, and the paper's row it stands for."""
 
-    id: str  # "base", "base-2" (the base again, another seed), "A1", ..., "E1"
-    group: str  # "base", "A", ..., "E"
-    config: dict  # N, d_model, d_ff, h, d_k, d_v, P_drop, ε_ls, positions (VaswaniConfig's names)
-    changes: dict  # the values that differ from our base
+    id: str
+    group: str
+    config: dict
+    changes: dict
     seed: int
     paper: dict | None = None  # the paper's row: its listed values and its ppl, bleu, params
     note: str = ""
@@ -89,18 +90,13 @@ def complete_base(base: dict) -> dict:
 def scale_changes(paper_changes: dict, base: dict) -> dict:
     """The paper's changes to its base, as changes to `base` by the rule of the module docstring."""
     base = complete_base(base)
-    changes = {}
-    for name, value in paper_changes.items():
-        if name in SIZE_AXES:
-            changes[name] = max(1, round(value * base[name] / PAPER_BASE[name]))
-        elif name not in ("d_k", "d_v"):
-            changes[name] = value  # rates and the kind of positions: as they are
+    scaled = lambda name: max(1, round(paper_changes[name] * base[name] / PAPER_BASE[name]))  # noqa: E731
+    changes = {name: scaled(name) if name in SIZE_AXES else value for name, value in paper_changes.items()
+               if name not in ("d_k", "d_v")}  # rates and the kind of positions: as they are
     if "d_k" in paper_changes and not {"num_heads", "d_model"} & set(paper_changes):
-        # Row B: the key size alone, scaled like a size; d_v stays.
-        changes["d_k"] = max(1, round(paper_changes["d_k"] * base["d_k"] / PAPER_BASE["d_k"]))
+        changes["d_k"] = scaled("d_k")  # row B: the key size alone, scaled like a size; d_v stays
     elif {"num_heads", "d_model"} & set(changes):
-        d_model = changes.get("d_model", base["d_model"])
-        heads = changes.get("num_heads", base["num_heads"])
+        d_model, heads = changes.get("d_model", base["d_model"]), changes.get("num_heads", base["num_heads"])
         if d_model % heads:
             raise ValueError(f"scaled row has d_model {d_model} not divisible by h {heads}; choose another base.")
         changes["d_k"] = changes["d_v"] = d_model // heads  # h · d_k = d_model, as in the paper
@@ -111,8 +107,7 @@ def table3_rows(base_name: str = DEFAULT_BASE, seed: int = 42, base_seeds: int =
     """Every row of the miniature, in the paper's order: the base (with `base_seeds` seeds), A1 ... E1, D5."""
     if base_name not in BASES:
         raise ValueError(f"unknown base {base_name!r}; choose one of {', '.join(BASES)}.")
-    base = complete_base(BASES[base_name])
-    paper_base = dict(PAPER_BASE, **PAPER_BASE_RESULT)
+    base, paper_base = complete_base(BASES[base_name]), dict(PAPER_BASE, **PAPER_BASE_RESULT)
     rows = [Row(id="base" if k == 0 else f"base-{k + 1}", group="base", config=dict(base), changes={},
                 seed=seed + k, paper=paper_base, note="" if k == 0 else f"the base again, seed {seed + k}")
             for k in range(base_seeds)]
@@ -120,9 +115,8 @@ def table3_rows(base_name: str = DEFAULT_BASE, seed: int = 42, base_seeds: int =
         changes = scale_changes(paper_changes, base)
         rows.append(Row(id=row_id, group=row_id[0], config={**base, **changes}, changes=changes, seed=seed,
                         paper=dict(paper_changes, ppl=ppl, bleu=bleu, params=params), paper_changes=paper_changes))
-    for row_id, changes, note in EXTRA_ROWS:
-        rows.append(Row(id=row_id, group=row_id[0], config={**base, **changes}, changes=dict(changes), seed=seed,
-                        note=note))
+    rows += [Row(id=row_id, group=row_id[0], config={**base, **changes}, changes=dict(changes), seed=seed, note=note)
+             for row_id, changes, note in EXTRA_ROWS]
     return sorted(rows, key=lambda row: table_order(row.id))
 
 
@@ -137,13 +131,10 @@ def table_order(row_id: str) -> tuple:
 def select_rows(rows: list[Row], wanted: str | None, include_base: bool = True) -> list[Row]:
     """The rows that `wanted` names ("A,B", "C4,D", "all"; None is all), in table order; the base
     rows (every seed) too unless `include_base` is False."""
-    if wanted is None or wanted.strip().lower() == "all":
-        names = {row.group for row in rows}
-    else:
-        names = {name.strip() for name in wanted.split(",") if name.strip()}
-        known = {row.group for row in rows} | {row.id for row in rows}
-        unknown = sorted(names - known)
-        if unknown or not names:
-            raise RowSelectionError(f"--rows {wanted!r}: {', '.join(unknown) or 'nothing'} names no row; give row "
-                                    f"groups ({', '.join(GROUPS)}) or row ids (A1, C4, ...), comma-separated.")
+    all_rows = wanted is None or wanted.strip().lower() == "all"
+    names = {row.group for row in rows} if all_rows else {name.strip() for name in wanted.split(",") if name.strip()}
+    unknown = sorted(names - {row.group for row in rows} - {row.id for row in rows})
+    if unknown or not names:
+        raise RowSelectionError(f"--rows {wanted!r}: {', '.join(unknown) or 'nothing'} names no row; give row "
+                                f"groups ({', '.join(GROUPS)}) or row ids (A1, C4, ...), comma-separated.")
     return [row for row in rows if row.group in names or row.id in names or (include_base and row.group == "base")]

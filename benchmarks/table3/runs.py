@@ -1,5 +1,5 @@
 """Running the miniature: each row's untrained model (models.py) trained by `scripts/train.py` in a process of
-its own for the same budget, then scored (scoring.py) into <output>/rows/<row>.json. A finished row is
+its own for the same budget, then scored (models.py) into <output>/rows/<row>.json. A finished row is
 skipped, a failing one leaves <output>/rows/<row>.failed.json and the others go on; rows made with other
 settings are never mixed in. Standard library only at import, so scripts/table3.py answers --help at once."""
 
@@ -20,7 +20,6 @@ from .rows import Row
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
-LOG_TAIL_LINES = 25
 
 
 class MixedTableError(ValueError):
@@ -52,14 +51,6 @@ class TableSettings:
         return f"{self.minutes:g} minutes" if self.minutes is not None else f"{self.steps} steps"
 
 
-def row_file(output: Path, row: Row) -> Path:
-    return Path(output) / "rows" / f"{row.id}.json"
-
-
-def failure_file(output: Path, row: Row) -> Path:
-    return Path(output) / "rows" / f"{row.id}.failed.json"
-
-
 def read_results(output: Path, failed: bool = False) -> dict[str, dict]:
     """{row id: its result} of every finished row in `output`; with `failed`, of every failure report."""
     from modeling_vaswani.model.strict_json import read_json
@@ -83,29 +74,17 @@ def check_same_settings(output: Path, settings: TableSettings) -> None:
 
 def train_command(row: Row, settings: TableSettings, start_dir: Path, model_dir: Path, threads: int) -> list[str]:
     """The scripts/train.py command line of one row."""
+    s = settings
     command = [sys.executable, str(TRAIN_SCRIPT), "--model_name_or_path", str(start_dir), "--output_dir",
-               str(model_dir), "--overwrite_output_dir", "--seed", str(row.seed), "--data_seed", str(settings.data_seed),
-               "--max_tokens", str(settings.max_tokens), "--warmup_steps_noam", str(settings.warmup_steps),
-               "--threads", str(threads), "--source_lang", settings.source_lang, "--target_lang", settings.target_lang,
-               # Table 3 scores each row once, at the end (scoring.py); no evaluation or checkpoint on the way.
+               str(model_dir), "--overwrite_output_dir", "--seed", str(row.seed), "--data_seed", str(s.data_seed),
+               "--max_tokens", str(s.max_tokens), "--warmup_steps_noam", str(s.warmup_steps), "--threads", str(threads),
+               "--source_lang", s.source_lang, "--target_lang", s.target_lang,
+               # Table 3 scores each row once, at the end (models.py); no evaluation or checkpoint on the way.
                "--eval_strategy", "no", "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
                "--logging_steps", "50"]
-    if settings.minutes is not None:
-        command += ["--max_train_minutes", f"{settings.minutes:g}", "--num_train_epochs", "100000"]
-    else:
-        command += ["--max_steps", str(settings.steps)]
-    if settings.max_train_samples:
-        command += ["--max_train_samples", str(settings.max_train_samples)]
-    return command
-
-
-def shown_command(command: list[str]) -> str:
-    """`command` as typed in the repository: python scripts/train.py, paths inside it relative."""
-    def shown(part: str) -> str:
-        path = Path(part)
-        return str(path.relative_to(REPO)) if path.is_absolute() and path.is_relative_to(REPO) else part
-
-    return shlex.join(["python", *map(shown, command[1:])])
+    command += (["--max_train_minutes", f"{s.minutes:g}", "--num_train_epochs", "100000"] if s.minutes is not None
+                else ["--max_steps", str(s.steps)])
+    return command + (["--max_train_samples", str(s.max_train_samples)] if s.max_train_samples else [])
 
 
 def training_facts(model_dir: Path) -> dict:
@@ -116,12 +95,6 @@ def training_facts(model_dir: Path) -> dict:
     losses = [entry["loss"] for entry in state.get("log_history", []) if "loss" in entry]
     return {"steps": state.get("global_step"), "epochs": round(state.get("epoch") or 0.0, 3),
             "last_training_loss": losses[-1] if losses else None}
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
-    if not path.is_file():
-        return []
-    return [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()][-lines:]
 
 
 class TableRun:
@@ -141,13 +114,10 @@ class TableRun:
         check_same_settings(self.output, self.settings)
         (self.output / "rows").mkdir(parents=True, exist_ok=True)
         finished = read_results(self.output)
-        todo = [row for row in rows if row.id not in finished]
         outcome = {"done": [], "skipped": [row.id for row in rows if row.id in finished], "failed": []}
-        for row in rows:
-            if row.id in finished:
-                self.log(f"{row.id}: already done ({row_file(self.output, row)}), skipped")
-        if not todo:
-            return outcome
+        for row_id in outcome["skipped"]:
+            self.log(f"{row_id}: already done ({self.output / 'rows' / row_id}.json), skipped")
+        todo = [row for row in rows if row.id not in finished]
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             for row, ok in zip(todo, pool.map(self.run_row, todo)):
                 outcome["done" if ok else "failed"].append(row.id)
@@ -155,22 +125,25 @@ class TableRun:
 
     def run_row(self, row: Row) -> bool:
         """Train and score one row; False (with a .failed.json) if any stage fails."""
-        run_dir = self.runs_dir / row.id
+        run_dir, s = self.runs_dir / row.id, self.settings
         log_path = run_dir / "train.log"
         stage = "preparing the starting model"
+        # A time-budgeted row is taken for hung after twice its budget and 10 minutes.
+        timeout = None if s.minutes is None else (2 * s.minutes + 10) * 60
         try:
             with self._in_process:
                 start_dir = self.prepare(row, run_dir)
             stage = "training (scripts/train.py)"
-            command = train_command(row, self.settings, start_dir, run_dir / "model", self.threads)
-            self.log(f"{row.id}: training {row.changes or 'the base'} for {self.settings.budget()} "
-                     f"(log: {log_path})")
+            command = train_command(row, s, start_dir, run_dir / "model", self.threads)
+            self.log(f"{row.id}: training {row.changes or 'the base'} for {s.budget()} (log: {log_path})")
             began = time.monotonic()
             with open(log_path, "w", encoding="utf-8") as log:
                 log.write("$ " + shlex.join(command) + "\n")
                 log.flush()
-                exit_code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-                                           env=self.environment(), timeout=self.timeout()).returncode
+                env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "TOKENIZERS_PARALLELISM": "false",
+                       "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+                exit_code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env,
+                                           timeout=timeout).returncode
             minutes = (time.monotonic() - began) / 60
             if exit_code != 0:
                 return self.failed(row, stage, f"scripts/train.py exited with status {exit_code}", log_path)
@@ -179,35 +152,31 @@ class TableRun:
             with self._in_process:
                 scores = self.score(run_dir / "model")
         except subprocess.TimeoutExpired:
-            return self.failed(row, stage, f"scripts/train.py ran past {self.timeout() / 60:.0f} minutes", log_path)
+            return self.failed(row, stage, f"scripts/train.py ran past {timeout / 60:.0f} minutes", log_path)
         except Exception as error:  # one row's failure is reported; the others go on
             return self.failed(row, stage, f"{type(error).__name__}: {' '.join(str(error).split())}", log_path)
+        # The command as typed in the repository: python scripts/train.py, paths inside it relative.
+        shown = [str(Path(p).relative_to(REPO)) if Path(p).is_absolute() and Path(p).is_relative_to(REPO) else p
+                 for p in command[1:]]
         result = {"row": row.id, "group": row.group, "config": row.config, "changes": row.changes, "seed": row.seed,
-                  "paper": row.paper, "note": row.note, "settings": asdict(self.settings), "threads": self.threads,
-                  "train": {**facts, "minutes": round(minutes, 2), "command": shown_command(command)},
+                  "paper": row.paper, "note": row.note, "settings": asdict(s), "threads": self.threads,
+                  "train": {**facts, "minutes": round(minutes, 2), "command": shlex.join(["python", *shown])},
                   "dev": scores}
-        path = row_file(self.output, row)
+        path = self.output / "rows" / f"{row.id}.json"
         write_json(path, result)
-        failure_file(self.output, row).unlink(missing_ok=True)
+        (self.output / "rows" / f"{row.id}.failed.json").unlink(missing_ok=True)
         self.log(f"{row.id}: {facts['steps']} steps, dev PPL {scores['ppl']:.2f}, dev BLEU {scores['bleu']:.1f}, "
                  f"{scores['parameters'] / 1e6:.2f}M parameters → {path}")
         return True
 
     def failed(self, row: Row, stage: str, reason: str, log_path: Path) -> bool:
-        tail = log_tail(log_path)
-        write_json(failure_file(self.output, row),
+        text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+        tail = [line for line in text.splitlines() if line.strip()][-25:]
+        write_json(self.output / "rows" / f"{row.id}.failed.json",
                    {"row": row.id, "stage": stage, "reason": reason, "log": str(log_path), "log_tail": tail})
         self.log(f"{row.id}: FAILED while {stage}: {reason}" + (f"\n    {tail[-1]}" if tail else "")
                  + f"\n    (the other rows go on; full log: {log_path})")
         return False
-
-    def environment(self) -> dict:
-        return {**os.environ, "OMP_NUM_THREADS": str(self.threads), "TOKENIZERS_PARALLELISM": "false",
-                "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
-
-    def timeout(self) -> float | None:
-        """Seconds after which a time-budgeted row is taken for hung (twice its budget and 10 minutes)."""
-        return None if self.settings.minutes is None else (2 * self.settings.minutes + 10) * 60
 
     # --- the work done in this process (torch imported here, not at import) ---------------------
 
@@ -215,6 +184,7 @@ class TableRun:
         import transformers
 
         from modeling_vaswani.threads import use_threads
+
         from .models import shared_tokenizer, write_starting_model
 
         transformers.utils.logging.disable_progress_bar()  # one bar per saved or loaded model would be noise
@@ -224,14 +194,14 @@ class TableRun:
             name = f"tokenizer-{s.source_lang}{s.target_lang}-v{s.vocab_size}-n{s.max_train_samples or 'all'}"
             self._tokenizer = shared_tokenizer(self.runs_dir / name, s.source_lang, s.target_lang, s.vocab_size,
                                                s.max_train_samples)
-        start_dir = run_dir / "start"
-        write_starting_model(start_dir, row.config, self._tokenizer, row.seed)
-        return start_dir
+        write_starting_model(run_dir / "start", row.config, self._tokenizer, row.seed)
+        return run_dir / "start"
 
     def score(self, model_dir: Path) -> dict:
-        from modeling_vaswani.training.data import multi30k_pairs
         from modeling_vaswani.threads import use_threads
-        from .scoring import score_trained_row
+        from modeling_vaswani.training.data import multi30k_pairs
+
+        from .models import score_trained_row
 
         use_threads(requested=self.threads)
         s = self.settings

@@ -29,7 +29,7 @@ def test_every_row_gets_the_same_budget_and_data_seed(tmp_path):
     assert "one of the two" in str(err.value)
 
 
-def fake_result(row_id, ppl, bleu, settings=None):
+def result(row_id, ppl, bleu, settings=None):
     row = ROWS[row_id]
     return {"row": row.id, "group": row.group, "config": row.config, "changes": row.changes, "seed": row.seed,
             "paper": row.paper, "note": row.note, "settings": settings or {}, "train": {"steps": 100},
@@ -39,7 +39,7 @@ def fake_result(row_id, ppl, bleu, settings=None):
 def test_results_from_other_settings_are_not_mixed_in(tmp_path):
     (tmp_path / "rows").mkdir()
     made = TableSettings(minutes=3)
-    (tmp_path / "rows" / "base.json").write_text(json.dumps(fake_result("base", 9.0, 30.0, made.__dict__)))
+    (tmp_path / "rows" / "base.json").write_text(json.dumps(result("base", 9.0, 30.0, made.__dict__)))
     check_same_settings(tmp_path, made)  # the same: fine
     with pytest.raises(MixedTableError) as err:
         check_same_settings(tmp_path, replace(made, minutes=4))
@@ -47,10 +47,9 @@ def test_results_from_other_settings_are_not_mixed_in(tmp_path):
 
 
 def test_reading_sets_each_change_beside_the_papers_and_the_noise():
-    results = [fake_result("base", 10.0, 30.0), fake_result("base-2", 10.2, 30.4),
-               fake_result("A1", 11.0, 29.0),  # worse, as the paper's A1
-               fake_result("D3", 10.1, 30.1),  # within the seeds' spread
-               fake_result("E1", 9.0, 31.5)]  # the paper saw no PPL change, and a lower BLEU (25.7 < 25.8)
+    results = [result("base", 10.0, 30.0), result("base-2", 10.2, 30.4), result("A1", 11.0, 29.0),  # worse, as the paper
+               result("D3", 10.1, 30.1),  # within the seeds' spread
+               result("E1", 9.0, 31.5)]  # the paper saw no PPL change, and a lower BLEU (25.7 < 25.8)
     noise = base_noise(results)
     assert noise["bleu_spread"] == pytest.approx(0.4) and noise["ppl_spread_percent"] == pytest.approx(2.0)
     changes = {c["row"]: c for c in changes_from_base(results)}
@@ -63,54 +62,40 @@ def test_reading_sets_each_change_beside_the_papers_and_the_noise():
 
 def table_rows(readme: str) -> dict[str, list[str]]:
     """{row label: its cells} of the table in Table 3's columns."""
-    header = "| " + " | ".join(COLUMNS) + " |"
     lines = readme.splitlines()
-    table = {}
-    for line in lines[lines.index(header) + 2:]:
-        if line.count("|") != len(COLUMNS) + 1:
-            break
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        table[cells[0]] = cells
-    return table
+    start = lines.index("| " + " | ".join(COLUMNS) + " |") + 2
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[start:]
+             if line.count("|") == len(COLUMNS) + 1]
+    return {row[0]: row for row in cells}
 
 
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory, repo_root):
-    """The harness with row A1's model folder blocked, then again with it free."""
-    output, runs = tmp_path_factory.mktemp("table3"), tmp_path_factory.mktemp("table3-runs")
+@pytest.mark.slow
+def test_a_failing_row_is_reported_the_other_finishes_and_the_table_resumes(tmp_path, repo_root):
+    """Row A1's model folder blocked by a file, then the same command again with it free."""
+    output, runs = tmp_path / "table3", tmp_path / "runs"
     command = [sys.executable, "scripts/table3.py", "--base", "tiny", "--rows", "A1", "--steps", "3",
                "--max_train_samples", "40", "--max_eval_samples", "6", "--vocab_size", "200", "--max_tokens", "512",
                "--warmup_steps", "2", "--output", str(output), "--runs_dir", str(runs)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
            "TOKENIZERS_PARALLELISM": "false"}
-    (runs / "A1").mkdir()
+    (runs / "A1").mkdir(parents=True)
     (runs / "A1" / "model").write_text("a file where the row's model folder goes")
     first = subprocess.run(command, cwd=repo_root, env=env, capture_output=True, text=True, timeout=600)
-    after_first = {path.name: path.read_text() for path in (output / "rows").iterdir()}
-    readme_first = (output / "README.md").read_text()
-    (runs / "A1" / "model").unlink()
-    second = subprocess.run(command, cwd=repo_root, env=env, capture_output=True, text=True, timeout=600)
-    return first, after_first, readme_first, second, output
-
-
-@pytest.mark.slow
-def test_a_failing_row_is_reported_and_the_other_finishes(two_runs):
-    first, after_first, readme_first, _, _ = two_runs
     assert first.returncode == 1, first.stderr[-3000:]
     assert "A1: FAILED while training" in first.stdout and "Traceback" not in first.stderr
     assert first.stderr.strip().splitlines()[-1].startswith("error: 1 row(s) failed (A1)")
-    assert set(after_first) == {"base.json", "A1.failed.json"}
-    failure = json.loads(after_first["A1.failed.json"])
+    assert sorted(path.name for path in (output / "rows").iterdir()) == ["A1.failed.json", "base.json"]
+    failure = json.loads((output / "rows" / "A1.failed.json").read_text())
     assert failure["stage"].startswith("training") and failure["log_tail"]
-    assert table_rows(readme_first)["A1 (failed)"][-7:-3] == ["failed"] * 4 and "## Rows that failed" in readme_first
+    readme = (output / "README.md").read_text()
+    assert table_rows(readme)["A1 (failed)"][-7:-3] == ["failed"] * 4 and "## Rows that failed" in readme
+    base = (output / "rows" / "base.json").read_text()
 
-
-@pytest.mark.slow
-def test_the_table_is_well_formed_and_resumes_without_redoing_a_row(two_runs):
-    _, after_first, _, second, output = two_runs
+    (runs / "A1" / "model").unlink()
+    second = subprocess.run(command, cwd=repo_root, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "base: already done" in second.stdout and not (output / "rows" / "A1.failed.json").exists()
-    assert (output / "rows" / "base.json").read_text() == after_first["base.json"]  # not trained again
+    assert (output / "rows" / "base.json").read_text() == base  # not trained again
     table = table_rows((output / "README.md").read_text())
     assert list(table) == ["base", "A1"]
     assert all(len(cells) == len(COLUMNS) and all(math.isfinite(float(v)) for v in cells[1:14])  # N ... params

@@ -1,8 +1,13 @@
-"""Table 3's rows scaled to the miniature: each keeps its intent (the paper's change at the paper's ratio),
-the paper's numbers are all there, and a bad selection or scaling is refused."""
+"""Table 3's rows scaled to the miniature: each keeps its intent (the paper's change at the paper's ratio), the
+paper's numbers are all there, a bad selection or scaling is refused; and its perplexity is plain cross-entropy
+per reference subword, whatever the model's label smoothing."""
+
+import math
 
 import pytest
+import torch
 
+from benchmarks.table3.models import dev_perplexity
 from benchmarks.table3.rows import (BASES, PAPER_ROWS, RowSelectionError, complete_base, scale_changes, select_rows,
                                    table3_rows)
 
@@ -14,29 +19,23 @@ def sizes(name, *row_ids):
     return [ROWS[row_id].config[name] for row_id in row_ids]
 
 
-def test_row_a_changes_heads_at_equal_compute():
-    # The paper's 1, 4, 16, 32 heads around its 8 are 1, 2, 8, 16 around our 4.
+def test_each_row_keeps_its_intent_and_the_papers_numbers():
+    # (A) The paper's 1, 4, 16, 32 heads around its 8 are 1, 2, 8, 16 around our 4, at equal compute.
     assert sizes("num_heads", "A1", "A2", "A3", "A4") == [1, 2, 8, 16]
-    for row_id in ("A1", "A2", "A3", "A4"):
-        config, heads = ROWS[row_id].config, ("num_heads", "d_k", "d_v")
+    heads = ("num_heads", "d_k", "d_v")
+    for config in (ROWS[row_id].config for row_id in ("A1", "A2", "A3", "A4")):
         assert config["num_heads"] * config["d_k"] == config["num_heads"] * config["d_v"] == BASE["d_model"]
         assert {k: v for k, v in config.items() if k not in heads} == {k: v for k, v in BASE.items() if k not in heads}
-
-
-def test_rows_b_and_c_scale_sizes_by_the_ratio_of_the_bases():
-    assert sizes("d_k", "B1", "B2") == [BASE["d_k"] // 4, BASE["d_k"] // 2]  # the key size alone
+    # (B, C) sizes scaled by the ratio of the bases; B the key size alone; C4, C5 wider heads with h fixed.
+    assert sizes("d_k", "B1", "B2") == [BASE["d_k"] // 4, BASE["d_k"] // 2]
     assert ROWS["B1"].changes.keys() == ROWS["B2"].changes.keys() == {"d_k"}
     assert sizes("num_layers", "C1", "C2", "C3") == [1, 3, 5]  # 2, 4, 8 × 4/6
     assert sizes("d_model", "C4", "C5") == [64, 256] and sizes("d_ff", "C6", "C7") == [256, 1024]
-    for row_id in ("C4", "C5"):  # wider heads with a wider model, h fixed, as in the paper
-        config = ROWS[row_id].config
-        assert config["num_heads"] == BASE["num_heads"] and config["d_k"] * config["num_heads"] == config["d_model"]
-
-
-def test_rows_d_and_e_take_rates_and_positions_as_they_are_and_the_papers_numbers_are_there():
+    assert all(ROWS[r].config["num_heads"] == BASE["num_heads"]
+               and ROWS[r].config["d_k"] * BASE["num_heads"] == ROWS[r].config["d_model"] for r in ("C4", "C5"))
+    # (D, E) rates and positions as they are; D5 is ours, said so; the base again with the next seed.
     assert ROWS["D1"].changes == {"dropout": 0.0} and ROWS["D4"].changes == {"label_smoothing": 0.2}
-    assert ROWS["E1"].changes == {"positional_encoding": "learned"}
-    assert ROWS["D5"].paper is None and ROWS["D5"].note  # ours, said so
+    assert ROWS["E1"].changes == {"positional_encoding": "learned"} and ROWS["D5"].paper is None and ROWS["D5"].note
     assert list(ROWS)[:2] == ["base", "base-2"] and ROWS["base-2"].seed == ROWS["base"].seed + 1
     assert all(ROWS[row_id].paper["ppl"] == ppl and ROWS[row_id].paper["bleu"] == bleu
                for row_id, _, ppl, bleu, _ in PAPER_ROWS)
@@ -46,10 +45,29 @@ def test_selecting_rows_and_refusing_bad_ones():
     rows = table3_rows()
     assert [row.id for row in select_rows(rows, "B,E1")] == ["base", "B1", "B2", "E1"]
     assert [row.id for row in select_rows(rows, "B", include_base=False)] == ["B1", "B2"]
-    assert len(select_rows(rows, None)) == len(rows)
+    assert len(select_rows(rows, None)) == len(select_rows(rows, "all")) == len(rows)
     with pytest.raises(RowSelectionError) as err:
         select_rows(rows, "A,F")
     assert "F" in str(err.value)
     with pytest.raises(ValueError) as err:  # 16 heads do not divide a width of 120
         scale_changes({"num_heads": 32}, dict(BASES["multi30k"], d_model=120))
     assert "not divisible" in str(err.value)
+
+
+def test_dev_perplexity_is_plain_cross_entropy_whatever_the_smoothing(make_model, trained_tokenizer, multi30k_sample):
+    tokenizer = trained_tokenizer
+    model = make_model(vocab_size=len(tokenizer), label_smoothing=0.1, pad_token_id=tokenizer.pad_token_id,
+                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                       decoder_start_token_id=tokenizer.bos_token_id)
+    pairs = multi30k_sample[:6]["translation"]
+    sources, targets = [pair["en"] for pair in pairs], [pair["de"] for pair in pairs]
+    measured = dev_perplexity(model, tokenizer, sources, targets, batch_size=4)  # two batches, unequal
+    encoded = tokenizer(sources, text_target=targets, padding=True, return_tensors="pt")
+    labels = encoded["labels"].masked_fill(encoded["labels"] == tokenizer.pad_token_id, -100)
+    with torch.no_grad():
+        logits = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], labels=labels).logits
+    expected = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    assert measured["subwords"] == int((labels != -100).sum())
+    assert measured["ppl"] == pytest.approx(math.exp(expected.item()), rel=1e-4)
+    model.config.label_smoothing = 0.0
+    assert dev_perplexity(model, tokenizer, sources, targets)["ppl"] == pytest.approx(measured["ppl"], rel=1e-4)
