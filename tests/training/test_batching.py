@@ -56,7 +56,6 @@ def test_batches_are_greedy_length_sorted_and_seeded():
     (lambda: token_budget_batches([1, 2], [1, 2], 0), ["max_tokens", "0"]),
     (lambda: TokenBudgetStream([], BUDGET, num_replicas=2, rank=2), ["rank=2"]),
     (lambda: TokenBudgetStream([], BUDGET, buffer_size=0), ["shuffle buffer", "0"]),
-    (lambda: TokenBudgetStream([], 0), ["max_tokens"]),
     (lambda: TokenBudgetStream([], BUDGET).summary(), ["empty"]),
     (lambda: list(TokenBudgetStream([{"translation": {"en": "a"}}], BUDGET)), ["'input_ids'", "['translation']"]),
     (lambda: TokenBudgetStream(split_dataset_by_node(Dataset.from_list([{"a": 1}]).to_iterable_dataset(), rank=0,
