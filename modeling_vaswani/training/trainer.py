@@ -95,7 +95,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
         # Several processes: accelerate's BatchSamplerShard has no set_epoch, and a resumed run would repeat
         # epoch 0's arrangement. Let the shard pass set_epoch on.
         shard = getattr(prepared, "batch_sampler", None)
-        if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler and not hasattr(shard, "set_epoch"):
+        wraps_sampler = shard is not sampler and getattr(shard, "batch_sampler", None) is sampler
+        if wraps_sampler and not hasattr(shard, "set_epoch"):
             shard.set_epoch = sampler.set_epoch
         return prepared
 
@@ -109,7 +110,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
         args, accelerator = self.args, self.accelerator
         loader = DataLoader(self._token_budget_stream(self.train_dataset), batch_size=None,  # items are whole batches
                             collate_fn=collator, num_workers=args.dataloader_num_workers,
-                            pin_memory=args.dataloader_pin_memory, persistent_workers=args.dataloader_persistent_workers,
+                            pin_memory=args.dataloader_pin_memory,
+                            persistent_workers=args.dataloader_persistent_workers,
                             prefetch_factor=args.dataloader_prefetch_factor)
         # Each process has its own share already; prepared for all, accelerate would dispatch batches
         # from process 0 (failing on different paddings) or shard again. So: as for one process.

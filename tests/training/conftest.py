@@ -20,7 +20,8 @@ def build_trainer(tmp_path, tokenizer, make_model):
               shuffle_buffer=40, **kwargs):
         args = Seq2SeqTrainingArguments(**{
             "output_dir": str(tmp_path), "report_to": "none", "save_strategy": "no", "use_cpu": True,
-            "disable_tqdm": True, "dataloader_pin_memory": False, "per_device_train_batch_size": 8, "seed": 0, **kwargs})
+            "disable_tqdm": True, "dataloader_pin_memory": False, "per_device_train_batch_size": 8, "seed": 0,
+            **kwargs})
         model = model if model is not None else make_model(**MODEL)
         return VaswaniTrainer(
             model=model, args=args, train_dataset=dataset if dataset is not None else Dataset.from_list(rows()),

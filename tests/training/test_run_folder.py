@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from modeling_vaswani.training.run_folder import (LOCK_NAME, RUN_INFO_NAME, FolderInUseError, RunLock, clear_earlier_run,
-                                                  earlier_run, read_run_info, set_segment_minutes, start_segment,
-                                                  summarize)
+from modeling_vaswani.training.run_folder import (LOCK_NAME, RUN_INFO_NAME, FolderInUseError, RunLock,
+                                                  clear_earlier_run, earlier_run, read_run_info, set_segment_minutes,
+                                                  start_segment, summarize)
 
 ABOUT = {"parameters": "1,234", "torch": "2.x", "transformers": "5.x"}
 CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 thread"}
