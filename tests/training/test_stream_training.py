@@ -66,12 +66,6 @@ def test_training_on_a_stream_reads_it_again_and_a_resumed_run_ends_with_the_sam
         assert torch.equal(expected, got), name
 
 
-def test_without_a_budget_the_trainer_batches_the_stream_itself(stream_trainer):
-    loader = stream_trainer(max_tokens=None, max_steps=2, per_device_train_batch_size=8).get_train_dataloader()
-    assert not isinstance(loader.dataset, TokenBudgetStream)
-    assert {b["input_ids"].shape[0] for b in loader} <= {8, N_EXAMPLES % 8}
-
-
 # Under torchrun ------------------------------------------------------------------------------------
 
 DDP_WORKER = '''
