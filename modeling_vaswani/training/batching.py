@@ -1,28 +1,21 @@
-"""Batching by approximate length under a token budget (§5.1 "Training Data and Batching").
+"""§5.1 "Sentence pairs were batched together by approximate sequence length", each batch sized by tokens,
+not sentences. As in fairseq the budget counts *padded* tokens: a batch of n pairs costs n × longest source and
+n × longest target, both within max_tokens; an example over the budget on its own forms a batch by itself.
 
-The paper batches sentence pairs of similar length and sizes each batch by tokens, not sentences
-(about 25,000 source and 25,000 target tokens): little compute goes to padding, and the work per
-step stays about constant. As in fairseq the budget counts *padded* tokens: a batch of ``n`` pairs
-costs ``n × longest source`` and ``n × longest target``, both within ``max_tokens``. An example
-longer than the budget on its own is never dropped: it forms a batch by itself.
-
-``TokenBudgetBatchSampler`` serves a map-style dataset (``DataLoader(batch_sampler=...)``).
-``TokenBudgetStream`` serves a stream, which cannot be sorted whole: it batches one shuffle buffer
-at a time by the same rule. Deviation: inside a buffer, similar lengths are grouped from a window
-of the corpus only. With P data-parallel processes, rank ``r`` keeps batches ``r, r + P, ...``
-(`share_of_batches`), every process as many: under DistributedDataParallel a process with one
-batch more would wait forever for a gradient all-reduce the others never join.
+`TokenBudgetBatchSampler` serves a map-style dataset; `TokenBudgetStream` a stream, which cannot be sorted
+whole: it batches one shuffle buffer at a time by the same rule (deviation: lengths are grouped within a
+buffer only). With P data-parallel processes, rank r keeps batches r, r + P, ... (`share_of_batches`), every
+process as many: under DistributedDataParallel one batch more would wait forever for an all-reduce.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import datasets
 import numpy as np
-import torch
 from torch.utils.data import IterableDataset, Sampler, get_worker_info
 
 DEFAULT_SHUFFLE_BUFFER = 10_000  # examples held at a time: a few megabytes of token ids
@@ -30,13 +23,12 @@ DEFAULT_SHUFFLE_BUFFER = 10_000  # examples held at a time: a few megabytes of t
 
 def token_budget_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int, seed: int = 0,
                          shuffle: bool = True) -> list[list[int]]:
-    """Every index once, in batches of similar length of at most ``max_tokens`` padded tokens a side; ties in length
-    broken at random (from ``seed``); ``shuffle`` shuffles the order of the batches."""
+    """Every index once, in batches of similar length of at most `max_tokens` padded tokens a side; ties in length
+    broken at random (from `seed`); `shuffle` shuffles the order of the batches."""
     src, tgt = _check_lengths(src_lengths, tgt_lengths)
     _check_positive(max_tokens, "max_tokens")
     rng = np.random.default_rng(seed)
-    # §5.1 "batched together by approximate sequence length": lexsort sorts by its last key first.
-    order = np.lexsort((rng.random(len(src)), tgt, src))
+    order = np.lexsort((rng.random(len(src)), tgt, src))  # by source length, then target length, then chance
     batches: list[list[int]] = []
     batch: list[int] = []
     longest_src = longest_tgt = 0
@@ -62,22 +54,19 @@ def padded_tokens(batches: Sequence[Sequence[int]], src_lengths, tgt_lengths) ->
 def padding_efficiency(batches: Sequence[Sequence[int]], src_lengths, tgt_lengths) -> float:
     """Real tokens / tokens after padding, both sides together (1.0 = no padding)."""
     src, tgt = _check_lengths(src_lengths, tgt_lengths)
-    padded = sum(padded_tokens(batches, src, tgt))
-    if padded == 0:
-        raise ValueError("No tokens in the batches: padding efficiency is undefined.")
-    return sum(int(src[list(b)].sum()) + int(tgt[list(b)].sum()) for b in batches if len(b)) / padded
+    real = sum(int(src[list(b)].sum()) + int(tgt[list(b)].sum()) for b in batches if len(b))
+    return real / sum(padded_tokens(batches, src, tgt))
 
 
 class TokenBudgetBatchSampler(Sampler[list[int]]):
-    """``token_budget_batches`` as a batch sampler; ``set_epoch(e)`` re-arranges (seed + e), as DistributedSampler."""
+    """`token_budget_batches` as a batch sampler; `set_epoch(e)` re-arranges (seed + e), as DistributedSampler.
+    It gives every process's batches: accelerate shares them out."""
 
-    def __init__(self, src_lengths, tgt_lengths, max_tokens: int, shuffle: bool = True, seed: int = 0,
-                 num_replicas: Optional[int] = None, rank: Optional[int] = None):
+    def __init__(self, src_lengths, tgt_lengths, max_tokens: int, shuffle: bool = True, seed: int = 0):
         self.src_lengths, self.tgt_lengths = _check_lengths(src_lengths, tgt_lengths)
         if len(self.src_lengths) == 0:
             raise ValueError("Cannot batch an empty dataset: no lengths were given.")
         self.max_tokens, self.shuffle, self.seed, self.epoch = max_tokens, shuffle, seed, 0
-        self.num_replicas, self.rank = data_parallel_place(num_replicas, rank)
         self._cache: tuple[int, list[list[int]]] | None = None
         self._all_batches()  # refuses a bad max_tokens now rather than at the first epoch
 
@@ -91,40 +80,39 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         return self._cache[1]
 
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(share_of_batches(self._all_batches(), self.num_replicas, self.rank))
+        return iter(self._all_batches())
 
     def __len__(self) -> int:
-        return len(share_of_batches(self._all_batches(), self.num_replicas, self.rank))
+        return len(self._all_batches())
 
     @property
     def padding_efficiency(self) -> float:
-        """Of this epoch's batches, all ranks together."""
         return padding_efficiency(self._all_batches(), self.src_lengths, self.tgt_lengths)
 
 
 def is_stream(dataset) -> bool:
-    """Whether ``dataset`` is read in order only (no length, no random access)."""
+    """Whether `dataset` is read in order only (no length, no random access)."""
     return isinstance(dataset, (IterableDataset, datasets.IterableDataset))
 
 
 class TokenBudgetStream(IterableDataset):
-    """Batches (lists of examples with ``input_ids`` and ``labels``) of a stream, one shuffle buffer at a time, for
-    ``DataLoader(stream, batch_size=None, collate_fn=collator)``. Every process reads the whole stream and keeps its
+    """Batches (lists of examples with input_ids and labels) of a stream, one shuffle buffer at a time, for
+    `DataLoader(stream, batch_size=None, collate_fn=collator)`. Every process reads the whole stream and keeps its
     share. DataLoader workers: a `datasets.IterableDataset` gives each its own shards; any other stream is read whole
-    by each, keeping every ``num_workers``-th batch. `set_epoch` reaches the stream underneath too.
-    """
+    by each, keeping every num_workers-th batch. `set_epoch` reaches the stream underneath too."""
 
     def __init__(self, examples: Iterable[dict], max_tokens: int, buffer_size: int = DEFAULT_SHUFFLE_BUFFER,
-                 seed: int = 0, num_replicas: Optional[int] = None, rank: Optional[int] = None):
+                 seed: int = 0, num_replicas: int = 1, rank: int = 0):
         _check_positive(max_tokens, "max_tokens")
         _check_positive(buffer_size, "buffer_size (the examples a shuffle buffer holds)")
         if getattr(examples, "_distributed", None) is not None:
             # split_dataset_by_node gives each process other examples, so the batch lists would differ.
             raise ValueError("The stream is already split by process (split_dataset_by_node); pass the whole "
                              "stream: each process keeps its own share of the batches, and all get as many.")
+        if num_replicas < 1 or not 0 <= rank < num_replicas:
+            raise ValueError(f"Need 0 <= rank < num_replicas; got num_replicas={num_replicas}, rank={rank}.")
         self.examples, self.max_tokens, self.buffer_size = examples, int(max_tokens), int(buffer_size)
-        self.seed, self.epoch = seed, 0
-        self.num_replicas, self.rank = data_parallel_place(num_replicas, rank)
+        self.seed, self.epoch, self.num_replicas, self.rank = seed, 0, num_replicas, rank
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -132,13 +120,12 @@ class TokenBudgetStream(IterableDataset):
             self.examples.set_epoch(epoch)
 
     def buffers(self) -> Iterator[list[dict]]:
-        """The stream in lists of ``buffer_size`` examples (the last one shorter)."""
         iterator = iter(self.examples)
         while buffer := list(itertools.islice(iterator, self.buffer_size)):
             yield buffer
 
     def arrange(self, buffer: list[dict], number: int) -> list[list[int]]:
-        """All processes' batches of buffer ``number`` of this epoch, as indices into it."""
+        """All processes' batches of buffer `number` of this epoch, as indices into it."""
         return token_budget_batches(*example_lengths(buffer), self.max_tokens,
                                     seed=buffer_seed(self.seed, self.epoch, number))
 
@@ -166,7 +153,6 @@ class TokenBudgetStream(IterableDataset):
 
 
 def example_lengths(examples: list[dict]) -> tuple[list[int], list[int]]:
-    """(source, target) token counts of tokenized examples."""
     try:
         return [len(e["input_ids"]) for e in examples], [len(e["labels"]) for e in examples]
     except (KeyError, TypeError):
@@ -180,21 +166,8 @@ def buffer_seed(seed: int, epoch: int, number: int) -> int:
     return int(np.random.SeedSequence([seed & 0xFFFFFFFF, epoch, number]).generate_state(1)[0])
 
 
-def data_parallel_place(num_replicas: Optional[int] = None, rank: Optional[int] = None) -> tuple[int, int]:
-    """(processes, this one's rank): as given, else from an initialised ``torch.distributed``, else (1, 0)."""
-    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-    if num_replicas is None:
-        num_replicas = torch.distributed.get_world_size() if distributed else 1
-    if rank is None:
-        rank = torch.distributed.get_rank() if distributed else 0
-    if num_replicas < 1 or not 0 <= rank < num_replicas:
-        raise ValueError(f"Need num_replicas >= 1 and 0 <= rank < num_replicas; got num_replicas={num_replicas}, "
-                         f"rank={rank}.")
-    return num_replicas, rank
-
-
 def share_of_batches(batches: Sequence[Sequence[int]], num_replicas: int, rank: int) -> list:
-    """Batches ``rank, rank + num_replicas, ...``, the list first padded from its start to divide evenly."""
+    """Batches rank, rank + num_replicas, ..., the list first padded from its start to divide evenly."""
     batches = list(batches)
     if num_replicas == 1 or not batches:
         return batches
@@ -212,6 +185,4 @@ def _check_lengths(src_lengths, tgt_lengths) -> tuple[np.ndarray, np.ndarray]:
     tgt = np.asarray(tgt_lengths, dtype=np.int64).reshape(-1)
     if len(src) != len(tgt):
         raise ValueError(f"src_lengths and tgt_lengths must have one entry per example; got {len(src)} and {len(tgt)}.")
-    if len(src) and (src.min() < 0 or tgt.min() < 0):
-        raise ValueError("Sequence lengths must be non-negative.")
     return src, tgt

@@ -1,9 +1,6 @@
-"""§6.1 — checkpoint averaging: "a single model obtained by averaging the last 5 checkpoints, which
-were written at 10-minute intervals" (base models; the last 20 for the big ones).
-
-A checkpoint is a Trainer `checkpoint-<step>` folder with one `model.safetensors`; it counts only
-once the Trainer finished writing it (`is_complete_checkpoint`). `scripts/train.py
---save_every_minutes 10` writes them at the paper's interval (run_clocks.SaveEveryMinutes).
+"""§6.1: "a single model obtained by averaging the last 5 checkpoints, which were written at 10-minute
+intervals" (base models; the last 20 for the big ones). A checkpoint is a Trainer `checkpoint-<step>` folder
+with one `model.safetensors`; it counts once the Trainer finished writing it (`is_complete_checkpoint`).
 """
 
 from __future__ import annotations
@@ -24,12 +21,9 @@ from ..model.strict_json import read_json
 from ..outputs import claim, write_folder
 
 # §6.1: "averaging the last 5 checkpoints" (base) and "the last 20 checkpoints" (big).
-BASE_CHECKPOINTS = 5
-BIG_CHECKPOINTS = 20
-
+BASE_CHECKPOINTS, BIG_CHECKPOINTS = 5, 20
 WEIGHTS_NAME = "model.safetensors"
-# The Trainer writes this file last into a checkpoint folder (transformers 5.24, Trainer._save_checkpoint).
-TRAINER_STATE_NAME = "trainer_state.json"
+TRAINER_STATE_NAME = "trainer_state.json"  # the Trainer writes it last (transformers 5.24, _save_checkpoint)
 # Files of a checkpoint that describe the training run, not the model, and the weights (averaged apart).
 _NOT_COPIED = ("optimizer*.pt", "scheduler*.pt", "scaler*.pt", "rng_state*.pth", TRAINER_STATE_NAME,
                "training_args.bin", "*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin")
@@ -58,12 +52,8 @@ def _check_compatible(reference: Mapping[str, torch.Tensor], state_dict: Mapping
 
 def average_state_dicts(state_dicts: Iterable[Mapping[str, torch.Tensor]],
                         names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
-    """Element-wise mean of state dicts with the same tensor names and shapes (§6.1), loaded one at a time.
-
-    Floating tensors are summed in float64 and cast back to their dtype; integer and boolean ones are
-    not averaged (the last is kept). A mismatch (`CheckpointMismatchError`) names the checkpoint's
-    position (and its entry in `names`) and the tensor.
-    """
+    """Element-wise mean of state dicts (§6.1), loaded one at a time: floating tensors summed in float64 and cast
+    back, integer and boolean ones not averaged (the last is kept). A mismatch names the checkpoint and tensor."""
     first = total = None
     count = 0
     for count, state_dict in enumerate(state_dicts, 1):
@@ -86,14 +76,13 @@ def average_state_dicts(state_dicts: Iterable[Mapping[str, torch.Tensor]],
 
 
 def _is_checkpoint_name(name: str) -> bool:
-    """`checkpoint-<step>`, the Trainer's name for a checkpoint folder (not checkpoint-final or checkpoint-3.bak)."""
+    """`checkpoint-<step>`, the Trainer's name (not checkpoint-final or checkpoint-3.bak)."""
     prefix, _, step = name.partition("-")
     return prefix == PREFIX_CHECKPOINT_DIR and step.isdigit()
 
 
 def is_complete_checkpoint(checkpoint_dir: str | Path) -> bool:
-    """Whether a `checkpoint-<step>` folder was written to the end: a run killed while saving leaves
-    one without `trainer_state.json`, the Trainer's last file, whose weights may be cut short."""
+    """A run killed while saving leaves a folder without trainer_state.json, whose weights may be cut short."""
     return (Path(checkpoint_dir) / TRAINER_STATE_NAME).is_file()
 
 
@@ -103,13 +92,10 @@ def _refuse_incomplete(checkpoint_dir: Path, advice: str) -> None:
                          f"Trainer writes last): the run was probably stopped while saving it. {advice}")
 
 
-def check_resumable_checkpoint(checkpoint_dir: str | Path) -> Path:
-    """Raise unless `checkpoint_dir` is a complete Trainer checkpoint to resume training from."""
-    checkpoint_dir = Path(checkpoint_dir)
-    if not checkpoint_dir.is_dir():
+def check_resumable_checkpoint(checkpoint_dir: str | Path) -> None:
+    if not Path(checkpoint_dir).is_dir():
         raise FileNotFoundError(f"checkpoint folder {str(checkpoint_dir)!r} does not exist or is not a folder.")
-    _refuse_incomplete(checkpoint_dir, "Resume from the checkpoint before it, or delete it.")
-    return checkpoint_dir
+    _refuse_incomplete(Path(checkpoint_dir), "Resume from the checkpoint before it, or delete it.")
 
 
 def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]:
@@ -122,10 +108,7 @@ def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]
 
 
 def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
-    """The last `last` complete checkpoints of a run, oldest first; incomplete ones are skipped with a warning.
-    ValueError when `last` is not a positive integer or there are fewer."""
-    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
-        raise ValueError(f"last must be a positive integer (the paper averages 5 or 20), got {last!r}.")
+    """The last `last` complete checkpoints of a run, oldest first; incomplete ones skipped with a warning."""
     found, incomplete = complete_checkpoints(output_dir)
     if incomplete:
         logger.warning("skipping incomplete checkpoints (no %s): %s", TRAINER_STATE_NAME, ", ".join(incomplete))
@@ -155,8 +138,7 @@ def _load_weights(checkpoint_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:
-    """Refuse checkpoints whose config.json differ in a field that describes the model, or of which only some
-    have one."""
+    """Refuse checkpoints whose config.json differ in a field that describes the model, or only some have one."""
     configs = [(path, read_json(path / "config.json") if (path / "config.json").is_file() else None)
                for path in checkpoint_dirs]
     first_path, first = configs[0]
@@ -173,12 +155,10 @@ def _check_configs(checkpoint_dirs: Sequence[Path]) -> None:
 
 def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str | Path,
                         flag: str = "output_dir") -> Path:
-    """Average the weights of checkpoint folders into a folder `from_pretrained` loads (§6.1); the path of
-    its model.safetensors. The last checkpoint's other model files (config, generation config, tokenizer,
-    code) are copied, its training state is not. Refused: no folders, one given twice, an `output_dir`
-    (named `flag`) that clashes with them (outputs.claim), an incomplete checkpoint, missing, sharded or
-    unreadable weights, and checkpoints of different models (`CheckpointMismatchError`).
-    """
+    """Average checkpoint folders into a folder `from_pretrained` loads (§6.1); the path of its weights. The
+    last checkpoint's other model files are copied, its training state is not. Refused: a folder given twice,
+    an `output_dir` (named `flag`) that clashes with them, an incomplete checkpoint, missing, sharded or
+    unreadable weights, checkpoints of different models."""
     checkpoint_dirs = [Path(path) for path in checkpoint_dirs]
     if not checkpoint_dirs:
         raise ValueError("no checkpoint folders to average: pass at least one.")

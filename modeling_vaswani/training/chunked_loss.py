@@ -25,7 +25,7 @@ BATCH_KEYS = frozenset({"input_ids", "attention_mask", "labels", "decoder_input_
 
 
 def chunk_rows(vocab_size: int) -> int:
-    """Positions per chunk: CHUNK_LOGITS logits, at least 16 rows so the products stay matrix products."""
+    # CHUNK_LOGITS logits, at least 16 rows so the products stay matrix products.
     return max(16, CHUNK_LOGITS // vocab_size)
 
 
@@ -124,7 +124,6 @@ def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
 
 
 def describe_step(model, processes: int = 1) -> str:
-    """The training step's speed-ups, in words, for a run's log and record."""
     if processes > 1:
         return "the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); fused Adam"
     return (f"projection and §5.4 loss in chunks of {chunk_rows(model.config.vocab_size)} positions, no (B, T, V) "

@@ -1,12 +1,9 @@
-"""Parallel training data (§5.1 "Training Data and Batching").
+"""Parallel training data (§5.1): every source ends as rows ``{"translation": {"en": "...", "de": "..."}}``,
+the layout of the WMT datasets on the Hub.
 
-The paper trains on WMT 2014 English→German (about 4.5 million sentence pairs) and
-English→French. Every source here ends as a ``datasets.DatasetDict`` of rows
-``{"translation": {"en": "...", "de": "..."}}``, the layout of the WMT datasets on the Hub.
-
-Deviation: by default the data is Multi30k (about 29,000 short image-caption pairs in English,
-German and French) shipped in the repository, small enough for a laptop and no network. WMT 2014
-loads with ``load_translation_dataset(dataset_name="wmt14", dataset_config_name="de-en")``.
+Deviation: the paper trains on WMT 2014 (about 4.5 million pairs); the default here is Multi30k (about 29,000
+short image captions in English, German and French) shipped in the repository, small enough for a laptop and
+no network. WMT 2014: ``load_translation_dataset(dataset_name="wmt14", dataset_config_name="de-en")``.
 """
 
 from __future__ import annotations
@@ -34,23 +31,23 @@ def iter_lines(handle: BinaryIO, name: str) -> Iterator[str]:
     return (line for _, line in numbered_lines(handle, name))
 
 
-def read_lines(path: PathLike) -> list[str]:
-    """A UTF-8 text file, plain or compressed, one item per line; only "\\n" or "\\r\\n" is removed."""
+def _exists(path: PathLike) -> None:
     if not Path(path).is_file():
         raise DataError(f"Data file not found: {path}. Check the path (or set VASWANI_DATA_DIR).")
+
+
+def read_lines(path: PathLike) -> list[str]:
+    """A UTF-8 text file, plain or compressed, one item per line; only "\\n" or "\\r\\n" is removed."""
+    _exists(path)
     return [line for _, line in data_lines(path)]
 
 
 def load_parallel_files(source_file: PathLike, target_file: PathLike, source_lang: str, target_lang: str,
                         streaming: bool = False) -> AnyDataset:
-    """Line i of ``source_file`` paired with line i of ``target_file``, as ``translation`` rows.
-
-    ``streaming=True``: a ``datasets.IterableDataset`` reading both files in step as training goes.
-    """
+    """Line i of `source_file` paired with line i of `target_file`; `streaming`: both read in step as training goes."""
     check_language_pair(source_lang, target_lang, choices=None)
-    for path in (source_file, target_file):
-        if not Path(path).is_file():
-            raise DataError(f"Data file not found: {path}. Check the path (or set VASWANI_DATA_DIR).")
+    _exists(source_file)
+    _exists(target_file)
     files = dict(source_file=str(source_file), target_file=str(target_file), source_lang=source_lang,
                  target_lang=target_lang)
     if streaming:
@@ -71,71 +68,57 @@ def _parallel_lines(source_file: str, target_file: str, source_lang: str, target
         yield {"translation": {source_lang: source, target_lang: target}}
 
 
-def load_multi30k(source_lang: str = "en", target_lang: str = "de", data_dir: Optional[PathLike] = None):
+def load_multi30k(source_lang: str = "en", target_lang: str = "de") -> datasets.DatasetDict:
     """The embedded Multi30k corpus with splits ``train`` (29,000), ``validation`` (1,014), ``test`` (1,000)."""
     check_language_pair(source_lang, target_lang, choices=MULTI30K_LANGUAGES)
-    root = Path(data_dir) if data_dir is not None else DEFAULT_DATA_DIR
-    return datasets.DatasetDict({split: load_parallel_files(root / f"{stem}.{source_lang}.gz",
-                                                            root / f"{stem}.{target_lang}.gz", source_lang, target_lang)
+    return datasets.DatasetDict({split: load_parallel_files(DEFAULT_DATA_DIR / f"{stem}.{source_lang}.gz",
+                                                            DEFAULT_DATA_DIR / f"{stem}.{target_lang}.gz",
+                                                            source_lang, target_lang)
                                  for split, stem in MULTI30K_SPLITS.items()})
 
 
 def load_translation_dataset(
     source_lang: str = "en", target_lang: str = "de", dataset_name: Optional[str] = None,
     dataset_config_name: Optional[str] = None, train_files: Optional[FilePair] = None,
-    validation_files: Optional[FilePair] = None, test_files: Optional[FilePair] = None,
-    data_dir: Optional[PathLike] = None, train_file: Union[PathLike, Sequence[PathLike], None] = None,
+    validation_files: Optional[FilePair] = None, train_file: Union[PathLike, Sequence[PathLike], None] = None,
     validation_file: Union[PathLike, Sequence[PathLike], None] = None, streaming: bool = False,
 ) -> Union[datasets.DatasetDict, dict]:
-    """Sentence pairs from the embedded Multi30k (nothing given; ``data_dir`` moves it), a Hub dataset in the WMT
-    layout (``dataset_name``, e.g. "wmt14", + ``dataset_config_name``), aligned text files
-    (``train_files=(source_path, target_path)``, ``validation_files``, ``test_files``) or data files (``train_file``,
-    ``validation_file``: `load_data_files`). ``streaming=True``: a dict whose ``train`` split is a
-    ``datasets.IterableDataset`` read as it is used; the other splits are read whole.
-    """
-    for split, pair, files in (("train", train_files, train_file), ("validation", validation_files, validation_file)):
+    """Sentence pairs from the embedded Multi30k (nothing given), a Hub dataset in the WMT layout (`dataset_name`
+    and `dataset_config_name`), aligned text files (`train_files=(source_path, target_path)`, `validation_files`)
+    or data files (`train_file`, `validation_file`: `load_data_files`). `streaming`: a dict whose ``train`` split
+    is a ``datasets.IterableDataset`` read as it is used; the other splits are read whole."""
+    local = {"train": (train_files, train_file), "validation": (validation_files, validation_file)}
+    for split, (pair, files) in local.items():
         if pair is not None and files is not None:
             raise DataError(f"Give the {split} split as {split}_files (a text file per language) or as "
                             f"{split}_file (data files), not both.")
-    # split -> (whether they are data files rather than a pair of text files, the files)
-    local = {"train": (train_file is not None, train_files if train_file is None else train_file),
-             "validation": (validation_file is not None,
-                            validation_files if validation_file is None else validation_file),
-             "test": (False, test_files)}
-    uses_files = any(files is not None for _, files in local.values())
+    uses_files = any(given is not None for both in local.values() for given in both)
     if dataset_name is not None and uses_files:
-        raise DataError("Give either dataset_name (a Hub dataset) or train/validation/test files, not both.")
+        raise DataError("Give either dataset_name (a Hub dataset) or train/validation files, not both.")
     if dataset_name is not None:
         return _load_hub_dataset(dataset_name, dataset_config_name, source_lang, target_lang, streaming)
     if dataset_config_name is not None:
         raise DataError("dataset_config_name was given without dataset_name; pass both.")
     if not uses_files:
-        loaded = load_multi30k(source_lang, target_lang, data_dir=data_dir)
-        if not streaming:
-            return loaded
-        return {split: part.to_iterable_dataset() if split == "train" else part for split, part in loaded.items()}
-    if local["train"][1] is None:
-        raise DataError("validation_files/test_files were given without train_files; give training files too.")
+        loaded = load_multi30k(source_lang, target_lang)
+        return {split: part.to_iterable_dataset() if split == "train" else part
+                for split, part in loaded.items()} if streaming else loaded
+    if local["train"] == (None, None):
+        raise DataError("validation_files were given without train_files; give training files too.")
     splits = {}
-    for split, (data_files, files) in local.items():
+    for split, (pair, files) in local.items():
         stream = streaming and split == "train"
-        if files is None:
-            continue
-        if data_files:
+        if files is not None:
             splits[split] = load_data_files(files, source_lang, target_lang, streaming=stream)
-        elif isinstance(files, (str, os.PathLike)) or len(files) != 2:
-            raise DataError(f"{split}_files must be a pair (source_path, target_path); got {files!r}.")
-        else:
-            splits[split] = load_parallel_files(files[0], files[1], source_lang, target_lang, streaming=stream)
+        elif pair is not None:
+            splits[split] = load_parallel_files(*pair, source_lang, target_lang, streaming=stream)
     return splits if streaming else datasets.DatasetDict(splits)
 
 
 def select_first(dataset: AnyDataset, n: Optional[int]) -> AnyDataset:
-    """The first ``n`` rows (all rows if ``n`` is None or exceeds the size), e.g. for ``max_train_samples``."""
+    """The first `n` rows (all of them if `n` is None or exceeds the size), e.g. for --max_train_samples."""
     if n is None:
         return dataset
-    if n < 0:
-        raise DataError(f"Number of samples must be non-negative, got {n}.")
     if isinstance(dataset, datasets.IterableDataset):
         return dataset.take(n)
     return dataset.select(range(min(n, len(dataset))))

@@ -1,12 +1,8 @@
-"""Reading training data (§5.1's sentence pairs) from files, and the one layout every source ends in.
-
-`data_lines` is the package's one way to read a text file (training, validation, text to
-translate): UTF-8, decompressed as it is read (.gz, .bz2, .xz), lines ending at "\\n" only, none
-longer than `MAX_LINE_BYTES`, so memory stays bounded; a line it cannot read is a one-line
-`DataError` naming the file and line. Data files (json lines, csv, tsv) are parsed by
-`datasets.load_dataset`; when that fails, or a row lacks a sentence, `_locate` reads the files
-again with `data_lines` to name the file and line at fault. Every source ends as rows of
-``{"translation": {"en": "...", "de": "..."}}``, the layout of the WMT datasets on the Hub.
+"""Sentence pairs (§5.1) from files. `data_lines` is the package's one way to read a text file: UTF-8,
+decompressed as it is read, lines ending at "\\n" only and no longer than `MAX_LINE_BYTES` (memory stays
+bounded); a line it cannot read is a one-line `DataError` naming the file and line. Data files (json lines,
+csv, tsv) are parsed by `datasets.load_dataset`; when that fails, or a row lacks a sentence, `_locate` reads
+the files again with `data_lines` to name the file and line at fault.
 """
 
 from __future__ import annotations
@@ -55,7 +51,6 @@ def data_lines(path: PathLike) -> Iterator[tuple[int, str]]:
 
 
 def numbered_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
-    """`data_lines` of a binary file object already open (``sys.stdin.buffer``, say)."""
     for number in itertools.count(1):
         try:
             raw = handle.readline(MAX_LINE_BYTES + 1)
@@ -78,11 +73,8 @@ def numbered_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
 def load_data_files(
     paths: Union[PathLike, Sequence[PathLike]], source_lang: str, target_lang: str, streaming: bool = False
 ) -> AnyDataset:
-    """Sentence pairs from json(l), csv or tsv files (optionally compressed; several of one format make a split).
-
-    A file holds a ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows or one
-    column per language code; every cell is text. ``streaming=True``: a ``datasets.IterableDataset``.
-    """
+    """Sentence pairs from json(l), csv or tsv files (optionally compressed; several of one format make a split):
+    a ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows or one column per language."""
     check_language_pair(source_lang, target_lang, choices=None)
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
@@ -135,7 +127,6 @@ def _failure(err: Exception, files, suffix, source_lang, target_lang) -> DataErr
 
 
 def _locate_once(found: dict, done: list) -> None:
-    """`_locate`, once a load: a second reading of the files that names the file and line at fault."""
     if not done:
         done.append(True)
         _locate(**found)
@@ -180,7 +171,6 @@ def _json_row(line: str, where: str) -> dict:
 
 
 def _text_pair(pair, where: str, source_lang: str, target_lang: str) -> dict:
-    """The pair's two sentences; a pair without both, as text, is a DataError."""
     pair = {lang: (pair if isinstance(pair, dict) else {}).get(lang) for lang in (source_lang, target_lang)}
     for lang, text in pair.items():
         if not isinstance(text, str):
@@ -189,9 +179,8 @@ def _text_pair(pair, where: str, source_lang: str, target_lang: str) -> dict:
 
 
 def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target_lang: str, locate=None) -> AnyDataset:
-    """``dataset`` as one ``translation`` column of ``{source_lang: ..., target_lang: ...}`` rows, from that column
-    or one column per language; anything else is a DataError naming ``name`` and the row (or, by ``locate``, the
-    file and line)."""
+    """`dataset` as one ``translation`` column, from that column or one per language; anything else is a
+    DataError naming `name` and the row (or, by `locate`, the file and line)."""
     first = first_row(dataset)  # a stream whose features are not known yet tells its columns by its first row
     columns = list(dataset.column_names) if dataset.column_names is not None else list(first or {})
     if not columns or first is None:
@@ -224,20 +213,17 @@ def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target
 
 
 def first_row(dataset: AnyDataset) -> Optional[dict]:
-    """None for an empty dataset; a stream reads no further than its first row."""
     if isinstance(dataset, datasets.Dataset):
         return dataset[0] if len(dataset) else None
     return next(iter(dataset.take(1)), None)
 
 
 def in_memory(dataset: AnyDataset) -> datasets.Dataset:
-    """A stream read whole (a validation set, say); a Dataset as it is."""
     return dataset if isinstance(dataset, datasets.Dataset) else datasets.Dataset.from_list(list(dataset),
                                                                                             features=dataset.features)
 
 
 def pair_columns(columns: Sequence[str], name, source_lang: str, target_lang: str) -> str:
-    """'translation' or 'languages': the layout of the columns; neither is a DataError."""
     if "translation" in columns:
         return "translation"
     if source_lang in columns and target_lang in columns:

@@ -1,7 +1,6 @@
-"""The loss on reference translations as people compare it: `LossSums` adds up H(q, p) (§5.4) and
-−log p(y) over every reference token of a set, and gives `label_smoothing.comparable_losses` (loss,
-kl_loss, nll_loss, ppl), each a mean over all tokens, not of per-batch means. `VaswaniTrainer` reads
-the sums off its evaluation's forward passes (`watching`); `reference_losses` measures a saved model.
+"""The loss on reference translations as people compare it: H(q, p) (§5.4) and −log p(y) summed over every
+reference token of a set, given as `label_smoothing.comparable_losses` (means over all tokens, not of per-batch
+means). `VaswaniTrainer` reads them off its evaluation's passes; `reference_losses` measures a saved model.
 """
 
 from __future__ import annotations
@@ -23,20 +22,17 @@ class LossSums:
 
     @torch.no_grad()
     def add(self, logits: torch.Tensor, labels: torch.Tensor) -> None:
-        """One batch: logits (B, T, V) of the reference tokens labels (B, T)."""
         self.smoothed += label_smoothed_cross_entropy(logits, labels, self.epsilon, reduction="sum").item()
         self.nll += label_smoothed_cross_entropy(logits, labels, 0.0, reduction="sum").item()  # ε = 0: −log p(y)
         self.tokens += int((labels != -100).sum())
 
     def metrics(self, prefix: str = "") -> dict[str, float]:
-        """`comparable_losses` per reference token; empty when no token was seen."""
         if not self.tokens:
             return {}
         return comparable_losses(self.smoothed / self.tokens, self.epsilon, self.vocab_size,
                                  nll=self.nll / self.tokens, prefix=prefix)
 
     def sum_over_processes(self, accelerator) -> None:
-        """Under several data-parallel processes, each one's sums become the sums of all."""
         if accelerator.num_processes > 1:
             totals = torch.tensor([self.smoothed, self.nll, self.tokens], dtype=torch.float64, device=accelerator.device)
             totals = accelerator.reduce(totals, reduction="sum")
@@ -44,7 +40,7 @@ class LossSums:
 
     @contextmanager
     def watching(self, model):
-        """Add every forward pass of `model` given labels (teacher forcing; `generate`'s passes have none)."""
+        """Add every forward pass of `model` given labels (teacher forcing; generate's have none)."""
 
         def hook(module, args, kwargs, output):
             labels = kwargs.get("labels")

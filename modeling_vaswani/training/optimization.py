@@ -1,11 +1,9 @@
-"""§5.3 — Adam (β1 = 0.9, β2 = 0.98, ε = 10^-9) and the learning rate of Eq. (3):
+"""§5.3: Adam (β1 = 0.9, β2 = 0.98, ε = 10^-9) and the learning rate of Eq. (3):
 
     lrate = d_model^-0.5 · min(step_num^-0.5, step_num · warmup_steps^-1.5)        (3)
 
-linear for the first warmup_steps updates, then decaying as step_num^-0.5; the two meet at
-warmup_steps (the paper: 4000), where the rate peaks at (d_model · warmup_steps)^-0.5.
-`get_noam_schedule` drives any optimizer by it (e.g. the Trainer's `optimizers=`); `scale` (not in
-the paper, 1.0 there) raises or lowers the whole schedule.
+linear for the first warmup_steps updates, then decaying as step_num^-0.5; the rate peaks at warmup_steps
+(the paper: 4000) at (d_model · warmup_steps)^-0.5. `scale` (not in the paper) raises or lowers it all.
 """
 
 from __future__ import annotations
@@ -15,11 +13,8 @@ from collections.abc import Iterable
 
 import torch
 
-# §5.3: "We used the Adam optimizer with β1 = 0.9, β2 = 0.98 and ε = 10^-9."
-ADAM_BETAS = (0.9, 0.98)
-ADAM_EPS = 1e-9
-# §5.3: "We used warmup_steps = 4000."
-WARMUP_STEPS = 4000
+ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9  # §5.3: "β1 = 0.9, β2 = 0.98 and ε = 10^-9"
+WARMUP_STEPS = 4000  # §5.3: "We used warmup_steps = 4000."
 # Eq. (3)'s warmup_steps for each model preset: the paper's 4000 for its two rows of Table 3;
 # ours for the small models, which train for far fewer steps.
 PRESET_WARMUP_STEPS = {"base": WARMUP_STEPS, "big": WARMUP_STEPS, "small": 1000, "tiny": 100}
@@ -35,32 +30,22 @@ def _check_schedule(d_model, warmup_steps, scale) -> None:
 
 def noam_lr(step: int, d_model: int, warmup_steps: int = WARMUP_STEPS, scale: float = 1.0) -> float:
     """Learning rate of Eq. (3) at update number `step` (counting from 1), times `scale`."""
-    if isinstance(step, bool) or not isinstance(step, int):
-        raise ValueError(f"step must be an integer counting updates from 1, got {step!r}.")
-    if step < 1:
-        raise ValueError(f"step must be >= 1 (Eq. (3) has step_num^-0.5, undefined at 0), got {step}; "
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise ValueError(f"step must be an integer >= 1 (Eq. (3) has step_num^-0.5, undefined at 0), got {step!r}; "
                          "the first update is step 1.")
     _check_schedule(d_model, warmup_steps, scale)
-    # Eq. (3): linear warm-up, then inverse-square-root decay; both scaled by d_model^-0.5.
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
 def create_adam(params: Iterable, lr: float = 1.0, weight_decay: float = 0.0) -> torch.optim.Adam:
-    """Adam with §5.3's β1, β2, ε. `lr` is divided out by `get_noam_schedule` (1.0 makes that plain); the paper
-    uses no weight decay. Fused where PyTorch can (float parameters on CPU or GPU): the same arithmetic in one
-    kernel, where a dozen element-wise passes took a sixth of a small model's CPU step."""
-    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not math.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}.")
-    if not isinstance(weight_decay, (int, float)) or isinstance(weight_decay, bool) or weight_decay < 0:
-        raise ValueError(f"weight_decay must be a number >= 0 (the paper uses 0), got {weight_decay!r}.")
+    """Adam with §5.3's β1, β2, ε (torch checks `lr` and `weight_decay`; the paper has no weight decay). `lr` is
+    divided out by `get_noam_schedule`. Fused where PyTorch can (float parameters on CPU or GPU): the same
+    arithmetic in one kernel, where a dozen element-wise passes took a sixth of a small model's CPU step."""
     params = list(params)
-    return torch.optim.Adam(params, lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=weight_decay,
-                            fused=_can_fuse(params) or None)
-
-
-def _can_fuse(params: list) -> bool:
     tensors = [p for group in params for p in (group["params"] if isinstance(group, dict) else [group])]
-    return bool(tensors) and all(p.dtype.is_floating_point and p.device.type in ("cpu", "cuda") for p in tensors)
+    fused = bool(tensors) and all(p.dtype.is_floating_point and p.device.type in ("cpu", "cuda") for p in tensors)
+    return torch.optim.Adam(params, lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=weight_decay,
+                            fused=fused or None)
 
 
 class _NoamFactor:
@@ -79,13 +64,8 @@ def get_noam_schedule(optimizer: torch.optim.Optimizer, d_model: int, warmup_ste
                       scale: float = 1.0, last_epoch: int = -1) -> torch.optim.lr_scheduler.LambdaLR:
     """A `LambdaLR` after whose k-th step() every group's rate is noam_lr(k + 1, ...), whatever base `lr`."""
     _check_schedule(d_model, warmup_steps, scale)
-    factors = []
-    for index, group in enumerate(optimizer.param_groups):
-        # LambdaLR multiplies by "initial_lr" where a group has one (a restored optimizer's, whose "lr" is
-        # then the last step's rate), else by "lr"; divide by the same number.
-        base_lr = float(group.get("initial_lr", group["lr"]))
-        if not (math.isfinite(base_lr) and base_lr > 0):
-            raise ValueError(f"parameter group {index} has learning rate {base_lr!r}; the schedule divides it "
-                             "out, so it must be positive (build the optimizer with lr=1.0).")
-        factors.append(_NoamFactor(base_lr, d_model, warmup_steps, float(scale)))
+    # LambdaLR multiplies by "initial_lr" where a group has one (a restored optimizer's, whose "lr" is then the
+    # last step's rate), else by "lr"; divide by the same number (so build the optimizer with lr=1.0).
+    factors = [_NoamFactor(float(group.get("initial_lr", group["lr"])), d_model, warmup_steps, float(scale))
+               for group in optimizer.param_groups]
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=factors, last_epoch=last_epoch)

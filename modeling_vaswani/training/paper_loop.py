@@ -1,15 +1,6 @@
-"""§5 written out: the training loop, by hand, to read beside the paper.
-
-`VaswaniTrainer` runs this same procedure with what a long run needs (checkpoints, resuming,
-evaluation, processes, mixed precision); here is only what §5 says:
-
-    §5.1  batches of similar length, about `max_tokens` tokens a side (batching.TokenBudgetBatchSampler);
-    §5.3  Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9, its rate set by Eq. (3) before every update;
-    §5.4  cross-entropy against the label-smoothed target (model/label_smoothing.py; autograd's gradient);
-    §6.1  optionally, the last checkpoints' weights averaged.
-
-On the same model and batches it ends on the Trainer's weights to float tolerance
-(tests/training/test_paper_loop.py). Dropout (§5.4) is in the model, on in training mode.
+"""§5 written out: the training loop, by hand, to read beside the paper. `VaswaniTrainer` runs the same
+procedure with what a long run needs (checkpoints, resuming, evaluation, processes, mixed precision) and, on
+the same model and batches, ends on the same weights to float tolerance (tests/training/test_paper_loop.py).
 """
 
 from __future__ import annotations
@@ -35,11 +26,9 @@ def train(
     average_last: int = 0,
     checkpoint_every: int = 10,
 ) -> list[dict]:
-    """Train `model` in place for `steps` updates on `dataset` ("input_ids", "labels" ending in </s>), batched
-    by `collate` (labels padded with -100), §5.1's `max_tokens` a side (the paper: 25,000), epoch e arranged
-    by seed + e. With `average_last` k, end on the mean of the last k copies taken every `checkpoint_every`
-    steps (§6.1). Returns a log entry every `log_every` steps: "step", the mean "loss" and "kl_loss" since
-    the last entry, and the "learning_rate" of that step."""
+    """Train `model` in place for `steps` updates on `dataset` ("input_ids", "labels" ending in </s>), collated by
+    `collate` (labels padded with -100); with `average_last` k, end on the mean of the last k copies taken every
+    `checkpoint_every` steps. A log entry every `log_every` steps: step, mean loss and kl_loss, learning_rate."""
     # §5.1: sentence pairs batched by approximate length, max_tokens padded tokens a side.
     sampler = TokenBudgetBatchSampler([len(example["input_ids"]) for example in dataset],
                                       [len(example["labels"]) for example in dataset],

@@ -1,9 +1,6 @@
-"""The precision a training run computes in, and whether this CPU does it fast (not from the paper).
-
-`--bf16` trains under the Trainer's CPU autocast (products in bfloat16, weights and Adam in float32).
-Whether that pays depends on more than the CPU's flags (machine.slow_bf16_warning): at a small
-model's widths the casts can outweigh faster products. So `probe_precision` times the run's own
-step (forward and backward of chunked_loss's loss) on a first batch in both precisions, in turns, and
+"""The precision a training run computes in (not from the paper). --bf16 trains under the Trainer's CPU autocast;
+whether that pays depends on more than the CPU's flags: at a small model's widths the casts can outweigh faster
+products. So `probe_precision` times the run's own step on a first batch in both precisions, in turns, and
 keeps bf16 only where its best step was faster.
 """
 
@@ -19,20 +16,15 @@ from ..machine import bf16_support, slow_bf16_warning
 from .chunked_loss import training_loss
 
 logger = logging.getLogger(__name__)
-# Probe: timed rounds of one step per precision, after one untimed step each (8 steps in all, a few seconds).
-# The best of each is compared: other work on a shared machine only ever adds time.
-PROBE_ROUNDS = 3
+PROBE_ROUNDS = 3  # timed steps per precision after an untimed one; the best counts (other work only adds time)
 
 
 def training_precision(training_args) -> str:
-    """"bf16", "fp16" or "fp32": what the Trainer's autocast computes the matrix products in."""
-    if getattr(training_args, "bf16", False):
-        return "bf16"
-    return "fp16" if getattr(training_args, "fp16", False) else "fp32"
+    return "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32"
 
 
 def on_cpu(training_args) -> bool:
-    return getattr(getattr(training_args, "device", None), "type", "cpu") == "cpu"
+    return training_args.device.type == "cpu"
 
 
 def report_precision(training_args, log: logging.Logger = logger) -> dict:
@@ -45,8 +37,7 @@ def report_precision(training_args, log: logging.Logger = logger) -> dict:
 
 
 def fastest(runs: dict, rounds: int = PROBE_ROUNDS, clock=time.perf_counter) -> dict:
-    """{name: best seconds of `rounds`}: each of `runs` (name: callable) once untimed, then timed in turns,
-    the order reversed every round (A B, B A, A B, ...) so that neither always runs first."""
+    """{name: best seconds of `rounds`}: each of `runs` once untimed, then timed in turns (A B, B A, ...)."""
     for run in runs.values():
         run()
     seconds = {name: [] for name in runs}
@@ -61,8 +52,8 @@ def fastest(runs: dict, rounds: int = PROBE_ROUNDS, clock=time.perf_counter) -> 
 
 
 def probe_step_seconds(model, batch: dict, rounds: int = PROBE_ROUNDS) -> dict:
-    """{"fp32": s, "bf16": s}: the best seconds of one forward + backward of the training loss on `batch`,
-    on a copy of `model` (the run's weights, gradients and random numbers are left as they were)."""
+    """{"fp32": s, "bf16": s} of a forward + backward on `batch`, on a copy of `model` (the run's weights,
+    gradients and random numbers are left as they were)."""
     import torch
 
     probe = copy.deepcopy(model).train()
@@ -78,8 +69,8 @@ def probe_step_seconds(model, batch: dict, rounds: int = PROBE_ROUNDS) -> dict:
 
 
 def probe_precision(training_args, model, make_batch, log: logging.Logger = logger) -> dict:
-    """With --bf16 on the CPU (one process): keep bf16 only if the step on `make_batch()` is faster in it,
-    switching `training_args.bf16` off otherwise; the probe's numbers for the run record ({} if none)."""
+    """With --bf16 on the CPU (one process): keep bf16 only if the step on `make_batch()` is faster in it;
+    the probe's numbers for the run record ({} if none)."""
     if training_precision(training_args) != "bf16" or not on_cpu(training_args) or training_args.world_size > 1:
         return {}
     batch = make_batch()
@@ -94,8 +85,7 @@ def probe_precision(training_args, model, make_batch, log: logging.Logger = logg
 
 
 def first_batch(dataset, collator, max_tokens: int) -> dict:
-    """The probe's batch: the first examples of `dataset` (a Dataset or a stream) that fit `max_tokens` per
-    side once padded (at least one), through the run's collator."""
+    """The first examples of `dataset` that fit `max_tokens` a side once padded (at least one), collated."""
     rows, longest = [], 0
     for row in itertools.islice(iter(dataset), max_tokens):
         longest = max(longest, len(row["input_ids"]), len(row["labels"]))

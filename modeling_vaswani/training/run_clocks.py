@@ -1,7 +1,7 @@
 """The clocks of a training run (not from the paper), Trainer callbacks counting from the moment
-scripts/train.py started (loading and closing work count): `RunClock` keeps the run record's minutes,
-`TimeBudget` fits the whole run in --max_train_minutes, `SaveEveryMinutes` checkpoints every
---save_every_minutes (§6.1). Under data parallelism process 0 decides when to stop or save, for all.
+scripts/train.py started: `RunClock` keeps the run record's minutes, `TimeBudget` fits the whole run in
+--max_train_minutes, `SaveEveryMinutes` checkpoints every --save_every_minutes (§6.1). Under data
+parallelism process 0 decides when to stop or save, for all.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ class TrainingClock(TrainerCallback):
             self.start = time.monotonic()
 
     def minutes(self) -> float | None:
-        """Minutes since the start; None before there is one."""
         return None if self.start is None else (time.monotonic() - self.start) / 60
 
 
 def agree_across_processes(decision: bool, device=None) -> bool:
-    """Process 0's `decision` on every data-parallel process: each one's own clock could stop it a step
-    apart from the others, which would then wait forever in the next all-reduce."""
+    """Process 0's `decision` on every process: each one's own clock could stop it a step apart from the
+    others, which would then wait forever in the next all-reduce."""
     import torch
 
     if not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
@@ -48,7 +47,7 @@ def agree_across_processes(decision: bool, device=None) -> bool:
 
 
 class RunClock(TrainingClock):
-    """Keeps the latest segment's minutes in run_info.json up to date (main process only)."""
+    """Keeps the latest segment's minutes (and steps) in run_info.json up to date (main process only)."""
 
     def __init__(self, output_dir: str | os.PathLike, start: float | None = None):
         super().__init__(start)
@@ -77,38 +76,30 @@ class RunClock(TrainingClock):
             steps = None if self.first_step is None else self.last_step - self.first_step
             set_segment_minutes(self.output_dir, minutes, steps)
 
-    def _at(self, state):
+    def on_save(self, args, state, control, **kwargs):
         self.last_step = getattr(state, "global_step", self.last_step)
         self.record(state.is_world_process_zero)
 
-    def on_save(self, args, state, control, **kwargs):
-        self._at(state)
-
-    def on_train_end(self, args, state, control, **kwargs):
-        self._at(state)
+    on_train_end = on_save
 
 
-# Bytes written per parameter by a checkpoint (float32 weights and Adam's two moments) and a
-# cautious disk speed: the estimate of a save's duration until one has been timed.
+# Bytes a checkpoint writes per parameter (float32 weights, Adam's two moments) and a cautious disk speed:
+# a save's duration until one has been timed.
 CHECKPOINT_BYTES_PER_PARAMETER = 12
 DISK_BYTES_PER_SECOND = 100e6
-# The closing work takes this much longer than timed so far before the budget counts it as done.
-CLOSING_MARGIN = 1.25
+CLOSING_MARGIN = 1.25  # the closing work may take this much longer than timed so far
 
 
 class TimeBudget(TrainingClock):
     """Ends training (with a checkpoint, an evaluation when on, a logged loss) once the next step and the
     closing work would not fit in `minutes`: a checkpoint, `evaluations_after` evaluations and `saves_after`
-    saves of a model's size. Steps, evaluations and saves are timed as training goes; until then
-    `evaluation_seconds` and the model's size at DISK_BYTES_PER_SECOND stand in. Eq. (3) does not depend
-    on the total steps, so an early stop leaves the model a longer run would have had at that step.
-    """
+    saves. Steps, evaluations and saves are timed as training goes; until then `evaluation_seconds` and the
+    model's size at DISK_BYTES_PER_SECOND stand in. Eq. (3) does not depend on the total steps, so an early
+    stop leaves the model a longer run would have had at that step."""
 
     def __init__(self, minutes: float, start: float | None = None, evaluations_after: int = 0,
                  saves_after: int = 0, evaluation_seconds: float | None = None):
         super().__init__(start)
-        if not minutes > 0:
-            raise ValueError(f"the time budget must be a positive number of minutes, got {minutes}.")
         self.budget, self.evaluations_after, self.saves_after = minutes, evaluations_after, saves_after
         self.evaluation_seconds, self.save_seconds, self.step_seconds = evaluation_seconds, None, 0.0
         self._step_start = None
@@ -116,7 +107,7 @@ class TimeBudget(TrainingClock):
         self.stopped_at = None  # (step, minutes) once the budget ended training
 
     def closing_seconds(self) -> float:
-        """The estimated duration of the work after the last step: a checkpoint, then the closing work."""
+        """The work after the last step: a checkpoint, then the closing work."""
         return CLOSING_MARGIN * ((1 + self.saves_after) * (self.save_seconds or 0.0)
                                  + self.evaluations_after * (self.evaluation_seconds or 0.0))
 
@@ -130,20 +121,18 @@ class TimeBudget(TrainingClock):
         self._step_start = time.monotonic()
 
     def on_step_end(self, args, state, control, **kwargs):
-        now = time.monotonic()
-        self._mark = now
+        now = self._mark = time.monotonic()
         if self.start is None:
             return control
         if self._step_start is not None:
             self.step_seconds = now - self._step_start
         # What this step still does (an evaluation, a checkpoint already due), the next step, and
         # then the closing work must fit in what is left of the budget.
-        evaluation = self.evaluation_seconds or 0.0
-        next_step = (self.step_seconds + evaluation * control.should_evaluate
+        next_step = (self.step_seconds + (self.evaluation_seconds or 0.0) * control.should_evaluate
                      + (self.save_seconds or 0.0) * control.should_save)
         elapsed = now - self.start
-        stop = elapsed + next_step + self.closing_seconds() >= 60 * self.budget
-        if agree_across_processes(stop, getattr(args, "device", None)):
+        if agree_across_processes(elapsed + next_step + self.closing_seconds() >= 60 * self.budget,
+                                  getattr(args, "device", None)):
             control.should_training_stop = control.should_save = control.should_log = True
             control.should_evaluate = args.eval_strategy != "no"
             self.stopped_at = (getattr(state, "global_step", None), elapsed / 60)
@@ -166,13 +155,10 @@ class TimeBudget(TrainingClock):
 
 
 class SaveEveryMinutes(TrainingClock):
-    """A checkpoint every `minutes` of wall-clock time and at the last step (§6.1: "checkpoints, which were
-    written at 10-minute intervals")."""
+    """A checkpoint every `minutes` and at the last step (§6.1: "written at 10-minute intervals")."""
 
     def __init__(self, minutes: float):
         super().__init__()
-        if not minutes > 0:
-            raise ValueError(f"the checkpoint interval must be a positive number of minutes, got {minutes}.")
         self.interval, self.last_save = minutes, None
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -193,10 +179,8 @@ class SaveEveryMinutes(TrainingClock):
 
 @dataclass
 class RunClocks:
-    """The callbacks a run trains with: `record` (always), `budget` (with --max_train_minutes)."""
-
     record: RunClock
-    budget: TimeBudget | None = None
+    budget: TimeBudget | None = None  # with --max_train_minutes
     callbacks: list = field(default_factory=list)
 
 
@@ -215,7 +199,7 @@ def run_clocks(options, output_dir, evaluating: bool, start: float) -> RunClocks
 
 
 def time_one_evaluation(clocks: RunClocks, trainer, options) -> None:
-    """The budget's first estimate of an evaluation, timed on the validation split's first batch (an untrained
+    """The budget's first estimate of an evaluation, from the validation split's first batch (an untrained
     model translates to the length limit: an overestimate the first real evaluation replaces)."""
     if clocks.budget is None:
         return
@@ -229,7 +213,6 @@ def time_one_evaluation(clocks: RunClocks, trainer, options) -> None:
 
 
 def report_budget_stop(clocks: RunClocks, options) -> None:
-    """Say where the budget stopped training, if it did."""
     if clocks.budget is not None and clocks.budget.stopped_at is not None:
         logger.info("--max_train_minutes %g: stopped at step %d after %.1f minutes, leaving time for the closing work",
                     options.max_train_minutes, *clocks.budget.stopped_at)

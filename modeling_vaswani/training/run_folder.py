@@ -1,10 +1,10 @@
 """The output folder of scripts/train.py (not from the paper): the run's record, what an earlier run left
 in it, and a lock that keeps two runs out of it at once.
 
-`<output_dir>/run_info.json` says how a model was made, for its card (§5.2 reports training time):
-one *segment* per invocation (a first run, then each --resume_from_checkpoint) with its command,
-hardware line and minutes, which run_clocks.RunClock rewrites at every save. Ours: trainer_state.json
-has no command, machine or minutes. Standard library only at import (scripts/train.py loads it first).
+`<output_dir>/run_info.json` says how a model was made, for its card (§5.2 reports training time): one
+*segment* per invocation (a first run, then each --resume_from_checkpoint) with its command, hardware line
+and minutes, rewritten by run_clocks.RunClock at every save; trainer_state.json has no command, machine or
+minutes. Standard library only at import (scripts/train.py loads it first).
 """
 
 from __future__ import annotations
@@ -21,10 +21,16 @@ from ..model.strict_json import read_json
 from ..outputs import claim, write_file
 
 RUN_INFO_NAME = "run_info.json"
+LOCK_NAME = ".train.lock"
+# What a finished or stopped run leaves in its output folder, besides the model files the next run's save
+# overwrites anyway.
+_RUN_FOLDERS = ("averaged", "runs")
+_RUN_FILES = (RUN_INFO_NAME, "trainer_state.json", "all_results.json", "train_results.json", "eval_results.json",
+              "model.safetensors", "training_args.bin")
 
 
-def _write(path: Path, info: dict) -> None:
-    with write_file(path, encoding="utf-8") as handle:  # a run killed mid-write keeps the previous record
+def _write(output_dir, info: dict) -> None:
+    with write_file(Path(output_dir) / RUN_INFO_NAME, encoding="utf-8") as handle:  # a killed run keeps the last
         handle.write(json.dumps(info, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -41,22 +47,20 @@ def read_run_info(run_dir: str | os.PathLike) -> dict:
 
 
 def start_segment(output_dir: str | os.PathLike, segment: dict, about_model: dict, resuming: bool) -> None:
-    """Record a new invocation. A resumed run appends to the record; a fresh one starts it anew."""
-    path = Path(output_dir) / RUN_INFO_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    info = read_run_info(output_dir) if resuming and path.is_file() else {"segments": []}
-    info.update(about_model)
+    """Record a new invocation: a resumed run appends to the record, a fresh one starts it anew."""
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    resumed = resuming and (Path(output_dir) / RUN_INFO_NAME).is_file()
+    info = {**(read_run_info(output_dir) if resumed else {"segments": []}), **about_model}
     info["segments"].append({**segment, "minutes": 0.0})
-    _write(path, info)
+    _write(output_dir, info)
 
 
 def set_segment_minutes(output_dir: str | os.PathLike, minutes: float, steps: int | None = None) -> None:
-    """Set the wall-clock minutes (and the optimizer steps, when known) of the latest segment."""
     info = read_run_info(output_dir)
     info["segments"][-1]["minutes"] = round(minutes, 3)
     if steps is not None:
         info["segments"][-1]["steps"] = steps
-    _write(Path(output_dir) / RUN_INFO_NAME, info)
+    _write(output_dir, info)
 
 
 def summarize(info: dict) -> dict:
@@ -67,26 +71,13 @@ def summarize(info: dict) -> dict:
     if len(set(hardware)) > 1:
         hardware = [f"{s['hardware']} for {s['minutes']:.0f} minutes" if s.get("minutes") is not None
                     else s["hardware"] for s in segments]
-    summary = {key: value for key, value in info.items() if key != "segments"}
     # Padded target tokens: each segment's steps times its mean §5.1 batch (run_info's "batching").
     tokens = [s["steps"] * s["batching"]["tokens_per_step"]["target"] for s in segments
               if "steps" in s and "tokens_per_step" in s.get("batching", {})]
-    summary.update(
-        command="\n".join(s["command"] for s in segments),
-        hardware="; then ".join(dict.fromkeys(hardware)),
-        minutes=round(sum(known)) if known else None,
-        target_tokens=sum(tokens) if tokens and len(tokens) == len(segments) else None,
-        segments=segments,
-    )
-    return summary
-
-
-LOCK_NAME = ".train.lock"
-# What a finished or stopped run leaves in its output folder, besides the model files that the
-# next run's save overwrites anyway.
-_RUN_FOLDERS = ("averaged", "runs")
-_RUN_FILES = (RUN_INFO_NAME, "trainer_state.json", "all_results.json", "train_results.json", "eval_results.json",
-              "model.safetensors", "training_args.bin")
+    return {**{key: value for key, value in info.items() if key != "segments"},
+            "command": "\n".join(s["command"] for s in segments), "hardware": "; then ".join(dict.fromkeys(hardware)),
+            "minutes": round(sum(known)) if known else None,
+            "target_tokens": sum(tokens) if tokens and len(tokens) == len(segments) else None, "segments": segments}
 
 
 def earlier_run(output_dir: str | os.PathLike) -> tuple[list[str], Path | None]:
@@ -99,9 +90,7 @@ def earlier_run(output_dir: str | os.PathLike) -> tuple[list[str], Path | None]:
     found = [f"{count} checkpoint{'s' * (count > 1)}"] if count else []
     found += [f"{name}/" for name in _RUN_FOLDERS if (output_dir / name).is_dir()]
     found += [name for name in _RUN_FILES if (output_dir / name).is_file()]
-    if len(found) > 4:
-        found = found[:3] + [f"{len(found) - 3} more"]
-    return found, (complete[-1] if complete else None)
+    return (found[:3] + [f"{len(found) - 3} more"] if len(found) > 4 else found), (complete[-1] if complete else None)
 
 
 def clear_earlier_run(output_dir: str | os.PathLike) -> None:
@@ -141,17 +130,9 @@ class RunLock:
     filled is removed on release (a run refused on its flags leaves no trace)."""
 
     def __init__(self, output_dir: str | os.PathLike, flag: str = "output_dir"):
-        self.output_dir = Path(output_dir)
+        self.output_dir, self.flag = Path(output_dir), flag
         self.path = self.output_dir / LOCK_NAME
-        self.flag = flag
-        self.created_folder = False
-        self.held = False
-
-    def _holder(self) -> dict | None:
-        try:
-            return read_json(self.path)
-        except (OSError, ValueError):
-            return None
+        self.created_folder = self.held = False
 
     def acquire(self) -> "RunLock":
         self.created_folder = not self.output_dir.exists()
@@ -161,14 +142,16 @@ class RunLock:
             try:
                 descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
-                holder = self._holder()
-                same_host = holder is not None and holder.get("host") == me["host"]
-                if holder is None or not same_host or _process_alive(int(holder.get("pid", 0))):
+                try:
+                    holder = read_json(self.path)
+                except (OSError, ValueError):
+                    holder = None
+                if holder is None or holder.get("host") != me["host"] or _process_alive(int(holder.get("pid", 0))):
                     self._forget_folder()
                     who = (f"process {holder['pid']} on {holder['host']}, since {holder.get('since')}"
                            if holder else "unknown process")
                     raise FolderInUseError(f"{self.flag} {self.output_dir} is in use by another training run ({who}); "
-                                        f"choose another {self.flag}, or delete {self.path} if no run is using it.")
+                                           f"choose another {self.flag}, or delete {self.path} if no run is using it.")
                 self.path.unlink(missing_ok=True)  # its process is gone
                 continue
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -200,7 +183,7 @@ def is_main_launch() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def claim_output_dir(options):
+def claim_output_dir(options) -> RunLock:
     """Lock --output_dir for this run and make sure no earlier run is in it (unless said so). It must not
     be, hold or lie inside what the run reads, which --overwrite_output_dir would delete before it is read."""
     reads = []
@@ -209,13 +192,12 @@ def claim_output_dir(options):
         value = getattr(options, name, None)
         reads += [(f"--{name}", path) for path in (value if isinstance(value, list) else [value])]
     claim("--output_dir", options.output_dir, reads, folder=True)
-    lock = RunLock(options.output_dir, flag="--output_dir")
-    lock.acquire()
+    lock = RunLock(options.output_dir, flag="--output_dir").acquire()
     try:
         found, latest = earlier_run(options.output_dir)
         if found and not options.resume_from_checkpoint:
             if not options.overwrite_output_dir:
-                going_on = (f", or --resume_from_checkpoint {latest} to go on with it" if latest else "")
+                going_on = f", or --resume_from_checkpoint {latest} to go on with it" if latest else ""
                 raise ValueError(f"--output_dir {options.output_dir} holds an earlier run ({', '.join(found)}); "
                                  f"add --overwrite_output_dir to replace it{going_on}.")
             clear_earlier_run(options.output_dir)
@@ -223,4 +205,3 @@ def claim_output_dir(options):
         lock.release()
         raise
     return lock
-

@@ -1,29 +1,27 @@
-"""§5 Training, wired into Hugging Face's `Seq2SeqTrainer`: §5.1 token-budget batches
-(budget_loading.py), §5.3 Adam and Eq. (3) (optimization.py), §5.4 the model's own label-smoothed loss
-(so the Trainer's `label_smoothing_factor`, which smooths differently, must stay 0), §6.1 BLEU of
-generated translations. Logs carry the losses others report (label_smoothing.comparable_losses,
-loss_report.LossSums). The paper clips no gradients: pass max_grad_norm=0 (scripts/train.py does).
-A step is never evaluated or checkpointed twice, and the last step's loss is always logged.
+"""§5 in Hugging Face's `Seq2SeqTrainer`: §5.1 token-budget batches (batching.py), §5.3 Adam and Eq. (3)
+(optimization.py), §5.4 the model's own label-smoothed loss (the Trainer's `label_smoothing_factor`, which
+smooths differently, must stay 0), §6.1 BLEU of generated translations; logs carry the losses others report.
 """
 
 import copy
 import logging
+import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from accelerate.data_loader import prepare_data_loader
+from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, TrainerCallback
 
+from ..evaluation.scoring import compute_bleu
 from ..model.label_smoothing import comparable_losses
 from ..model.strict_json import read_json
-from .budget_loading import TokenBudgetLoading
+from .batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
 from .chunked_loss import fast_path_applies, training_loss
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
-from .batching import DEFAULT_SHUFFLE_BUFFER
-from ..evaluation.scoring import compute_bleu
-
 
 logger = logging.getLogger(__name__)
 
@@ -37,14 +35,10 @@ class LogLastStep(TrainerCallback):
         return control
 
 
-class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
-    """`Seq2SeqTrainer` with the paper's batching, optimizer, schedule and loss.
-
-    max_tokens: tokens per optimizer step and side, all processes and accumulated batches together
-    (§5.1: 25,000; None: the Trainer's fixed batch size); noam_scale: a factor on Eq. (3);
-    warmup_steps: Eq. (3)'s (default 4000); shuffle_buffer: examples sorted into batches at a time
-    from a streamed training set.
-    """
+class VaswaniTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` with the paper's batching, optimizer, schedule and loss. max_tokens: §5.1's budget per
+    optimizer step and side, all processes and accumulated batches together (None: the Trainer's fixed batches);
+    noam_scale: a factor on Eq. (3); shuffle_buffer: examples batched at a time from a streamed training set."""
 
     def __init__(self, *args, max_tokens: int | None = None, noam_scale: float = 1.0,
                  warmup_steps: int | None = None, shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER, **kwargs):
@@ -63,22 +57,100 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
     # §5.3 -------------------------------------------------------------------------------------
     def create_optimizer(self, model=None):
         if self.optimizer is None:
-            model = model if model is not None else self.model
-            params = [p for p in model.parameters() if p.requires_grad]
+            params = [p for p in (model or self.model).parameters() if p.requires_grad]
             self.optimizer = create_adam(params, weight_decay=self.args.weight_decay)
         return self.optimizer
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         if self.lr_scheduler is None:
-            optimizer = optimizer if optimizer is not None else self.optimizer
-            self.lr_scheduler = get_noam_schedule(optimizer, self.model.config.d_model, self.warmup_steps,
-                                                  scale=self.noam_scale)
+            self.lr_scheduler = get_noam_schedule(optimizer or self.optimizer, self.model.config.d_model,
+                                                  self.warmup_steps, scale=self.noam_scale)
         return self.lr_scheduler
+
+    # §5.1: the budget is the whole step's, as in the paper (25,000 tokens over 8 GPUs): under P processes and G
+    # accumulation steps each batch holds at most max_tokens / (P·G); the processes change the speed, not the training.
+    @property
+    def batches_per_step(self) -> int:
+        return self.args.world_size * self.args.gradient_accumulation_steps
+
+    @property
+    def max_tokens_per_batch(self) -> int | None:
+        return None if self.max_tokens is None else max(1, self.max_tokens // self.batches_per_step)
+
+    def _data_seed(self) -> int:  # as for the Trainer's own samplers: --data_seed, else --seed
+        return self.args.data_seed if self.args.data_seed is not None else self.args.seed
+
+    def get_train_dataloader(self) -> DataLoader:
+        if self.max_tokens is None:
+            return super().get_train_dataloader()
+        if is_stream(self.train_dataset):
+            return self._stream_dataloader()
+        dataset = self._remove_unused_columns(self.train_dataset, description="training")
+        sampler = self._token_budget_sampler(dataset)
+        # One sampler makes every process's batches; accelerate gives each process its share, and the Trainer
+        # calls sampler.set_epoch every epoch.
+        loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=self.data_collator,
+                            num_workers=self.args.dataloader_num_workers, pin_memory=self.args.dataloader_pin_memory)
+        prepared = self.accelerator.prepare(loader)
+        # Several processes: accelerate's BatchSamplerShard has no set_epoch, and a resumed run would repeat
+        # epoch 0's arrangement. Let the shard pass set_epoch on.
+        shard = getattr(prepared, "batch_sampler", None)
+        wraps_sampler = shard is not sampler and getattr(shard, "batch_sampler", None) is sampler
+        if wraps_sampler and not hasattr(shard, "set_epoch"):
+            shard.set_epoch = sampler.set_epoch
+        return prepared
+
+    def _token_budget_stream(self, dataset) -> TokenBudgetStream:
+        return TokenBudgetStream(dataset, self.max_tokens_per_batch, buffer_size=self.shuffle_buffer,
+                                 seed=self._data_seed(), num_replicas=self.args.world_size,
+                                 rank=self.args.process_index)
+
+    def _stream_dataloader(self) -> DataLoader:
+        collator = self._get_collator_with_removed_columns(self.data_collator, description="training")
+        args, accelerator = self.args, self.accelerator
+        loader = DataLoader(self._token_budget_stream(self.train_dataset), batch_size=None,  # items are whole batches
+                            collate_fn=collator, num_workers=args.dataloader_num_workers,
+                            pin_memory=args.dataloader_pin_memory,
+                            persistent_workers=args.dataloader_persistent_workers,
+                            prefetch_factor=args.dataloader_prefetch_factor)
+        # Each process has its own share already; prepared for all, accelerate would dispatch batches
+        # from process 0 (failing on different paddings) or shard again. So: as for one process.
+        prepared = prepare_data_loader(loader, accelerator.device, num_processes=1, process_index=0,
+                                       split_batches=False, put_on_device=accelerator.device_placement,
+                                       rng_types=None, dispatch_batches=False, non_blocking=accelerator.non_blocking,
+                                       use_stateful_dataloader=accelerator.use_stateful_dataloader)
+        accelerator._dataloaders.append(prepared)  # as accelerator.prepare does, for save_state
+        return prepared
+
+    def _token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
+        src, tgt = [len(ids) for ids in dataset["input_ids"]], [len(ids) for ids in dataset["labels"]]
+        return TokenBudgetBatchSampler(src, tgt, self.max_tokens_per_batch, seed=self._data_seed())
+
+    def batching_summary(self) -> dict:
+        """How the budget is spent in the first epoch (of a stream: its first buffer), for the run record;
+        tokens_per_step: mean padded tokens per optimizer step a side (what --max_tokens bounds)."""
+        budget = {"max_tokens_per_step": self.max_tokens, "processes": self.args.world_size,
+                  "gradient_accumulation_steps": self.args.gradient_accumulation_steps,
+                  "max_tokens_per_batch": self.max_tokens_per_batch}
+        if is_stream(self.train_dataset):
+            first = self._token_budget_stream(self.train_dataset).summary()
+            per_batch = first.pop("tokens_per_batch")
+            return {**budget, **first,
+                    "tokens_per_step": {side: count * self.batches_per_step for side, count in per_batch.items()}}
+        sampler = self._token_budget_sampler(self._remove_unused_columns(self.train_dataset))
+        batches = list(sampler)
+        per_process = math.ceil(len(batches) / self.args.world_size)
+        steps = math.ceil(per_process / self.args.gradient_accumulation_steps)
+        source, target = padded_tokens(batches, sampler.src_lengths, sampler.tgt_lengths)
+        return {**budget, "batches_per_epoch": len(batches), "batches_per_process": per_process,
+                "steps_per_epoch": steps,
+                "tokens_per_step": {"source": round(source / steps), "target": round(target / steps)},
+                "padding_efficiency": round(sampler.padding_efficiency, 3)}
 
     # §6.1 evaluation -------------------------------------------------------------------------
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
-        """The parent's, but the parent fills generate's fallbacks (max_length 20, ...) into the model's
-        generation config, which later checkpoints would save as if chosen: it is put back."""
+        # The parent fills generate's fallbacks (max_length 20, ...) into the model's generation config,
+        # which later checkpoints would save as if chosen: it is put back.
         kept = copy.deepcopy(self.model.generation_config)
         try:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
@@ -87,8 +159,8 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
 
     # §5.4's loss, faster ---------------------------------------------------------------------
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """The model's loss; a training step of one process takes it without the (B, T, V) logits
-        (chunked_loss.py); evaluation and data-parallel or compiled wrappers run the model's forward."""
+        # A training step of one process takes the loss without the (B, T, V) logits (chunked_loss.py);
+        # evaluation and data-parallel or compiled wrappers run the model's forward.
         if return_outputs or not model.training or self.accelerator.num_processes > 1 \
                 or not fast_path_applies(model, inputs):
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
@@ -98,8 +170,8 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
 
     # Work done once per step ------------------------------------------------------------------
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval", **gen_kwargs):
-        """The parent's, but a second call at one step (same prefix, default set, no generation settings)
-        returns the first's metrics: the weights have not changed."""
+        # A second call at one step (same prefix, default set, no generation settings) returns the first's
+        # metrics: the weights have not changed.
         key = (self.state.global_step, metric_key_prefix)
         if eval_dataset is None and not gen_kwargs and key in self._evaluated:
             if self.is_world_process_zero():
@@ -113,8 +185,8 @@ class VaswaniTrainer(TokenBudgetLoading, Seq2SeqTrainer):
 
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
                         metric_key_prefix="eval"):
-        """The Trainer's loop; its loss replaced by the four of `comparable_losses`, read off the logits of
-        its own teacher-forced passes (the Trainer's loss is a mean of per-batch means)."""
+        # The Trainer's loss (a mean of per-batch means) replaced by the four of `comparable_losses`, read off
+        # the logits of its own teacher-forced passes.
         sums = LossSums(self.model.config.label_smoothing, self.model.config.vocab_size)
         with sums.watching(self.model):
             output = super().evaluation_loop(dataloader, description, prediction_loss_only=prediction_loss_only,

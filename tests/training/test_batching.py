@@ -1,5 +1,4 @@
-"""Tests for modeling_vaswani.training.batching: §5.1 batches of similar length under a token budget,
-for a map-style dataset and, one shuffle buffer at a time, for a stream."""
+"""§5.1 batches of similar length under a token budget, for a dataset and, a buffer at a time, for a stream."""
 
 import numpy as np
 import pytest
@@ -55,9 +54,8 @@ def test_batches_are_greedy_length_sorted_and_seeded():
 @pytest.mark.parametrize("call,words", [
     (lambda: token_budget_batches([1, 2], [1], 10), ["one entry per example", "2 and 1"]),
     (lambda: token_budget_batches([1, 2], [1, 2], 0), ["max_tokens", "0"]),
-    (lambda: TokenBudgetBatchSampler([1, 2], [1, 2], 10, num_replicas=2, rank=2), ["rank=2"]),
+    (lambda: TokenBudgetStream([], BUDGET, num_replicas=2, rank=2), ["rank=2"]),
     (lambda: TokenBudgetStream([], BUDGET, buffer_size=0), ["shuffle buffer", "0"]),
-    (lambda: TokenBudgetStream([], 0), ["max_tokens"]),
     (lambda: TokenBudgetStream([], BUDGET).summary(), ["empty"]),
     (lambda: list(TokenBudgetStream([{"translation": {"en": "a"}}], BUDGET)), ["'input_ids'", "['translation']"]),
     (lambda: TokenBudgetStream(split_dataset_by_node(Dataset.from_list([{"a": 1}]).to_iterable_dataset(), rank=0,
@@ -80,20 +78,6 @@ def test_sampler_set_epoch_and_dataloader():
     loader = torch.utils.data.DataLoader(list(range(500)), batch_sampler=sampler)
     assert [b.tolist() for b in loader] == epoch1
     assert 0.5 < sampler.padding_efficiency <= 1.0
-
-
-@pytest.mark.parametrize("n", [500, 7])
-def test_ddp_shares_cover_everything_with_equal_lengths(n):
-    src, tgt = _random_lengths(n)
-    shards = [TokenBudgetBatchSampler(src, tgt, 300, seed=2, num_replicas=2, rank=r) for r in (0, 1)]
-    for s in shards:
-        s.set_epoch(4)
-    full = token_budget_batches(src, tgt, 300, seed=6)
-    lists = [list(s) for s in shards]
-    assert len(lists[0]) == len(lists[1]) == len(shards[1]) == -(-len(full) // 2)
-    # Rank 0 takes the even batches, rank 1 the odd ones (padded with the first batch if odd).
-    assert lists[0] == full[0::2] and lists[1] == (full + full[:1])[1::2][: len(lists[0])]
-    assert {i for lst in lists for b in lst for i in b} == set(range(n))
 
 
 # Streams ----------------------------------------------------------------------------------------

@@ -1,10 +1,5 @@
-"""The copy task of examples/10_toy_copy_task.py: the whole training path of §5 learns something.
-
-A two-layer model trained by §5's loop (training/paper_loop.py: token-budget batches, Adam + Eq. (3),
-§5.4 label smoothing) for a few hundred steps must copy digit strings it has never seen, decoded with `generate`. A bug
-anywhere in the masks, the right shift, the positional encodings, the loss or the optimizer
-shows up here as a model that cannot copy.
-"""
+"""The copy task of examples/10_toy_copy_task.py: a model trained by §5's loop (paper_loop.py) must copy digit
+strings it has never seen; a bug in the masks, the shift, the encodings, the loss or the optimizer shows here."""
 
 import pytest
 import torch
@@ -25,7 +20,6 @@ def test_copy_task_reaches_95_percent_exact_match(copy_example, tmp_path):
     assert not set(held_out) & set(train_strings)
 
     accuracy = copy_example.exact_match(model, tokenizer, held_out)
-    print(f"copy task: exact match {accuracy:.1%} on {len(held_out)} held-out strings")
     assert accuracy >= 0.95
 
     # The loss falls from about log V towards the label-smoothing floor H(q), never below it.

@@ -1,5 +1,5 @@
-"""Tests for modeling_vaswani.training.data_files: json, jsonl, csv and tsv files as translation rows, and the one
-line reader every door goes through; a bad file is a one-line DataError naming the file and the line."""
+"""training.data_files: json, jsonl, csv and tsv files as translation rows, and the one line reader every door
+goes through; a bad file is a one-line DataError naming the file and the line."""
 
 import bz2
 import gzip
@@ -23,8 +23,7 @@ PAIRS = [{"en": 'He said "hi", then left.', "de": 'Er sagte "hallo" und ging.'},
 
 
 @pytest.fixture(autouse=True)
-def datasets_cache(tmp_path, monkeypatch):
-    """Map-style loads write their Arrow cache under tmp_path, not the user's cache."""
+def datasets_cache(tmp_path, monkeypatch):  # map-style loads write their Arrow cache under tmp_path
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "cache")
 
 

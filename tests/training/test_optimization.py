@@ -43,30 +43,18 @@ def test_adam_is_the_papers_and_fused_with_the_same_update():
         torch.testing.assert_close(w, p)
 
 
-@pytest.mark.parametrize("base_lr", [1.0, 0.5])
-def test_scheduler_drives_adam_with_eq3_rates(base_lr):
-    weight = torch.nn.Parameter(torch.ones(3))
-    optimizer = create_adam([weight], lr=base_lr)
+def test_the_schedule_drives_every_group_at_eq3_whatever_its_base_rate():
+    a, b = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(1))
+    optimizer = create_adam([{"params": [a], "lr": 1.0}, {"params": [b], "lr": 0.5}])
     scheduler = get_noam_schedule(optimizer, 16, 4)
-    for k in range(8):  # after k updates the next one uses step_num = k + 1, whatever the base lr
-        expected = 16**-0.5 * min((k + 1) ** -0.5, (k + 1) * 4**-1.5)
-        assert optimizer.param_groups[0]["lr"] == pytest.approx(expected, rel=1e-12)
-        before = weight.detach().clone()
-        weight.grad = torch.ones(3)
+    for k in range(8):  # after k updates the next one uses step_num = k + 1
+        assert [g["lr"] for g in optimizer.param_groups] == pytest.approx([noam_lr(k + 1, 16, 4)] * 2, rel=1e-12)
+        before = a.detach().clone()
+        a.grad, b.grad = torch.ones(3), torch.ones(1)
         optimizer.step()
         scheduler.step()
         if k == 0:  # Adam's first step moves each weight by lr · g / (|g| + eps) ≈ lr
-            assert (before - weight.detach()) == pytest.approx([expected] * 3, rel=1e-6)
-
-
-def test_scheduler_handles_several_param_groups_with_different_base_lr():
-    a, b = torch.nn.Parameter(torch.ones(1)), torch.nn.Parameter(torch.ones(1))
-    optimizer = torch.optim.Adam([{"params": [a], "lr": 1.0}, {"params": [b], "lr": 3.0}])
-    scheduler = get_noam_schedule(optimizer, 64, 10)
-    for _ in range(5):
-        optimizer.step()
-        scheduler.step()
-    assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([noam_lr(6, 64, 10)] * 2, rel=1e-12)
+            assert (before - a.detach()) == pytest.approx([noam_lr(1, 16, 4)] * 3, rel=1e-6)
 
 
 @pytest.mark.parametrize("base_lr", [1.0, 0.5])
@@ -86,7 +74,6 @@ def test_schedule_on_an_optimizer_restored_from_a_checkpoint_is_eq3(base_lr, res
     schedule = get_noam_schedule(restored, 64, 10)
     if resume:
         schedule.load_state_dict(scheduler.state_dict())
-        assert schedule.last_epoch == 9
     else:  # a new schedule starts again at step_num 1
         assert group["lr"] == pytest.approx(noam_lr(1, 64, 10), rel=1e-12)
     for step in range(11, 14) if resume else range(2, 5):

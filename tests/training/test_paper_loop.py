@@ -4,13 +4,11 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
-from transformers.utils import logging as hf_logging
+from transformers import DataCollatorForSeq2Seq
 
 from modeling_vaswani.model.label_smoothing import target_entropy
 from modeling_vaswani.training import paper_loop
 from modeling_vaswani.training.optimization import noam_lr
-from modeling_vaswani.training.trainer import VaswaniTrainer
 
 STEPS, MAX_TOKENS, WARMUP = 20, 96, 8
 
@@ -35,19 +33,15 @@ def _dataset(vocab_size, n=40, seed=0):
     return Dataset.from_dict(rows)
 
 
-def test_the_loop_ends_on_the_trainers_weights(make_model, tokenizer, tmp_path, one_thread):
-    hf_logging.set_verbosity_error()
+def test_the_loop_ends_on_the_trainers_weights(make_model, tokenizer, build_trainer, one_thread):
     by_hand, by_trainer = make_model(), make_model()  # the tiny config, dropout 0, the same weights
     data = _dataset(by_hand.config.vocab_size)  # 40 pairs: several epochs in 20 steps
     collate = DataCollatorForSeq2Seq(tokenizer, model=by_hand)
 
     log = paper_loop.train(by_hand, data, collate, MAX_TOKENS, STEPS, warmup_steps=WARMUP, seed=0, log_every=5)
 
-    args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), max_steps=STEPS, max_grad_norm=0.0, seed=0,
-                                    logging_steps=5, save_strategy="no", report_to="none", use_cpu=True,
-                                    disable_tqdm=True, dataloader_pin_memory=False)
-    trainer = VaswaniTrainer(model=by_trainer, args=args, train_dataset=data, data_collator=collate,
-                             max_tokens=MAX_TOKENS, warmup_steps=WARMUP)
+    trainer = build_trainer(model=by_trainer, dataset=data, max_tokens=MAX_TOKENS, warmup_steps=WARMUP,
+                            max_steps=STEPS, max_grad_norm=0.0, logging_steps=5)
     trainer.train()
 
     assert len(trainer.get_train_dataloader()) < STEPS  # the epochs turned over, both rearranged alike

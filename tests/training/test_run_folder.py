@@ -8,18 +8,9 @@ import sys
 
 import pytest
 
-from modeling_vaswani.training.run_folder import (
-    LOCK_NAME,
-    RUN_INFO_NAME,
-    FolderInUseError,
-    RunLock,
-    clear_earlier_run,
-    earlier_run,
-    read_run_info,
-    set_segment_minutes,
-    start_segment,
-    summarize,
-)
+from modeling_vaswani.training.run_folder import (LOCK_NAME, RUN_INFO_NAME, FolderInUseError, RunLock,
+                                                  clear_earlier_run, earlier_run, read_run_info, set_segment_minutes,
+                                                  start_segment, summarize)
 
 ABOUT = {"parameters": "1,234", "torch": "2.x", "transformers": "5.x"}
 CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 thread"}
@@ -41,30 +32,20 @@ def test_a_resumed_run_appends_a_segment_and_a_fresh_run_starts_over(tmp_path):
     assert read_run_info(tmp_path)["segments"] == [{**CPU, "minutes": 0.0}]
 
 
-@pytest.mark.parametrize("second, hardware", [
-    (RESUMED, "CPU: X, 1 thread for 115 minutes; then CPU: X, 2 threads for 12 minutes"),
-    ({**CPU, "command": "again"}, CPU["hardware"])])  # one machine is named once
-def test_summary_adds_up_the_minutes_and_lists_every_command(tmp_path, second, hardware):
-    start_segment(tmp_path, CPU, ABOUT, resuming=False)
-    set_segment_minutes(tmp_path, 115)
-    start_segment(tmp_path, second, ABOUT, resuming=True)
-    set_segment_minutes(tmp_path, 12)
+@pytest.mark.parametrize("second, hardware, steps", [
+    (RESUMED, "CPU: X, 1 thread for 115 minutes; then CPU: X, 2 threads for 12 minutes", None),
+    ({**CPU, "command": "again"}, CPU["hardware"], None),  # one machine is named once
+    ({**CPU, "command": "again"}, CPU["hardware"], (300, 100))])
+def test_summary_adds_up_minutes_commands_and_padded_target_tokens(tmp_path, second, hardware, steps):
+    start_segment(tmp_path, {**CPU, "batching": {"tokens_per_step": {"target": 1000}}}, ABOUT, resuming=False)
+    set_segment_minutes(tmp_path, 115, steps=steps and steps[0])
+    start_segment(tmp_path, {**second, "batching": {"tokens_per_step": {"target": 2000}}}, ABOUT, resuming=True)
+    set_segment_minutes(tmp_path, 12, steps=steps and steps[1])
     summary = summarize(read_run_info(tmp_path))
     assert summary["minutes"] == 127 and summary["command"] == f"{CPU['command']}\n{second['command']}"
-    assert summary["hardware"] == hardware
-    assert summary["parameters"] == "1,234" and len(summary["segments"]) == 2
-    assert summary["target_tokens"] is None  # no segment knows its steps
-
-
-def test_summary_adds_up_the_segments_steps_into_padded_target_tokens(tmp_path):
-    batching = {"batching": {"tokens_per_step": {"source": 900, "target": 1000}}}
-    start_segment(tmp_path, {**CPU, **batching}, ABOUT, resuming=False)
-    set_segment_minutes(tmp_path, 50, steps=300)
-    start_segment(tmp_path, {**RESUMED, "batching": {"tokens_per_step": {"target": 2000}}}, ABOUT, resuming=True)
-    set_segment_minutes(tmp_path, 10, steps=100)
-    summary = summarize(read_run_info(tmp_path))
-    assert [s["steps"] for s in summary["segments"]] == [300, 100]
-    assert (summary["minutes"], summary["target_tokens"]) == (60, 300 * 1000 + 100 * 2000)
+    assert summary["hardware"] == hardware and summary["parameters"] == "1,234" and len(summary["segments"]) == 2
+    # Each segment's steps times its mean batch, once every segment knows its steps.
+    assert summary["target_tokens"] == (steps and steps[0] * 1000 + steps[1] * 2000)
 
 
 def test_an_older_record_reads_as_one_segment_and_a_missing_one_is_named(tmp_path):

@@ -9,49 +9,22 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
-from transformers.utils import logging as hf_logging
 
 from modeling_vaswani.training.batching import TokenBudgetStream
-from modeling_vaswani.training.trainer import VaswaniTrainer
+from tiny_data import epoch, rows
 
-VOCAB = 300
 N_EXAMPLES = 90
-MODEL = dict(vocab_size=VOCAB, num_heads=2, num_layers=1)
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    hf_logging.set_verbosity_error()
-
-
-def _stream(n=N_EXAMPLES, shards=3):
-    """A datasets.IterableDataset; example i starts with token 4 + i; lengths 2–24; a column the model ignores."""
-    rng, rows = np.random.default_rng(0), []
-    for i in range(n):
-        src_len = int(rng.integers(2, 25))
-        ids = [4 + i] + rng.integers(4, VOCAB, src_len - 2).tolist() + [2]
-        labels = rng.integers(4, VOCAB, max(2, src_len + int(rng.integers(-2, 3))) - 1).tolist() + [2]
-        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels, "source_text": f"pair {i}"})
-    return Dataset.from_list(rows).to_iterable_dataset(num_shards=shards)
+def _stream(shards=3):
+    """Sources of 2–24 tokens, and a column the model ignores."""
+    examples = [{**row, "source_text": f"pair {i}"} for i, row in enumerate(rows(N_EXAMPLES, longest=24))]
+    return Dataset.from_list(examples).to_iterable_dataset(num_shards=shards)
 
 
 @pytest.fixture
-def stream_trainer(tmp_path, tokenizer, make_model):
-    def build(max_tokens=120, shuffle_buffer=40, **kwargs):
-        args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, disable_tqdm=True,
-                                        dataloader_pin_memory=False, seed=0, **{"save_strategy": "no", **kwargs})
-        model = make_model(**MODEL)
-        return VaswaniTrainer(model=model, args=args, train_dataset=_stream(), processing_class=tokenizer,
-                              data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), max_tokens=max_tokens,
-                              shuffle_buffer=shuffle_buffer, warmup_steps=4)
-
-    return build
-
-
-def _epoch(loader):
-    """(batch size, source length, target length, first tokens) of each batch in one pass."""
-    return [(*b["input_ids"].shape, b["labels"].shape[1], b["input_ids"][:, 0].tolist()) for b in loader]
+def stream_trainer(build_trainer):
+    return lambda max_tokens=120, **kwargs: build_trainer(dataset=_stream(), max_tokens=max_tokens, **kwargs)
 
 
 def test_stream_batches_share_the_step_budget_cover_the_stream_and_change_each_epoch(stream_trainer):
@@ -59,13 +32,13 @@ def test_stream_batches_share_the_step_budget_cover_the_stream_and_change_each_e
     loader = trainer.get_train_dataloader()
     assert isinstance(loader.dataset, TokenBudgetStream) and loader.dataset.buffer_size == 40
     assert loader.dataset.max_tokens == 60
-    epoch0 = _epoch(loader)
+    epoch0 = epoch(loader)
     for n, src_len, tgt_len, _ in epoch0:
         assert n * src_len <= 60 and n * tgt_len <= 60
     assert len({n for n, *_ in epoch0}) > 2  # batch sizes follow the lengths
     assert sorted(i - 4 for *_, firsts in epoch0 for i in firsts) == list(range(N_EXAMPLES))
     loader.set_epoch(1)  # what the Trainer calls each epoch
-    epoch1 = _epoch(loader)
+    epoch1 = epoch(loader)
     assert [f for *_, f in epoch1] != [f for *_, f in epoch0]
     assert sorted(i - 4 for *_, firsts in epoch1 for i in firsts) == list(range(N_EXAMPLES))
     summary = trainer.batching_summary()
@@ -91,12 +64,6 @@ def test_training_on_a_stream_reads_it_again_and_a_resumed_run_ends_with_the_sam
     assert resumed.state.global_step == 7
     for (name, expected), got in zip(whole.model.named_parameters(), resumed.model.parameters()):
         assert torch.equal(expected, got), name
-
-
-def test_without_a_budget_the_trainer_batches_the_stream_itself(stream_trainer):
-    loader = stream_trainer(max_tokens=None, max_steps=2, per_device_train_batch_size=8).get_train_dataloader()
-    assert not isinstance(loader.dataset, TokenBudgetStream)
-    assert {b["input_ids"].shape[0] for b in loader} <= {8, N_EXAMPLES % 8}
 
 
 # Under torchrun ------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
-"""The command line of scripts/train.py (not from the paper): one dataclass of the recipe's flags, read by
-`HfArgumentParser` in the groups of the paper's sections, each value checked once in `__post_init__`;
-every other flag goes to `Seq2SeqTrainingArguments`. Standard library and transformers' hf_argparser only
-until the Trainer's arguments are built, so --help and a wrong value answer before torch is imported.
+"""The command line of scripts/train.py (not from the paper): the recipe's flags in the groups of the paper's
+sections, each value checked once in `__post_init__`; every other flag goes to `Seq2SeqTrainingArguments`.
+No torch until the Trainer's arguments are built, so --help and a wrong value answer at once.
 """
 
 import argparse
@@ -60,8 +59,8 @@ class RecipeArguments:
     positional_encoding: Literal["sinusoidal", "learned"] | None = flag(None, "§3.5, or Table 3 row (E).")
     dropout: float | None = flag(None, "Override P_drop (§5.4).", "P")
     label_smoothing: float | None = flag(None, "Override ε_ls (§5.4; the paper's is 0.1).", "P")
-    vocab_size: int | None = flag(None, f"Shared BPE vocabulary learned for a new model (default: "
-                                        f"{DEFAULT_VOCAB_SIZE}; the paper's ≈ 37000).", "N")
+    vocab_size: int | None = flag(None, f"Shared BPE vocabulary of a new model (default: {DEFAULT_VOCAB_SIZE}; "
+                                        "the paper's ≈ 37000).", "N")
     model_name_or_path: str | None = flag(None, "Fine-tune this trained model (folder or Hub id) with its own tokenizer "
                                                 "and sizes; --dropout and --label_smoothing still apply.", "DIR")
 
@@ -71,27 +70,22 @@ class RecipeArguments:
     warmup_steps_noam: int | None = flag(None, "Eq. (3) warmup_steps (default: the preset's; 4000 for base and "
                                                "big, 1000 small, 100 tiny).", "N")
     noam_scale: float = flag(1.0, "Factor on the Eq. (3) learning rate.", "X")
-    max_grad_norm: float = flag(0.0, "Clip gradients to this norm; 0 = no clipping, as in the paper (the Trainer's "
-                                     "own default is 1.0).", "X")
+    max_grad_norm: float = flag(0.0, "Clip gradients to this norm; 0 = no clipping, as in the paper.", "X")
     num_train_epochs: float = flag(10, "Passes over the training data.", "X")
     max_steps: int | None = flag(None, "Stop after this many optimizer steps (wins over --num_train_epochs).", "N")
-    max_train_minutes: float | None = flag(None, (
-        "Wall-clock budget for the whole run: loading, training, the last checkpoint, the final evaluation "
-        "and --average_last all fit in it. Training stops early enough, with a checkpoint."), "MIN")
+    max_train_minutes: float | None = flag(None, "Wall-clock budget for the whole run, loading, last checkpoint, "
+                                                 "evaluation and --average_last included.", "MIN")
     seed: int = flag(42, "Seeds the initial weights and the data order.", "N")
     data_seed: int | None = flag(None, "Seeds the data order alone (default: --seed).", "N")
-    threads: int | None = flag(None, (
-        "CPU threads per process (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters and "
-        "all the process's cores above; small models lose to thread contention)."), "N")
+    threads: int | None = flag(None, "CPU threads per process (default: OMP_NUM_THREADS if set, else 1 under 20M "
+                                     "parameters and all the process's cores above).", "N")
 
     output_dir: str = flag("outputs/multi30k-en-de", "Where the model folder and checkpoints go.", "DIR")
     overwrite_output_dir: bool = flag(False, "Replace an earlier run in --output_dir (its checkpoints, averaged/ "
                                              "and results are deleted).", "BOOL")
-    resume_from_checkpoint: str | None = flag(None, "Go on with a run from its checkpoint-<step> folder; the model "
-                                                    "is built from the checkpoint.", "DIR")
-    save_every_minutes: float | None = flag(None, (
-        "A checkpoint every this many minutes, and at the end (§6.1: every 10); replaces the epoch checkpoints "
-        "unless --save_strategy is given too."), "MIN")
+    resume_from_checkpoint: str | None = flag(None, "Go on with a run from its checkpoint-<step> folder.", "DIR")
+    save_every_minutes: float | None = flag(None, "A checkpoint every this many minutes and at the end (§6.1: 10); "
+                                                  "replaces the epoch ones unless --save_strategy is given.", "MIN")
     save_strategy: Literal["no", "steps", "epoch", "best"] | None = flag(None, "Trainer checkpoints (default: epoch).")
     save_steps: int | None = flag(None, "With --save_strategy steps: a checkpoint every this many steps.", "N")
     save_total_limit: int = flag(5, "Checkpoints kept (the oldest are deleted).", "N")
@@ -99,11 +93,9 @@ class RecipeArguments:
                                 "(the paper: 5, big: 20).", "K")
     eval_strategy: Literal["no", "steps", "epoch"] = flag("epoch", "Validation BLEU.")
     eval_steps: int | None = flag(None, "With --eval_strategy steps: evaluate every this many steps.", "N")
-    generation_num_beams: int = flag(1, "Beam size for validation BLEU during training (1 = greedy, fast; §6.1's "
-                                        "4 in evaluate_model.py).", "N")
+    generation_num_beams: int = flag(1, "Beam size for validation BLEU during training (1 = greedy).", "N")
     per_device_eval_batch_size: int = flag(128, "Sentences per evaluation batch.", "N")
-    logging_steps: int = flag(50, "Log the loss every this many steps; the first and the last step are always "
-                                  "logged.", "N")
+    logging_steps: int = flag(50, "Log the loss every this many steps (and at the first and last).", "N")
     report_to: str = flag("tensorboard", "Where logs go besides the console: tensorboard, none, ...", "NAME")
 
     source_lang: str = flag("en", "Translate from this language.", "LANG")
@@ -116,22 +108,18 @@ class RecipeArguments:
     validation_source: str | None = flag(None, "Local validation text: source side.", "FILE")
     validation_target: str | None = flag(None, "... and target side.", "FILE")
     train_file: list[str] | None = flag(None, (
-        "Training pairs in JSON lines (.json, .jsonl), csv or tsv files (or .gz, .bz2, .xz of them): a 'translation' "
-        "column of {LANG: sentence} rows, or one column per language named by its code (en, de)."), "FILE")
+        "Training pairs in JSON lines, csv or tsv files (or .gz, .bz2, .xz of them): a 'translation' column of "
+        "{LANG: sentence} rows, or one column per language named by its code."), "FILE")
     validation_file: list[str] | None = flag(None, "Validation pairs in such files.", "FILE")
-    streaming: bool = flag(False, "Read the training data as training goes (a Hub dataset or local files larger "
-                                  "than memory); needs --max_steps, since a stream has no length.", "BOOL")
-    shuffle_buffer: int = flag(10000, "With --streaming: §5.1 batches are formed N examples at a time (sorted by "
-                                      "length, cut at --max_tokens, shuffled); more groups lengths better and mixes "
-                                      "more, in more memory.", "N")
+    streaming: bool = flag(False, "Read the training data as training goes (needs --max_steps).", "BOOL")
+    shuffle_buffer: int = flag(10000, "With --streaming: §5.1 batches are formed N examples at a time.", "N")
     max_train_samples: int | None = flag(None, "Only the first N training pairs.", "N")
     max_eval_samples: int | None = flag(None, "Only the first N validation pairs.", "N")
     max_source_length: int = flag(256, "Truncate longer sources (tokens).", "N")
     max_target_length: int = flag(256, "Truncate longer targets (tokens).", "N")
 
     def __post_init__(self):
-        """Every value, and every combination of values, that could not run as asked."""
-        for name, value in vars(self).items():
+        for name, value in vars(self).items():  # every number but the seeds
             if type(value) not in (int, float) or name in ("seed", "data_seed"):
                 continue
             whole = type(value) is int
@@ -144,8 +132,7 @@ class RecipeArguments:
             if bad or not math.isfinite(value):
                 raise ValueError(f"argument --{name}: expected {what}, got {value}")
         for what in ("train", "validation"):
-            self.files(what)
-            if getattr(self, f"{what}_file") and getattr(self, f"{what}_source"):
+            if self.files(what) and getattr(self, f"{what}_file"):
                 raise ValueError(f"Give the {what} pairs as --{what}_source/--{what}_target or as --{what}_file, "
                                  "not both.")
         if self.dataset_name and (self.train_file or self.validation_file):

@@ -1,8 +1,6 @@
-"""The work of scripts/train.py, §5 end to end: data (§5.1), one BPE vocabulary shared by both languages,
-the model (a Table 3 preset, a trained model to fine-tune or a checkpoint to resume), `VaswaniTrainer` with
-token-budget batches, Adam and Eq. (3), the run's clocks, then the model folder, its evaluation, §6.1's
-averaging of the last checkpoints and the one command to run next.
-"""
+"""The work of scripts/train.py, §5 end to end: data and one shared BPE vocabulary (§5.1), the model (a Table 3
+preset, a trained model to fine-tune or a checkpoint to resume), `VaswaniTrainer`, then the model folder, its
+evaluation, §6.1's averaging of the last checkpoints and the one command to run next."""
 
 import json
 import logging
@@ -37,7 +35,6 @@ STREAM_VOCABULARY_PAIRS = 200_000  # a new vocabulary, with --streaming, is lear
 
 
 def check_resumed_model(options: RecipeArguments, checkpoint) -> None:
-    """Model flags given with --resume_from_checkpoint must agree with the checkpoint's model."""
     config = read_json(Path(checkpoint) / "config.json")
     wanted = {name: (value, f"--preset {options.preset}") for name, value in PRESETS.get(options.preset, {}).items()
               if name in SIZE_FLAGS}  # name -> (value, the flag that asks for it)
@@ -50,14 +47,11 @@ def check_resumed_model(options: RecipeArguments, checkpoint) -> None:
 
 
 def load_data(options: RecipeArguments):
-    """The training and validation splits the flags name (a Hub dataset, local files or the embedded Multi30k)."""
     data = load_translation_dataset(
         options.source_lang, options.target_lang, dataset_name=options.dataset_name,
         dataset_config_name=options.dataset_config_name, train_files=options.files("train"),
         validation_files=options.files("validation"), train_file=options.train_file,
         validation_file=options.validation_file, streaming=options.streaming)
-    if "train" not in data:
-        raise ValueError("The dataset has no train split.")
     data["train"] = select_first(data["train"], options.max_train_samples)
     if "validation" in data:
         data["validation"] = select_first(data["validation"], options.max_eval_samples)
@@ -65,8 +59,7 @@ def load_data(options: RecipeArguments):
 
 
 def load_tokenizer_for(options: RecipeArguments, data):
-    """The checkpoint's or the trained model's vocabulary, or §5.1's one BPE vocabulary shared by source and
-    target, learned on the training split."""
+    """The checkpoint's or the trained model's vocabulary, or §5.1's one learned on the training split."""
     if options.resume_from_checkpoint or options.model_name_or_path:
         return load_tokenizer(options.resume_from_checkpoint or options.model_name_or_path)
     pairs = select_first(data["train"], STREAM_VOCABULARY_PAIRS) if options.streaming else data["train"]
@@ -90,7 +83,6 @@ def build_model(options: RecipeArguments, tokenizer):
 
 
 def tokenize(data, tokenizer, options: RecipeArguments):
-    """Both splits as token ids, truncated to --max_source_length and --max_target_length."""
     def encode(batch):
         pairs = batch["translation"]
         encoded = tokenizer([pair[options.source_lang] for pair in pairs], max_length=options.max_source_length,
@@ -108,7 +100,6 @@ def tokenize(data, tokenizer, options: RecipeArguments):
 
 
 def log_batching(batching: dict, max_tokens: int) -> None:
-    """One line on §5.1's batches: how many, how full, how many tokens a step."""
     if "shuffle_buffer" in batching:  # a stream: what its first buffer gives
         head, about = (f" of a stream, formed {batching['shuffle_buffer']} examples at a time: "
                        f"{batching['batches_in_first_buffer']} from the first buffer; steps", "about ")
@@ -124,7 +115,6 @@ def log_batching(batching: dict, max_tokens: int) -> None:
 
 
 def record_run(output_dir, model, resuming, **facts):
-    """Add this invocation (command, machine, threads, batching) to the run's record, for the model card."""
     machine = describe_machine()
     segment = {"command": "python scripts/train.py " + shlex.join(sys.argv[1:]), "hardware": hardware_line(machine)}
     about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
@@ -171,8 +161,8 @@ def next_step(output_dir: Path, averaged) -> str:
 
 
 def train(options: RecipeArguments, training_args, started: float, started_wall: float):
-    """§5 as the flags ask, then the model folder, its evaluation and §6.1's averaging. `started` and
-    `started_wall` are the `time.monotonic()` and `time.time()` readings of when the program began."""
+    """§5 as the flags ask, then the model folder, its evaluation and §6.1's averaging; `started` and
+    `started_wall`: time.monotonic() and time.time() when the program began."""
     checkpoint = options.resume_from_checkpoint
     if checkpoint:  # the Trainer would otherwise load whatever a run stopped mid-save left behind
         check_resumable_checkpoint(checkpoint)
