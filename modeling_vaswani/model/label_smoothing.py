@@ -25,8 +25,6 @@ Since H(q, p) = H(q) + KL(q ‖ p), the loss cannot fall below H(q), the entropy
 H(q), or the plain cross-entropy of the reference and its perplexity (`comparable_losses` names them).
 """
 
-from __future__ import annotations
-
 import math
 
 import torch
@@ -56,35 +54,23 @@ def label_smoothed_cross_entropy(
     ignore_index: int = -100,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """Cross-entropy against the smoothed target of §5.4 (ε over the other V − 1 tokens).
-
-    Args:
-        logits: unnormalised scores of shape (..., V).
-        labels: gold token ids of shape (...), the shape of `logits` without its last axis.
-        epsilon: the smoothing rate ε_ls, in [0, 1). With 0 this is plain cross-entropy.
-        ignore_index: label value that marks positions to leave out (padding).
-        reduction: "mean" (over the positions not ignored; 0.0 when every position is
-            ignored), "sum", or "none" (a loss per position, 0 at ignored positions).
-
-    The loss is computed in float32 whatever the dtype of `logits`, so half-precision logits
-    do not overflow in the log-softmax or the sum over the vocabulary. Autograd takes the
-    gradient; `fast_loss.fast_label_smoothed_cross_entropy` is the same loss with it written out.
-
-    Raises:
-        ValueError: on a bad `epsilon` or `reduction`, mismatched shapes, a vocabulary of one
-            token with ε > 0, or a label outside [0, V) that is not `ignore_index`.
-    """
+    """Cross-entropy against §5.4's smoothed target, logits (..., V), labels (...): per position ("none"),
+    summed, or averaged over the positions kept ("mean"; 0.0 when all are ignored). In float32 whatever the
+    logits' dtype, so that half precision does not overflow in the sum over V. Autograd takes the gradient."""
     epsilon, keep, safe_labels = check_loss_arguments(logits, labels, epsilon, ignore_index, reduction)
-    log_probs = F.log_softmax(logits.float(), dim=-1)  # (..., V), log p(j) for every token j
-    nll = -log_probs.gather(-1, safe_labels.unsqueeze(-1)).squeeze(-1)  # −log p(y), (...)
-    loss = nll
-    if epsilon > 0:
-        # H(q, p) = −Σ_j q(j) log p(j) with q(y) = 1 − ε and q(j) = ε/(V − 1) for j ≠ y, written
-        # without building q: (1 − ε)·(−log p(y)) + ε/(V − 1)·(−Σ_{j≠y} log p(j)).
-        # (Skipped at ε = 0, so that masked (−inf) logits cannot produce 0 · ∞ = NaN.)
-        others = -log_probs.sum(dim=-1) - nll  # −Σ_{j≠y} log p(j) = −Σ_j log p(j) + log p(y)
-        loss = (1.0 - epsilon) * nll + (epsilon / (log_probs.shape[-1] - 1)) * others
-    return reduce_loss(loss, keep, reduction)
+    return reduce_loss(smoothed_cross_entropy(F.log_softmax(logits.float(), dim=-1), safe_labels, epsilon), keep,
+                       reduction)
+
+
+def smoothed_cross_entropy(log_probs: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """H(q, p) per position from log p (..., V) and the gold tokens y (...)."""
+    nll = -log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1)  # −log p(y), (...)
+    if epsilon == 0:  # skipped, so that masked (−inf) logits cannot produce 0 · ∞ = NaN
+        return nll
+    # H(q, p) = −Σ_j q(j) log p(j) with q(y) = 1 − ε and q(j) = ε/(V − 1) for j ≠ y, written
+    # without building q: (1 − ε)·(−log p(y)) + ε/(V − 1)·(−Σ_{j≠y} log p(j)).
+    others = -log_probs.sum(dim=-1) - nll  # −Σ_{j≠y} log p(j) = −Σ_j log p(j) + log p(y)
+    return (1.0 - epsilon) * nll + (epsilon / (log_probs.shape[-1] - 1)) * others
 
 
 def target_entropy(epsilon: float, vocab_size: int) -> float:
@@ -120,11 +106,8 @@ def comparable_losses(label_smoothed: float, epsilon: float, vocab_size: int, nl
 
 
 def check_loss_arguments(logits, labels, epsilon, ignore_index, reduction):
-    """The checks both forms of the loss make: (ε as a float, the positions kept, labels safe to gather).
-
-    Ignored positions get the harmless id 0 in the labels returned, so gather works; `reduce_loss`
-    zeroes their loss.
-    """
+    """The checks both forms of the loss make: (ε as a float, the positions kept, labels with id 0 at the
+    ignored positions, so that gather works; `reduce_loss` zeroes their loss)."""
     epsilon = _check_epsilon(epsilon)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
@@ -159,3 +142,44 @@ def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str) -> torch
         return loss.sum()
     # clamp keeps a batch of pure padding at 0.0 instead of 0/0 = NaN.
     return loss.sum() / keep.sum().clamp(min=1)
+
+
+# The form the model trains with (speed, not the paper): the same loss, values and errors, with the
+# gradient softmax(z) − q written in one (N, V) tensor; autograd writes three and adds them, a sixth of a
+# CPU training step over 8,000 tokens.
+
+def fast_label_smoothed_cross_entropy(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    epsilon: float = LABEL_SMOOTHING,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    epsilon, keep, safe_labels = check_loss_arguments(logits, labels, epsilon, ignore_index, reduction)
+    return reduce_loss(_SmoothedCrossEntropy.apply(logits, safe_labels, epsilon), keep, reduction)
+
+
+def smoothed_gradient_(probs: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """∂H(q, p)/∂z = softmax(z) − q, written over `probs` = softmax(z) (..., V) in place; labels (...).
+    Also used by training/chunked_loss.py."""
+    other = epsilon / (probs.shape[-1] - 1) if epsilon > 0 else 0.0  # q(j) for j ≠ y
+    if other:
+        probs.sub_(other)
+    gold = labels.unsqueeze(-1)  # (..., 1)
+    return probs.scatter_add_(-1, gold, probs.new_full(gold.shape, other - (1.0 - epsilon)))  # − q(y) there
+
+
+class _SmoothedCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, labels, epsilon):
+        log_probs = F.log_softmax(logits.float(), dim=-1)  # (..., V), float32 as above
+        ctx.save_for_backward(log_probs, labels)
+        ctx.epsilon, ctx.logits_dtype = epsilon, logits.dtype
+        return smoothed_cross_entropy(log_probs, labels, epsilon)
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        log_probs, labels = ctx.saved_tensors
+        grad = smoothed_gradient_(log_probs.exp(), labels, ctx.epsilon)  # (..., V)
+        grad.mul_(grad_loss.unsqueeze(-1))  # (softmax − q) times the upstream gradient
+        return grad.to(ctx.logits_dtype), None, None

@@ -24,20 +24,20 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import can_return_tuple
+from transformers.utils.deprecation import deprecate_kwarg
 
 from .configuration_vaswani import VaswaniConfig
-from .decoding_checks import check_decoding, decoding_settings
 from .embeddings import ScaledEmbedding
-from .fast_loss import fast_label_smoothed_cross_entropy
-from .generation import choose_decoding, length_limit_chosen, max_new_tokens_for, paper_generation_config
+from .generation import (
+    check_decoding, choose_decoding, decoding_settings, length_limit_chosen, max_new_tokens_for, paper_generation_config,
+)
 from .generation_cache import new_cache, source_length_varies
 from .inputs import check_attention_mask, check_batch, check_inputs, check_labels
-from .label_smoothing import label_smoothed_cross_entropy
+from .label_smoothing import fast_label_smoothed_cross_entropy, label_smoothed_cross_entropy
 from .masking import attention_dtype, padding_mask
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
 from .pretrained import VaswaniPreTrainedModel
 from .stacks import VaswaniDecoder, VaswaniEncoder
-from .transformers_compat import cache_field, pop_cache
 
 
 class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
@@ -63,6 +63,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         self.post_init()
 
     @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")  # its name before transformers 5.24
     def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None,
                 encoder_outputs=None, cache=None, inputs_embeds=None, decoder_inputs_embeds=None, labels=None,
                 use_cache=None, output_attentions=None, output_hidden_states=None, num_items_in_batch=None,
@@ -71,7 +72,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         if labels is not None and decoder_input_ids is None and decoder_inputs_embeds is None:
             # §3.1: "the output embeddings are offset by one position" (teacher forcing).
             decoder_input_ids, use_cache = self.prepare_decoder_input_ids_from_labels(labels), False
-        cache, flags = self.model.call_settings(pop_cache(cache, kwargs), use_cache, output_attentions,
+        cache, flags = self.model.call_settings(cache, use_cache, output_attentions,
                                                 output_hidden_states)
         # Embed the source and encode it: z (B, S, d_model) (§3.4, §3.5, §3.1)
         encoder_outputs = self.model.encode(input_ids, attention_mask, inputs_embeds, encoder_outputs, flags)
@@ -86,7 +87,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         loss = None
         if labels is not None:
             # §5.4: label smoothing with ε_ls = config.label_smoothing; positions labelled -100 are ignored.
-            # Training takes the same loss with its gradient written out (fast_loss.py): equal values, faster backward.
+            # Training takes the same loss with its gradient written out (label_smoothing.py): equal values, faster backward.
             smoothed_loss = fast_label_smoothed_cross_entropy if self.training else label_smoothed_cross_entropy
             total = smoothed_loss(logits, labels, self.config.label_smoothing, reduction="sum")
             count = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum()
@@ -178,11 +179,12 @@ class VaswaniModel(VaswaniPreTrainedModel):
         self.post_init()
 
     @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")  # its name before transformers 5.24
     def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None,
                 encoder_outputs=None, cache=None, inputs_embeds=None, decoder_inputs_embeds=None, use_cache=None,
                 output_attentions=None, output_hidden_states=None, **kwargs) -> Seq2SeqModelOutput:
         """Figure 1 up to the decoder output, as in VaswaniForConditionalGeneration.forward."""
-        cache, flags = self.call_settings(pop_cache(cache, kwargs), use_cache, output_attentions, output_hidden_states)
+        cache, flags = self.call_settings(cache, use_cache, output_attentions, output_hidden_states)
         encoder_outputs = self.encode(input_ids, attention_mask, inputs_embeds, encoder_outputs, flags)
         decoder_outputs = self.decode(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask,
                                       encoder_outputs, attention_mask, cache, flags)
@@ -252,7 +254,7 @@ def seq2seq_fields(encoder_outputs, decoder_outputs, cache) -> dict:
         encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         encoder_hidden_states=encoder_outputs.hidden_states,
         encoder_attentions=encoder_outputs.attentions,
-        **cache_field(cache),
+        cache=cache,
     )
 
 

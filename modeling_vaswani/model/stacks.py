@@ -21,7 +21,6 @@ from .generation_cache import KeyValueCache
 from .inputs import check_inputs, check_positions
 from .attention_kernels import attention_kernel
 from .masking import attention_dtype, decoder_self_attention_mask, padding_mask, to_additive
-from .transformers_compat import cache_field
 
 
 class VaswaniEncoderLayer(GradientCheckpointingLayer, EncoderLayer):
@@ -89,7 +88,7 @@ class VaswaniDecoder(Decoder):
             hidden_states=hidden if output_hidden_states else None,
             attentions=self_weights if output_attentions else None,
             cross_attentions=cross_weights if output_attentions else None,
-            **cache_field(cache),
+            cache=cache,
         )
 
 

@@ -12,7 +12,6 @@ from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
 from modeling_vaswani.model.generation import MAX_OUTPUT_LENGTH_OFFSET
 from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
-from modeling_vaswani.model.transformers_compat import CACHE_FIELD
 
 EOS = 2
 
@@ -172,8 +171,8 @@ def test_sampling_runs_and_is_reproducible_with_a_seed(tiny_model):
 @pytest.mark.parametrize("name", ["cache", "past_key_values", None])
 @pytest.mark.parametrize("part", ["VaswaniForConditionalGeneration", "VaswaniModel"])
 def test_decoding_step_by_step_from_a_cache_equals_the_full_pass(tiny_model, part, name):
-    """A cache passed as cache= (transformers 5.24) or past_key_values= (earlier 5.x; it warns where
-    transformers says `cache`), or created by forward(use_cache=True) (None) and returned to continue from."""
+    """A cache passed as cache=, as past_key_values= (its name before transformers 5.24: it warns), or created
+    by forward(use_cache=True) (None) and returned to continue from."""
     module = tiny_model if part == "VaswaniForConditionalGeneration" else tiny_model.model
     result = (lambda out: out.logits) if module is tiny_model else (lambda out: out.last_hidden_state)
     full = result(module(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, use_cache=False))
@@ -184,11 +183,10 @@ def test_decoding_step_by_step_from_a_cache_equals_the_full_pass(tiny_model, par
         assert isinstance(first.cache, EncoderDecoderCache) and first.cache.get_seq_length() == 2
         cache, steps, start, name = first.cache, [result(first)], 2, "cache"
     for t in range(start, TARGET.shape[1]):
-        legacy = name == "past_key_values" and CACHE_FIELD == "cache"
-        with pytest.warns(FutureWarning, match="`past_key_values` is deprecated") if legacy else nullcontext():
+        with pytest.warns(FutureWarning, match="past_key_values") if name == "past_key_values" else nullcontext():
             out = module(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK,
                          decoder_input_ids=TARGET[:, t:t + 1], use_cache=True, **{name: cache})
-        assert (out.cache if "cache" in out else out.past_key_values) is cache
+        assert out.cache is cache
         steps.append(result(out))
     assert cache.get_seq_length() == TARGET.shape[1]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)

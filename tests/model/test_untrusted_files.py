@@ -17,7 +17,7 @@ from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.ctranslate2 import CONVERSION_RECORD, read_conversion_record
 from modeling_vaswani.evaluation.translation import load_translator
 from modeling_vaswani.hub.model_card import load_results
-from modeling_vaswani.model import folder_checks, strict_json
+from modeling_vaswani.model import loading, strict_json
 from modeling_vaswani.model.strict_json import JSONFileError, read_json
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 from modeling_vaswani.training.checkpoint_averaging import _check_configs
@@ -143,13 +143,13 @@ def test_transformers_float_tags_are_not_decoded_into_nan(model_folder):
 
 def _hub_index_first(folder, monkeypatch):
     """The check of a Hub model's index, fetched before the shards it names."""
-    monkeypatch.setattr(folder_checks, "cached_file", lambda name, file, **kwargs: str(folder / file))
-    folder_checks.check_hub_index("user/model", {})
+    monkeypatch.setattr(loading, "cached_file", lambda name, file, **kwargs: str(folder / file))
+    loading.check_hub_index("user/model", {})
 
 
 def _hub_cache_copy(folder, _=None):
     """The check run on the Hub cache's copy after from_pretrained fetched it (its files are symlinks)."""
-    folder_checks.check_model_files(folder, generation_config_given=False, local=False)
+    loading.check_model_files(folder, generation_config_given=False, local=False)
 
 
 INDEX_DOORS = {
