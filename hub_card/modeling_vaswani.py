@@ -7,16 +7,9 @@ sequence (y_1, …, y_m) of symbols one element at a time. At each step the mode
 auto-regressive, consuming the previously generated symbols as additional input when generating
 the next." (§3)
 
-- `VaswaniForConditionalGeneration`: Figure 1 whole — embeddings (§3.4) → encoder and decoder
-  (§3.1) → the pre-softmax linear projection (§3.4, its weight shared with both embeddings) → the
-  label-smoothed training loss (§5.4); `generate` with the paper's decoding defaults (§6.1: beam 4,
-  length penalty 0.6, output length ≤ input length + 50).
-- `VaswaniModel`: the embeddings, the encoder and the decoder (Figure 1 without the projection).
-
-Below the forward passes sits what transformers needs of a model (tying declarations, getters,
-output classes, the generation cache); the rest of the Hugging Face layer is beside this file:
-pretrained.py (base class), stacks.py (the stacks as transformers calls them), attention_kernels.py,
-generation_cache.py, inputs.py, initialization.py, loading.py, generation.py.
+`VaswaniForConditionalGeneration` is Figure 1 whole: embeddings (§3.4) → encoder and decoder (§3.1) →
+the pre-softmax projection (§3.4) → the label-smoothed loss (§5.4); `generate` decodes as §6.1 does.
+`VaswaniModel` is Figure 1 without the projection. Below the forward passes sits what transformers needs.
 """
 
 import torch
@@ -104,7 +97,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
     accepts_loss_kwargs = True
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        """The projection's tie, read from the config (see VaswaniModel.get_expanded_tied_weights_keys)."""
+        """The projection's tie, read from the config (as VaswaniModel's)."""
         if all_submodels:
             return super().get_expanded_tied_weights_keys(all_submodels)
         if not self.config.tie_word_embeddings:
@@ -113,7 +106,6 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         return {"lm_head.weight": source}
 
     def get_output_embeddings(self):
-        """The projection, for resize_token_embeddings and tying."""
         return self.lm_head
 
     def set_output_embeddings(self, value):
@@ -125,20 +117,9 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
 
     @torch.no_grad()
     def generate(self, inputs=None, generation_config=None, **kwargs):
-        """`GenerationMixin.generate` with the paper's length limit when the caller sets none, and
-        the paper's beam search when the generation config asks for it.
-
-        §6.1: the output may be at most input length + 50 tokens ("terminating early when
-        possible", i.e. at the end-of-sentence token); the 50 is the generation config's
-        `max_output_length_offset`. With padded batches the longest input sets the limit for the
-        batch.
-
-        Beam search (num_beams > 1, no sampling) is beam_search.py's when the generation config
-        (or the call) sets `length_penalty_formula="gnmt"` or `beam_termination="bound"` — every new
-        model's does (generation.py); with neither set (files saved before they existed), and with
-        TRANSFORMERS_BEAM_SEARCH, it is transformers' own. `beam_trace=[]` records the paper's search
-        step by step (beam_search.py).
-        """
+        """`GenerationMixin.generate` with §6.1's length limit (input length + `max_output_length_offset`, the
+        longest input of a padded batch) when the caller sets none, and §6.1's beam search (beam_search.py)
+        when the generation config asks for it (generation.py). `beam_trace=[]` records it step by step."""
         source = inputs if inputs is not None else kwargs.get("input_ids")
         if source is not None:
             # generate() runs the encoder itself, bypassing forward(); check the batch here.
@@ -219,8 +200,7 @@ class VaswaniModel(VaswaniPreTrainedModel):
     }
 
     def call_settings(self, cache, use_cache, output_attentions, output_hidden_states):
-        """The cache to fill (a new one when none is given, as transformers' models return one) and
-        the output flags, with the config's defaults."""
+        """The cache to fill (a new one when none is given, as transformers' models return one) and the flags."""
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         cache = (cache if cache is not None else new_cache(self.config)) if use_cache else None
         flags = {
@@ -232,21 +212,15 @@ class VaswaniModel(VaswaniPreTrainedModel):
         return cache, flags
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        """The encoder and decoder share `shared` whenever the config's share_embeddings is true.
-
-        transformers applies a model's `_tied_weights_keys` only while `tie_word_embeddings` is
-        true; here that flag is about the pre-softmax projection alone
-        (VaswaniForConditionalGeneration), so a model with its own projection keeps §3.4's shared
-        embedding matrix. Read from the config, not from how the model was built, so that saving
-        can tell when the two disagree (loading.py).
-        """
+        """`shared` whenever share_embeddings is true: transformers ties only while tie_word_embeddings is, which
+        here is about the projection alone. From the config, so that saving can tell when the model disagrees."""
         if all_submodels:
             return super().get_expanded_tied_weights_keys(all_submodels)
         return dict(VaswaniModel._tied_weights_keys) if self.config.share_embeddings else {}
 
 
 def seq2seq_fields(encoder_outputs, decoder_outputs, cache) -> dict:
-    """The fields transformers' Seq2Seq output classes share (hidden states, weights, cache)."""
+    """The fields transformers' Seq2Seq output classes share."""
     return dict(
         decoder_hidden_states=decoder_outputs.hidden_states,
         decoder_attentions=decoder_outputs.attentions,
