@@ -136,45 +136,32 @@ def decode(model, input_ids, logits_processor, stopping_criteria, generation_con
 MAX_DECODING_POSITIONS = 2**24
 
 
-def _integer(value, low):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+def _integer(low, optional=True):
+    return lambda v: (optional and v is None) or isinstance(v, int) and not isinstance(v, bool) and v >= low
 
 
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _number(low=-math.inf, high=math.inf):  # None, or a finite number in (low, high]
+    return lambda v: v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and (
+        low < v <= high)
 
 
-def _optional(check):
-    return lambda value: value is None or check(value)
-
-
-_token_id = _optional(lambda value: _integer(value, 0))
-_count = _optional(lambda value: _integer(value, 1))
-DECODING_FIELDS = {
-    "num_beams": (lambda v: _integer(v, 1), "a positive integer"),
-    "num_beam_groups": (lambda v: _integer(v, 1), "a positive integer"),
-    "num_return_sequences": (_count, "a positive integer"),
-    "max_new_tokens": (_count, "a positive integer or null"),
-    "max_length": (_count, "a positive integer or null"),
-    "min_new_tokens": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "min_length": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "max_output_length_offset": (_optional(lambda v: _integer(v, 0)), "a non-negative integer (§6.1: 50) or null"),
-    "length_penalty": (_optional(_number), "a finite number (§6.1: 0.6)"),
-    "early_stopping": (lambda v: isinstance(v, bool) or v == "never", 'true, false or "never"'),
-    "do_sample": (lambda v: isinstance(v, bool), "true or false"),
-    "use_cache": (lambda v: isinstance(v, bool), "true or false"),
-    "temperature": (_optional(lambda v: _number(v) and v > 0), "a finite positive number or null"),
-    "top_k": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "top_p": (_optional(lambda v: _number(v) and 0 < v <= 1), "a number in (0, 1] or null"),
-    "repetition_penalty": (_optional(lambda v: _number(v) and v > 0), "a finite positive number or null"),
-    "no_repeat_ngram_size": (_optional(lambda v: _integer(v, 0)), "a non-negative integer or null"),
-    "pad_token_id": (_token_id, "a token id (a non-negative integer) or null"),
-    "bos_token_id": (_token_id, "a token id (a non-negative integer) or null"),
-    "decoder_start_token_id": (_token_id, "a token id (a non-negative integer) or null"),
+_RULES = [  # (names, accepts, wanted)
+    (("num_beams", "num_beam_groups"), _integer(1, optional=False), "a positive integer"),
+    (("num_return_sequences",), _integer(1), "a positive integer"),
+    (("max_new_tokens", "max_length"), _integer(1), "a positive integer or null"),
+    (("min_new_tokens", "min_length", "top_k", "no_repeat_ngram_size"), _integer(0), "a non-negative integer or null"),
+    (("max_output_length_offset",), _integer(0), "a non-negative integer (§6.1: 50) or null"),
+    (("length_penalty",), _number(), "a finite number (§6.1: 0.6)"),
+    (("early_stopping",), lambda v: isinstance(v, bool) or v == "never", 'true, false or "never"'),
+    (("do_sample", "use_cache"), lambda v: isinstance(v, bool), "true or false"),
+    (("temperature", "repetition_penalty"), _number(0), "a finite positive number or null"),
+    (("top_p",), _number(0, 1), "a number in (0, 1] or null"),
+    (("pad_token_id", "bos_token_id", "decoder_start_token_id"), _integer(0), "a token id (a non-negative integer) or null"),
     # -1: no end token (generate() then stops at the length limit only).
-    "eos_token_id": (lambda v: _optional(lambda i: _integer(i, -1))(v) or (
-        isinstance(v, list) and bool(v) and all(_integer(i, 0) for i in v)), "a token id, a list of token ids, -1 or null"),
-}
+    (("eos_token_id",), lambda v: _integer(-1)(v) or isinstance(v, list) and bool(v) and all(
+        _integer(0, optional=False)(i) for i in v), "a token id, a list of token ids, -1 or null"),
+]
+DECODING_FIELDS = {name: (accepts, wanted) for names, accepts, wanted in _RULES for name in names}
 
 
 def decoding_settings(*sources) -> dict:

@@ -1,28 +1,18 @@
 """§5.4 — label smoothing, ε_ls = 0.1.
 
-The paper regularises training by smoothing the targets with ε_ls = 0.1. Rather than asking
-the model to put all of its probability on the reference token, the target keeps 1 − ε on it
-and hands the remaining ε to other tokens. The paper notes that this makes the model less
-sure of itself, which costs perplexity but improves accuracy and BLEU.
-
-The paper does not say how the ε is shared out. We follow tensor2tensor, the code the paper's
-models were trained with: for a vocabulary of V tokens and a gold token y, the target is
+The paper regularises training by smoothing the targets with ε_ls = 0.1: the target keeps 1 − ε on the
+reference token and hands the remaining ε to the others. This "hurts perplexity, as the model learns to be
+more unsure, but improves accuracy and BLEU score". How ε is shared out the paper does not say; we follow
+tensor2tensor, the code its models were trained with: for V tokens and a gold token y, the target is
 
     q(y) = 1 − ε,        q(j) = ε / (V − 1)   for every j ≠ y,
 
-and the loss at a position is the cross-entropy H(q, p) = −Σ_j q(j) · log p(j), where p is the
-model's softmax. (The Annotated Transformer instead spreads ε over V − 2 tokens, leaving out the
-padding token as well; with V in the thousands the difference is tiny.)
+and the loss at a position is the cross-entropy H(q, p) = −Σ_j q(j) · log p(j), p the model's softmax;
+positions labelled `ignore_index` (padding) contribute nothing. (Hugging Face's `label_smoothing_factor`
+instead mixes in a uniform distribution over all V tokens: 1 − ε + ε/V on the gold one.)
 
-This is not the same as Hugging Face's `label_smoothing_factor` (or `F.cross_entropy(...,
-label_smoothing=ε)`), which mixes the one-hot target with a uniform distribution over all V
-tokens, the gold one included: the gold token gets 1 − ε + ε/V and every other token ε/V.
-
-Positions whose label equals `ignore_index` (padding) contribute nothing at all.
-
-Since H(q, p) = H(q) + KL(q ‖ p), the loss cannot fall below H(q), the entropy of the target
-(`target_entropy`). Other implementations log other numbers for the same training: the loss less
-H(q), or the plain cross-entropy of the reference and its perplexity (`comparable_losses` names them).
+Since H(q, p) = H(q) + KL(q ‖ p), the loss cannot fall below H(q) (`target_entropy`); other
+implementations log other numbers for the same training (`comparable_losses` names them).
 """
 
 import math
@@ -37,13 +27,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 def _check_epsilon(epsilon) -> float:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon):
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0.0 <= epsilon < 1.0:  # NaN too
         raise ValueError(f"epsilon must be a number in [0, 1) (the paper uses 0.1), got {epsilon!r}.")
-    if not 0.0 <= epsilon < 1.0:
-        raise ValueError(
-            f"epsilon must lie in [0, 1) (the paper uses 0.1), got {epsilon}; "
-            "at 1 the gold token would get no probability at all."
-        )
     return float(epsilon)
 
 
@@ -74,11 +59,7 @@ def smoothed_cross_entropy(log_probs: torch.Tensor, labels: torch.Tensor, epsilo
 
 
 def target_entropy(epsilon: float, vocab_size: int) -> float:
-    """H(q), the entropy of the smoothed target: the lowest H(q, p) any model can reach (at p = q).
-
-    H(q, p) = H(q) + KL(q ‖ p), so the label-smoothed loss never falls below this floor:
-    1.22 nats at ε = 0.1, V = 8,000; 0 without smoothing.
-    """
+    """H(q), the entropy of the smoothed target, the floor of H(q, p): 1.22 nats at ε = 0.1, V = 8,000."""
     epsilon = _check_epsilon(epsilon)
     if epsilon == 0:
         return 0.0
@@ -90,13 +71,10 @@ def comparable_losses(label_smoothed: float, epsilon: float, vocab_size: int, nl
     """§5.4's loss per target token beside the numbers other implementations report, each named.
 
         loss      H(q, p), the label-smoothed cross-entropy this package trains on
-        kl_loss   H(q, p) − H(q) = KL(q ‖ p), 0 for a perfect fit of q: what tensor2tensor logs
-                  (its loss less the "normalizing" constant) and what the Annotated Transformer's
-                  KLDivLoss gives
-        nll_loss  −log p(reference token), plain cross-entropy without smoothing (fairseq's nll_loss)
+        kl_loss   H(q, p) − H(q) = KL(q ‖ p): what tensor2tensor logs, and the Annotated Transformer's KLDivLoss
+        nll_loss  −log p(reference token), given as `nll` (fairseq's nll_loss)
         ppl       exp(nll_loss), the perplexity per subword of Table 3 (fairseq's ppl)
 
-    nll_loss and ppl need the reference tokens' log-probabilities, so they come only with `nll`.
     `prefix` ("eval", "test") is joined to each name with "_", as the Trainer names its metrics.
     """
     named = {"loss": label_smoothed, "kl_loss": label_smoothed - target_entropy(epsilon, vocab_size)}
