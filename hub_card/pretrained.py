@@ -58,10 +58,3 @@ class VaswaniPreTrainedModel(StrictCheckpoints, PreTrainedModel):
             model.shared = value
             model.decoder.embed_tokens = value
         model.encoder.embed_tokens = value
-
-    def get_encoder(self, modality: str | None = None):
-        """The encoder stack; for a `modality` (image, video, audio) transformers' own lookup, which finds none."""
-        return self.base_model.encoder if modality is None else super().get_encoder(modality=modality)
-
-    def get_decoder(self):
-        return self.base_model.decoder

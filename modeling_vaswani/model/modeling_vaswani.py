@@ -64,8 +64,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         if labels is not None and decoder_input_ids is None and decoder_inputs_embeds is None:
             # §3.1: "the output embeddings are offset by one position" (teacher forcing).
             decoder_input_ids, use_cache = self.prepare_decoder_input_ids_from_labels(labels), False
-        cache, flags = self.model.call_settings(cache, use_cache, output_attentions,
-                                                output_hidden_states)
+        cache, flags = self.model.call_settings(cache, use_cache, output_attentions, output_hidden_states)
         # Embed the source and encode it: z (B, S, d_model) (§3.4, §3.5, §3.1)
         encoder_outputs = self.model.encode(input_ids, attention_mask, inputs_embeds, encoder_outputs, flags)
         # Embed the target (shifted right) and decode it, attending to z: (B, T, d_model)
@@ -79,7 +78,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         loss = None
         if labels is not None:
             # §5.4: label smoothing with ε_ls = config.label_smoothing; positions labelled -100 are ignored.
-            # Training takes the same loss with its gradient written out (label_smoothing.py): equal values, faster backward.
+            # Training takes the same loss with its gradient written out: equal values, faster backward.
             smoothed_loss = fast_label_smoothed_cross_entropy if self.training else label_smoothed_cross_entropy
             total = smoothed_loss(logits, labels, self.config.label_smoothing, reduction="sum")
             count = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum()
@@ -103,12 +102,6 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             return {}
         source = "model.shared.weight" if self.config.share_embeddings else "model.decoder.embed_tokens.weight"
         return {"lm_head.weight": source}
-
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, value):
-        self.lm_head = value
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Used by forward and by transformers' data collators: labels shifted right (Figure 1)."""
