@@ -1,5 +1,4 @@
-"""Tests for modeling_vaswani.model.beam_search: §6.1's beam search — GNMT's length penalty, the
-stopping bound, the choice between it and transformers' own search by the generation config,
+"""§6.1's beam search: GNMT's length penalty, the stopping bound, its choice by the generation config,
 decoder prompts and caches, the beam trace."""
 
 import json

@@ -1,5 +1,4 @@
-"""Tests for modeling_vaswani.model.decoder: the decoder stack of §3.1 (that no position sees a later one, for
-random configurations: test_properties.py)."""
+"""The decoder stack of §3.1 (that no position sees a later one, for random configurations: test_properties.py)."""
 
 import pytest
 import torch

@@ -1,5 +1,4 @@
-"""Tests for generate's settings at their edges (modeling_vaswani.model.generation and transformers):
-odd values give either a sensible output or a ValueError naming the setting."""
+"""generate's settings at their edges: a sensible output or a ValueError naming the setting."""
 
 import pytest
 import torch

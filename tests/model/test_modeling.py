@@ -1,5 +1,4 @@
-"""End-to-end tests for modeling_vaswani.model.modeling_vaswani: the whole model of §3 (Figure 1) as a
-Hugging Face model — weight sharing (§3.4), Table 3 sizes, the loss (§5.4), generation (§6.1)."""
+"""The whole model of §3 (Figure 1): the shared matrix (§3.4), Table 3 sizes, the loss (§5.4), generation (§6.1)."""
 
 import json
 from contextlib import nullcontext
@@ -21,15 +20,11 @@ SOURCE_MASK = (SOURCE != 0).long()
 TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
 
 
-# ---- §3.4: the shared matrix (how it is shared: test_hf_integration.py) -----------------------------
-
 def test_embeddings_are_scaled_and_logits_use_the_shared_matrix(tiny_model):
     ids = torch.tensor([[5, 6, EOS]])
     out = tiny_model(input_ids=ids, decoder_input_ids=torch.tensor([[1, 9]]), output_hidden_states=True)
     torch.testing.assert_close(out.logits, out.decoder_hidden_states[-1] @ tiny_model.model.shared.weight.T)
 
-
-# ---- Table 3: parameter counts --------------------------------------------------------------------
 
 def analytic_count(V, d, d_ff, N, attention_bias=False):
     attention = 4 * (d * d + (d if attention_bias else 0))  # W^Q, W^K, W^V, W^O (h · d_k = d); §3.2.2: no biases
@@ -44,36 +39,21 @@ def analytic_count(V, d, d_ff, N, attention_bias=False):
 def test_parameter_counts_match_table_3(preset, paper_count, d, d_ff):
     with torch.device("meta"):  # sizes only, no memory, no initialisation cost
         model = VaswaniForConditionalGeneration(VaswaniConfig.from_preset(preset, vocab_size=37000))
-    assert model.lm_head.weight is model.model.shared.weight
-    assert model.config.attention_bias is False  # §3.2.2's projections are matrices
-    count = sum(p.numel() for p in model.parameters())
-    assert count == analytic_count(37000, d, d_ff, 6)
-    assert abs(count - paper_count) / paper_count < 0.04
-    # The deviation adds 4·d_model per attention (3 attentions per layer pair): a rounding error here.
-    with torch.device("meta"):
         biased = VaswaniForConditionalGeneration(VaswaniConfig.from_preset(preset, vocab_size=37000,
-                                                                          attention_bias=True))
+                                                                          attention_bias=True))  # a deviation
+    count = sum(p.numel() for p in model.parameters())
+    assert count == analytic_count(37000, d, d_ff, 6) and abs(count - paper_count) / paper_count < 0.04
     assert sum(p.numel() for p in biased.parameters()) == analytic_count(37000, d, d_ff, 6, attention_bias=True)
 
 
-# ---- §5.4 loss and teacher forcing ----------------------------------------------------------------
-
-def test_prepare_decoder_input_ids_from_labels(tiny_model):
-    labels = torch.tensor([[5, 6, EOS, -100, -100], [7, 8, 9, 10, EOS]])
-    expected = torch.tensor([[1, 5, 6, EOS, 0], [1, 7, 8, 9, 10]])
-    assert torch.equal(tiny_model.prepare_decoder_input_ids_from_labels(labels), expected)
-    assert torch.equal(shift_tokens_right(labels, 0, 1), expected)
-
-
-def test_loss_is_label_smoothed_and_ignores_padding(tiny_model):
+def test_loss_is_label_smoothed_and_ignores_padding(tiny_model, make_model):
     labels = torch.tensor([[5, 6, EOS, -100], [7, 8, 9, EOS]])
+    shifted = torch.tensor([[1, 5, 6, EOS], [1, 7, 8, 9]])  # "shifted right" (Figure 1), -100 as padding
+    assert torch.equal(tiny_model.prepare_decoder_input_ids_from_labels(labels), shifted)
+    assert torch.equal(shift_tokens_right(labels, 0, 1), shifted)
     out = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels)
-    assert out.logits.shape == (2, 4, 40)
-    expected = label_smoothed_cross_entropy(out.logits, labels, 0.1)
-    torch.testing.assert_close(out.loss, expected)
-    # Labels → decoder inputs inside the model equals passing them explicitly.
-    explicit = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels,
-                          decoder_input_ids=tiny_model.prepare_decoder_input_ids_from_labels(labels))
+    torch.testing.assert_close(out.loss, label_smoothed_cross_entropy(out.logits, labels, 0.1))
+    explicit = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels, decoder_input_ids=shifted)
     torch.testing.assert_close(explicit.loss, out.loss)
     # What the ignored position would predict does not matter.
     other = labels.clone()
@@ -83,16 +63,9 @@ def test_loss_is_label_smoothed_and_ignores_padding(tiny_model):
     summed = label_smoothed_cross_entropy(out.logits, labels, 0.1, reduction="sum")
     scaled = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels, num_items_in_batch=20)
     torch.testing.assert_close(scaled.loss, summed / 20)
+    out = make_model(label_smoothing=0.0)(input_ids=SOURCE[:1], labels=labels[1:])  # ε from the config
+    torch.testing.assert_close(out.loss, torch.nn.functional.cross_entropy(out.logits[0], labels[1]))
 
-
-def test_loss_uses_config_label_smoothing(make_model):
-    model = make_model(label_smoothing=0.0)
-    labels = torch.tensor([[5, 6, EOS]])
-    out = model(input_ids=SOURCE[:1], labels=labels)
-    torch.testing.assert_close(out.loss, torch.nn.functional.cross_entropy(out.logits[0], labels[0]))
-
-
-# ---- §6.1 generation ----------------------------------------------------------------------------
 
 def test_generation_config_is_the_papers_and_saved_with_only_what_was_set(tiny_model, tmp_path):
     """generate()'s fallbacks written into the config (as Trainer evaluation once did) are not saved as
@@ -123,17 +96,6 @@ def test_cached_and_uncached_beam_search_agree(tiny_model):  # greedy search: te
     assert cached.shape[1] > 2 and torch.equal(cached, tiny_model.generate(**kwargs, use_cache=False))
 
 
-def test_sentence_alone_and_in_padded_batch_decode_identically(tiny_model):
-    kwargs = dict(num_beams=1, do_sample=False, max_new_tokens=10, output_logits=True, return_dict_in_generate=True)
-    alone = tiny_model.generate(input_ids=SOURCE[:1, :5], **kwargs)
-    batch = tiny_model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, **kwargs)
-    n = alone.sequences.shape[1]
-    assert n > 2
-    assert torch.equal(batch.sequences[0, :n], alone.sequences[0])
-    for step_alone, step_batch in zip(alone.logits, batch.logits):
-        torch.testing.assert_close(step_batch[0], step_alone[0], rtol=0, atol=1e-5)
-
-
 def test_default_length_limit_is_input_length_plus_50(tiny_model):
     # suppress_tokens keeps the untrained model from ever ending early, so the limit is what stops it.
     def length(source=SOURCE[:1, :5], **kwargs):
@@ -155,14 +117,8 @@ def test_default_length_limit_is_input_length_plus_50(tiny_model):
 
 def test_sampling_runs_and_is_reproducible_with_a_seed(tiny_model):
     kwargs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, do_sample=True, num_beams=1, max_new_tokens=8)
-    torch.manual_seed(0)
-    first = tiny_model.generate(**kwargs, top_k=5)
-    torch.manual_seed(0)
-    again = tiny_model.generate(**kwargs, top_k=5)
-    torch.manual_seed(1)
-    other = tiny_model.generate(**kwargs, top_k=5)
-    assert torch.equal(first, again)
-    assert not torch.equal(first, other)
+    first, again, other = (torch.manual_seed(seed) and tiny_model.generate(**kwargs, top_k=5) for seed in (0, 0, 1))
+    assert torch.equal(first, again) and not torch.equal(first, other)
     # top_k = 1 leaves a single candidate: sampling then is greedy search.
     greedy = tiny_model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=1, max_new_tokens=8)
     assert torch.equal(tiny_model.generate(**kwargs, top_k=1), greedy)
@@ -196,8 +152,6 @@ def test_no_cache_without_use_cache_or_with_labels(tiny_model):
     assert tiny_model(input_ids=SOURCE, decoder_input_ids=TARGET, use_cache=False).cache is None
     assert tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=TARGET[:, 1:], use_cache=True).cache is None
 
-
-# ---- outputs, training helpers, serialization -----------------------------------------------------
 
 def test_attentions_and_hidden_states(tiny_model):
     assert tiny_model.config._attn_implementation == "sdpa"

@@ -1,10 +1,5 @@
-"""ONNX: the encoder and the decoder (with its key/value cache) export with torch.onnx and run in
-onnxruntime with PyTorch's numbers, at lengths and batch sizes other than the traced ones.
-
-Three graphs: the encoder; the first decoding step (no cache yet), which returns every layer's
-self- and cross-attention keys and values; and one later step, which takes them back. Needs the
-`onnx` and `onnxruntime` packages (the dev extra); `dynamo=True` also needs `onnxscript`.
-"""
+"""ONNX: the encoder, the first decoding step (returning every layer's keys and values) and a later step
+(taking them back) export with torch.onnx and run in onnxruntime with PyTorch's numbers at other shapes."""
 
 import numpy as np
 import pytest

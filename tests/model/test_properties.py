@@ -1,12 +1,5 @@
-"""Properties that must hold for every small configuration, checked on random ones (hypothesis).
-
-Configurations: d_model in {8, 16, 24, 32} with a head count that divides it, 1–2 layers per
-stack, vocabularies of 10–40 tokens, sinusoidal or learned positions (§3.5, Table 3 row E),
-post-LN (the paper) or pre-LN, fused or written-out attention (Eq. 1). For each: output shapes;
-greedy decoding with and without the key/value cache agree; a padded batch gives each row the
-logits it gets alone; padded source positions (§3.2.3) and future target positions (the causal
-mask) never influence outputs; and save/load reproduces the model exactly.
-"""
+"""Properties of every small configuration (hypothesis; the options are listed in `configs`): output shapes,
+padding and the future never influence outputs, cached = uncached greedy decoding, exact save/load."""
 
 import tempfile
 

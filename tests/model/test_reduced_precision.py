@@ -1,10 +1,5 @@
-"""Half and mixed precision: a model loaded in bfloat16 or float16 computes in that dtype end to end,
-and bf16 autocast trains and generates without overflow.
-
-The §3.5 sinusoid table (a non-persistent float32 buffer) is cast where it is added, and regrown in its
-own dtype. §3.2.3's −∞ is finfo(dtype).min of the scores' dtype, which follows autocast (masking.py);
-in float16 finfo.min plus a negative score overflows to −∞, and the written-out attention clamps it back.
-"""
+"""Half and mixed precision: bfloat16 / float16 end to end, and bf16 autocast training and generation,
+finite throughout (§3.2.3's −∞ is finfo(dtype).min of the scores' dtype; §3.5's table is cast where added)."""
 
 import json
 from pathlib import Path

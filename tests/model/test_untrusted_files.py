@@ -1,7 +1,5 @@
-"""Files a model folder may bring from anyone: every JSON file the package reads goes through
-model/strict_json.py's `read_json`, and a weights index may name only .safetensors shards inside the
-folder (nothing is unpickled). Each rule runs through every door that reads such a file (a new door
-is one more line of a DOORS table); resuming training, which reads pickled state, refuses a payload."""
+"""Files a model folder may bring from anyone, through every door that reads them: JSON through strict_json's
+`read_json`, weights indexes naming only .safetensors shards inside the folder, no pickle ever loaded."""
 
 import importlib.util
 import json
