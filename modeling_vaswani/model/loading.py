@@ -1,12 +1,8 @@
 """Strict loading and saving of checkpoints (Hugging Face glue, not from the paper).
 
-transformers fills tensors a weights file lacks with random values and drops those it has no place
-for, with a log line, and replaces a broken generation_config.json by defaults; `save_pretrained` writes
-model.safetensors last, so an interrupted save loads as an untrained model. `StrictCheckpoints` (mixed
-into `VaswaniPreTrainedModel`) makes a loaded model complete or loading fail, naming the file, tensor or
-field: no weights, a damaged file, missing, extra or misshapen tensors (`ignore_mismatched_sizes=True`
-re-initialises the last on purpose), weights not of floating point, a weights index naming anything but
-.safetensors shards inside the folder, wrong decoding settings. Pickled weights are never unpickled.
+transformers fills tensors a weights file lacks with random values, drops those it has no place for and
+replaces a broken generation_config.json by defaults, with a log line at most. `StrictCheckpoints` makes
+a loaded model complete or loading fail, naming the file, tensor or field. Pickled weights are never read.
 
 Which matrices are one (§3.4, `share_embeddings` / `tie_word_embeddings`) is read from the config: a
 model whose config changed after it was built is not saved, and a checkpoint saved tied loads with

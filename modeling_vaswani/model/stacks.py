@@ -1,10 +1,7 @@
 """Hugging Face layer: the paper's stacks (encoder.py, decoder.py) as transformers calls them: output
 classes, the attention kernel of the call, layers that gradient checkpointing can wrap, and in the decoder
-the generation cache and its masks. `generate` calls the encoder on its own, so its inputs are checked here.
-
-The cache: generate hands the model an `EncoderDecoderCache`. Decoder self-attention appends every step's
-keys and values; encoder–decoder attention projects the encoder output (which does not change while
-decoding) at the first step only.
+the generation cache (`EncoderDecoderCache`) and its masks. `generate` calls the encoder on its own, so
+its inputs are checked here.
 """
 
 import torch
