@@ -1,17 +1,17 @@
 """Hugging Face layer: the paper's stacks (encoder.py, decoder.py) as transformers calls them: output
 classes, the attention kernel of the call, layers that gradient checkpointing can wrap, and in the decoder
-the generation cache (`EncoderDecoderCache`) and its masks. `generate` calls the encoder on its own, so
-its inputs are checked here.
+the generation cache (generation_cache.py) and its masks. `generate` calls the encoder on its own, so its
+inputs are checked here.
 """
 
 import torch
-from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput, BaseModelOutputWithPastAndCrossAttentions
 from transformers.utils import can_return_tuple
 
 from .decoder import Decoder, DecoderLayer
 from .encoder import Encoder, EncoderLayer
+from .generation_cache import KeyValueCache
 from .inputs import check_inputs, check_positions
 from .attention_kernels import attention_kernel
 from .masking import attention_dtype, decoder_self_attention_mask, padding_mask, to_additive
@@ -130,39 +130,3 @@ def as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if mask.dtype == torch.bool:
         return to_additive(~mask, dtype)
     return mask.to(dtype).clamp(min=torch.finfo(dtype).min)
-
-
-def new_cache(config) -> EncoderDecoderCache:
-    """An empty dynamic cache, returned by a forward call asked to cache (transformers' models do so)."""
-    return EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
-
-
-class KeyValueCache:
-    """`update(source, attention)` → the keys and values `attention` attends to, (B, h, K, d); it takes the
-    source, not keys and values, so that encoder–decoder attention projects it at the first step only."""
-
-    def __init__(self, cache: EncoderDecoderCache):
-        self.cache = cache
-
-    def update(self, source: torch.Tensor, attention) -> tuple[torch.Tensor, torch.Tensor]:
-        index = attention.layer_idx
-        if not attention.is_cross_attention:
-            # Past keys/values plus this step's: (B, h, T_past+T, d)
-            return self.cache.self_attention_cache.update(*attention.keys_values(source), index)
-        cross = self.cache.cross_attention_cache
-        if self.cache.is_updated.get(index):  # the encoder output's projections, made at the first step
-            return cross.layers[index].keys, cross.layers[index].values
-        key, value = cross.update(*attention.keys_values(source), index)
-        self.cache.is_updated[index] = True
-        source_length_varies(cross.layers[index].keys, cross.layers[index].values, dim=2)
-        return key, value
-
-
-def source_length_varies(*tensors: torch.Tensor, dim: int = 1) -> None:
-    """Tell torch.compile that the source length (dimension `dim`) of these tensors varies: taken for a constant
-    in generate(cache_implementation="static"), it would make every input of another length compile the
-    decoding step again. Marked where they are made, in the first step (which generate runs uncompiled)."""
-    if not torch.compiler.is_compiling():
-        for tensor in tensors:
-            if isinstance(tensor, torch.Tensor):
-                torch._dynamo.maybe_mark_dynamic(tensor, dim)

@@ -7,7 +7,7 @@ import torch
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
 from modeling_vaswani.model.attention import MultiHeadAttention, scaled_dot_product_attention
-from modeling_vaswani.model.stacks import KeyValueCache
+from modeling_vaswani.model.generation_cache import KeyValueCache
 from modeling_vaswani.model.attention_kernels import KERNELS, attention_kernel, fused_attention
 from modeling_vaswani.model.masking import causal_mask, padding_mask
 
