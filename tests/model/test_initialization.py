@@ -1,4 +1,4 @@
-"""How a new model's weights start (pretrained.py's _init_weights; the paper is silent)."""
+"""How a new model's weights start (initialization.py; the paper is silent)."""
 
 import math
 
