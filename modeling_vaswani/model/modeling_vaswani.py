@@ -187,21 +187,14 @@ class VaswaniModel(VaswaniPreTrainedModel):
     # §3.4: "we share the same weight matrix between the two embedding layers ...". transformers 5
     # shares a matrix only through this declaration: it ties the Parameters and saves one copy.
     # Deviation (opt-in, share_embeddings=False): separate source and target embeddings.
-    _tied_weights_keys = {
-        "encoder.embed_tokens.weight": "shared.weight",
-        "decoder.embed_tokens.weight": "shared.weight",
-    }
+    _tied_weights_keys = {"encoder.embed_tokens.weight": "shared.weight", "decoder.embed_tokens.weight": "shared.weight"}
 
     def call_settings(self, cache, use_cache, output_attentions, output_hidden_states):
         """The cache to fill (a new one when none is given, as transformers' models return one) and the flags."""
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         cache = (cache if cache is not None else new_cache(self.config)) if use_cache else None
-        flags = {
-            "output_attentions": bool(output_attentions if output_attentions is not None
-                                      else self.config.output_attentions),
-            "output_hidden_states": bool(output_hidden_states if output_hidden_states is not None
-                                         else self.config.output_hidden_states),
-        }
+        flags = {name: bool(value if value is not None else getattr(self.config, name)) for name, value in
+                 (("output_attentions", output_attentions), ("output_hidden_states", output_hidden_states))}
         return cache, flags
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:

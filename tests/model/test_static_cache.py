@@ -32,18 +32,14 @@ def test_decoding_by_hand_with_a_static_cache_matches_the_full_forward(make_mode
     encoder_outputs = model.get_encoder()(input_ids=SOURCE, attention_mask=SOURCE_MASK)
     cache = EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),
                                 StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))
-    steps = [model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target[:, :2],
-                   cache=cache).logits]
-    for t in range(2, 4):  # no decoder mask given: the empty slots are hidden as future positions
-        steps.append(model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK,
-                           decoder_input_ids=target[:, t:t + 1], cache=cache).logits)
+    steps = [model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target[:, a:b],
+                   cache=cache).logits for a, b in ((0, 2), (2, 3), (3, 4))]  # empty slots: hidden as future
     assert int(cache.get_seq_length()) == 4
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
     # A 2-D decoder mask over the tokens so far (not the slots) is accepted too.
-    dynamic = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    static = EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),
-                                 StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))
-    for cache in (dynamic, static):
+    for cache in (EncoderDecoderCache(DynamicCache(), DynamicCache()),
+                  EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),
+                                      StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))):
         out = model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target,
                     decoder_attention_mask=torch.ones_like(target), cache=cache)
         torch.testing.assert_close(out.logits, full, rtol=0, atol=1e-5)
