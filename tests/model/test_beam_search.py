@@ -59,8 +59,7 @@ def test_gnmt_length_penalty_by_hand():
 
 def test_returned_scores_are_log_prob_over_gnmt_penalty():
     """sequences_scores = log P(Y|X) / ((5 + |Y|)/6)^α, recomputed by teacher forcing."""
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     out = model.generate(input_ids=ids, attention_mask=mask, num_return_sequences=2, output_scores=True,
                          return_dict_in_generate=True)
     assert out.sequences.shape[0] == 2 * ids.shape[0]
@@ -156,8 +155,7 @@ def test_new_models_decode_with_the_papers_search(tmp_path, calls):
 
 
 def test_transformers_beam_search_is_generation_mixins_own(calls):
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=14, output_scores=True,
                   return_dict_in_generate=True)
     theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
@@ -177,8 +175,7 @@ def test_transformers_beam_search_is_generation_mixins_own(calls):
 
 
 def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     greedy = model.generate(input_ids=ids, attention_mask=mask, num_beams=1, max_new_tokens=8)
     assert torch.equal(greedy, model.generate(input_ids=ids, attention_mask=mask, num_beams=1, max_new_tokens=8,
                                               **TRANSFORMERS_BEAM_SEARCH))
@@ -203,8 +200,7 @@ def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
 
 
 def test_papers_search_handles_padding_limits_and_min_length():
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     # A sentence alone and in a padded batch (the same limit): the same translation.
     batch = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12)
     alone = model.generate(input_ids=ids[3:4, :4], max_new_tokens=12)
@@ -233,8 +229,7 @@ def test_done_sentences_leaving_the_batch_change_nothing(seed):
 def test_generate_continues_from_the_cache_it_returned(first_search):
     """generate() returns a cache of its sequences but their last token; passed back with them (the beam
     search repeating greedy search's one row per sentence for its k beams), it decodes as without."""
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     settings = dict(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
     first = model.generate(**settings, max_new_tokens=3, **({"num_beams": 1} if first_search == "greedy" else {}))
     prefix = first.sequences
@@ -251,8 +246,7 @@ def test_generate_continues_from_the_cache_it_returned(first_search):
 
 
 def test_the_trace_records_each_step_and_ends_with_what_generate_returns():
-    model = tiny_model(eos_boost=2.0)
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(eos_boost=2.0), padded_batch()
     trace = []
     out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20, beam_trace=trace)
     assert torch.equal(out, model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20))
