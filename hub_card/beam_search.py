@@ -30,7 +30,6 @@ from transformers.generation.stopping_criteria import MaxLengthCriteria, Stoppin
 from transformers.modeling_outputs import BaseModelOutput
 
 from .beam_trace import record
-from .transformers_compat import cache_field, pop_cache
 
 EXCLUDED = -1.0e9  # the score of empty places and excluded candidates (as transformers' beam search)
 
@@ -56,9 +55,9 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     fill = config._pad_token_tensor or eos[0] if eos is not None else -1  # after </s>, as transformers (pad 0: unset)
     encoder_outputs, memory_mask = model_kwargs.pop("encoder_outputs"), model_kwargs.pop("attention_mask", None)
     decoder_mask = model_kwargs.pop("decoder_attention_mask", None)
-    cache = pop_cache(model_kwargs.pop("cache", None), model_kwargs) if model_kwargs.pop("use_cache", True) else None
+    cache = model_kwargs.pop("cache", None) if model_kwargs.pop("use_cache", True) else None
     # labels: Seq2SeqTrainer's evaluation hands generate() the whole batch.
-    if set(model_kwargs) - {"cache", "past_key_values", "output_attentions", "output_hidden_states", "labels"}:
+    if set(model_kwargs) - {"output_attentions", "output_hidden_states", "labels"}:
         raise ValueError(f"The paper's beam search does not take {sorted(model_kwargs)}; "
                          "pass **TRANSFORMERS_BEAM_SEARCH.")
 
@@ -154,7 +153,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
                     attention_mask=None if memory_mask is None else memory_mask[first_n],
                     decoder_input_ids=sequences[:, :-1], cache=cache, use_cache=True, decoder_attention_mask=None
                     if decoder_mask is None else decoder_mask[first_n, :sequences.shape[1] - 1])
-    return GenerateBeamEncoderDecoderOutput(sequences=sequences, scores=scores or None, **cache_field(cache),
+    return GenerateBeamEncoderDecoderOutput(sequences=sequences, scores=scores or None, cache=cache,
                                             sequences_scores=out["score"].flatten() if config.output_scores else None)
 
 

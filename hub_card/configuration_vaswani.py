@@ -1,17 +1,10 @@
 """Table 3 — the hyper-parameters of the Transformer, as a Hugging Face config.
 
-The paper describes its models by a handful of numbers (Table 3): the number of layers N, the
-model width d_model, the inner width of the feed-forward network d_ff, the number of attention
-heads h with per-head sizes d_k and d_v, the dropout rate P_drop and the label-smoothing rate
-ε_ls. `VaswaniConfig` keeps exactly those names, and `attribute_map` translates them to the
-names the rest of the Hugging Face library reads (`hidden_size`, `num_attention_heads`, ...).
-
-`VaswaniConfig.from_preset("base" | "big")` reproduces the two rows of Table 3; "small" is a
-model sized to learn Multi30k on a laptop CPU (not from the paper).
-
-Declared as transformers declares its own configs, as a strict dataclass: each field refuses a
-value of the wrong type or range as it is set, the `validate_*` methods what spans several fields.
-A config.json is untrusted input; a refusal is one ValueError line that names the field.
+`VaswaniConfig` keeps the paper's names (N, d_model, d_ff, h, d_k, d_v, P_drop, ε_ls) and `attribute_map`
+translates them to the names the rest of Hugging Face reads (`hidden_size`, ...). `from_preset("base" |
+"big")` reproduces the two rows of Table 3. A strict dataclass, as transformers declares its own configs:
+a config.json is untrusted input, and a field of the wrong type or range, or fields that disagree, are
+refused in one ValueError line that names the field.
 """
 
 import os
@@ -33,8 +26,7 @@ PRESETS = {
 }
 
 
-# Kinds of field. strict checks a value against the field's annotation, then against `check`; a
-# refusal of either says the field must be `rule`. None passes where the annotation allows it.
+# Kinds of field: strict checks a value against the annotation, then `check`; a refusal says it must be `rule`.
 def _field(default, rule, check=lambda value: True):
     def validator(value):
         if not check(value):
@@ -57,8 +49,7 @@ token_id = partial(_field, rule="a token id, an integer in [0, vocab_size)", che
 
 
 def _one_line_errors(cls):
-    """strict refuses with two-line errors of its own classes; callers (and from_pretrained, which adds
-    the file's name) expect one ValueError line that starts with `VaswaniConfig.<field>`."""
+    """strict's two-line errors of its own classes as one ValueError line that starts `VaswaniConfig.<field>`."""
     strict_validate, strict_setattr = cls.validate, cls.__setattr__
 
     def validate(self):  # after __init__, and in save_pretrained
@@ -83,10 +74,7 @@ def _one_line_errors(cls):
 @_one_line_errors
 @strict
 class VaswaniConfig(PreTrainedConfig):
-    """Configuration of the encoder–decoder Transformer (§3, Table 3).
-
-    Defaults are the paper's base model (Table 3, first row) with a Multi30k-sized vocabulary.
-    """
+    """Configuration of the Transformer (§3): the base model of Table 3 with a Multi30k-sized vocabulary."""
 
     model_type = "vaswani"
     # The Trainer leaves the generation cache out of predictions (its name before and since transformers 5.24).
@@ -144,7 +132,6 @@ class VaswaniConfig(PreTrainedConfig):
     is_encoder_decoder: bool = _field(True, "True (the Transformer is an encoder–decoder)", lambda value: value is True)
 
     def __post_init__(self, **kwargs):
-        """Derive what is left unset; `kwargs` are the keys that are not fields."""
         per_head = self.d_model // self.num_heads if self.d_model % self.num_heads == 0 else None
         self.d_k = per_head if self.d_k is None else self.d_k  # None (h does not divide d_model): refused below
         self.d_v = per_head if self.d_v is None else self.d_v
@@ -158,42 +145,31 @@ class VaswaniConfig(PreTrainedConfig):
         kwargs.setdefault("custom_pipelines", CUSTOM_PIPELINES)
         super().__post_init__(**kwargs)
 
-    # strict runs every validate_* method, in name order, once the fields are set (and again in save_pretrained).
-
     def validate_head_sizes(self):
         """§3.2.2 splits d_model into h heads: d_k and d_v must be given where h does not divide d_model."""
         if self.d_k is None or self.d_v is None:
-            raise ValueError(
-                f"VaswaniConfig.d_model ({self.d_model}) is not divisible by num_heads ({self.num_heads}); "
-                "§3.2.2 uses d_k = d_v = d_model / h. Choose a divisible pair or pass d_k and d_v explicitly."
-            )
+            raise ValueError(f"VaswaniConfig.d_model ({self.d_model}) is not divisible by num_heads ({self.num_heads}); "
+                             "pass d_k and d_v explicitly.")
 
     def validate_size(self):
         """Refuse, before anything is allocated, a model beyond the bounds below (needs d_k: validate_head_sizes)."""
         if os.environ.get(ALLOW_LARGE_MODELS_ENV, "").strip().lower() in ("1", "true", "yes"):
             return
-        override = f"set the environment variable {ALLOW_LARGE_MODELS_ENV}=1 if you mean it"
+        override = f"Fix the config, or set the environment variable {ALLOW_LARGE_MODELS_ENV}=1 if you mean it."
         for name in ("num_layers", "num_decoder_layers"):
             if getattr(self, name) > MAX_LAYERS:
-                raise ValueError(
-                    f"VaswaniConfig.{name}={getattr(self, name)} is more than {MAX_LAYERS} layers (the paper uses 6); "
-                    f"the config is damaged or not meant for this model. Fix it, or {override}."
-                )
+                raise ValueError(f"VaswaniConfig.{name}={getattr(self, name)} is more than {MAX_LAYERS} layers (the "
+                                 f"paper uses 6). {override}")
         table = self.max_position_embeddings * self.d_model
         if table > MAX_POSITION_TABLE:
-            raise ValueError(
-                f"VaswaniConfig.max_position_embeddings={self.max_position_embeddings} with d_model={self.d_model} "
-                f"asks for a position table of {table:,} entries ({table * 4 / 2**30:,.1f} GiB in float32), more "
-                f"than the bound of {MAX_POSITION_TABLE:,}; the paper's inputs are sentences. Fix it, or {override}."
-            )
+            raise ValueError(f"VaswaniConfig.max_position_embeddings={self.max_position_embeddings} with d_model="
+                             f"{self.d_model} asks for a position table of {table:,} entries, more than "
+                             f"{MAX_POSITION_TABLE:,}. {override}")
         estimate = parameter_estimate(self)
         if estimate > MAX_PARAMETERS:
-            raise ValueError(
-                f"VaswaniConfig describes a model of about {estimate:,} parameters ({estimate * 4 / 2**30:,.0f} GiB "
-                f"in float32; vocab_size={self.vocab_size}, d_model={self.d_model}, d_ff={self.d_ff}, "
-                f"num_heads={self.num_heads}, {self.num_layers}+{self.num_decoder_layers} layers), more than the "
-                f"bound of {MAX_PARAMETERS:,}. Fix the config, or {override}."
-            )
+            raise ValueError(f"VaswaniConfig describes a model of about {estimate:,} parameters (vocab_size="
+                             f"{self.vocab_size}, d_model={self.d_model}, d_ff={self.d_ff}, num_heads={self.num_heads}, "
+                             f"{self.num_layers}+{self.num_decoder_layers} layers), more than {MAX_PARAMETERS:,}. {override}")
 
     def validate_tie_word_embeddings(self):
         """Hugging Face's flag is no field, so strict does not check its type."""
@@ -220,19 +196,12 @@ class VaswaniConfig(PreTrainedConfig):
 
     @classmethod
     def get_config_dict(cls, pretrained_model_name_or_path, **kwargs):
-        """Read config.json, refusing a missing one or one written for another architecture.
-
-        Hugging Face returns the default config (the base model) when a folder has no config.json,
-        and only warns when, say, a BERT config.json is loaded into this class, building a
-        Transformer from whichever fields happen to share a name. from_pretrained of the model and
-        of the config both read the file through here.
-        """
+        """Read config.json, refusing a missing one (Hugging Face returns the default config) or one written for
+        another architecture (it only warns, and builds a Transformer from the fields that share a name)."""
         config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
         if not config_dict:
-            raise FileNotFoundError(
-                f"No config.json in {str(pretrained_model_name_or_path)!r}; a saved model folder needs the config.json "
-                "written by save_pretrained (an interrupted save or copy?)."
-            )
+            raise FileNotFoundError(f"No config.json in {str(pretrained_model_name_or_path)!r} (an interrupted save "
+                                    "or copy?).")
         model_type = config_dict.get("model_type")
         if model_type is not None and model_type != cls.model_type:
             raise ValueError(
@@ -244,18 +213,13 @@ class VaswaniConfig(PreTrainedConfig):
 
     @classmethod
     def _dict_from_json_file(cls, json_file):
-        """config.json through the package's one strict reader (strict_json.py): NaN and Infinity are
-        refused, not decoded from transformers' {"__float__": ...} tags."""
+        """Through strict_json.py: NaN and Infinity refused, not decoded from {"__float__": ...} tags."""
         return read_json(json_file)
 
     @classmethod
     def from_dict(cls, config_dict, **kwargs):
-        """A config from a saved dictionary (config.json); every loaded config passes through here.
-
-        config.json files written before `attention_bias` existed lack it, and their models' attention
-        projections have biases: a missing entry means True. Only configs built anew (VaswaniConfig(...),
-        from_preset) default to the paper's bias-free projections.
-        """
+        """Every loaded config passes here: one saved before `attention_bias` existed describes a model whose
+        projections have biases (a missing entry means True; new configs default to the paper's False)."""
         if "attention_bias" not in config_dict:
             config_dict = {**config_dict, "attention_bias": True}
         return super().from_dict(config_dict, **kwargs)
@@ -268,11 +232,9 @@ class VaswaniConfig(PreTrainedConfig):
         return cls(**{**PRESETS[name], **overrides})
 
 
-# Bounds on what a config may ask to allocate, checked before any tensor exists: a config.json is
-# untrusted input, and the model would otherwise try to build whatever it says (num_layers 100000, a
-# position table of max_position_embeddings × d_model floats, ...). The paper's big model has 213
-# million parameters and 6 layers per stack. Setting the environment variable (not a config field,
-# which a downloaded config.json could set itself) lifts the bounds.
+# Bounds on what an untrusted config.json may ask to allocate, checked before any tensor exists (the paper's
+# big model: 213M parameters, 6 layers per stack). An environment variable lifts them: a config field could
+# be set by the downloaded file itself.
 MAX_PARAMETERS = 20_000_000_000
 MAX_LAYERS = 1000
 MAX_POSITION_TABLE = 2**28  # entries of one max_position_embeddings × d_model table: 1 GiB in float32

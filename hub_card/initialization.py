@@ -1,19 +1,10 @@
 """Weight initialisation (Hugging Face glue: the paper does not say how its weights start).
 
-Ours: embeddings ~ Normal(0, d_model^-0.5), so that after the √d_model scale of §3.4 each entry
-has unit scale; every Linear Xavier-uniform, U(±√(6 / (fan_in + fan_out))), with zero bias;
-LayerNorm the identity; the sinusoid table of §3.5 recomputed (it is a buffer, not a weight).
-
-- tensor2tensor (the paper's code): embeddings Normal(0, d_model^-0.5); every other weight from
-  its "uniform_unit_scaling" setting (gain 1.0), which despite the name its trainer builds as
-  `variance_scaling_initializer(1.0, mode="fan_avg", distribution="uniform")`, i.e.
-  Xavier-uniform, not TensorFlow's `uniform_unit_scaling_initializer` (variance 1/fan_in).
-  Its attention computes Q, K and V with one d_model × 3·d_model matrix (K, V of
-  encoder–decoder attention with one d_model × 2·d_model), whose fan_out gives those entries
-  a smaller variance than separate matrices get here.
-- fairseq's transformer: embeddings Normal(0, d_model^-0.5); `xavier_uniform_` for every Linear,
-  zero biases; its attention likewise projects Q, K, V with one 3·d_model × d_model matrix
-  (later versions: three matrices with gain 1/√2, the same variance).
+Ours: embeddings ~ Normal(0, d_model^-0.5), so that after the √d_model scale of §3.4 each entry has unit
+scale; every Linear Xavier-uniform with zero bias; LayerNorm the identity; §3.5's table recomputed (a buffer).
+tensor2tensor (the paper's code) and fairseq start the same way: their embeddings likewise, and Xavier-uniform
+for the rest (tensor2tensor's "uniform_unit_scaling" setting is variance scaling with fan_avg, uniform), though
+over one combined d_model × 3·d_model Q/K/V matrix, whose fan_out gives those entries a smaller variance.
 """
 
 from torch import nn
@@ -24,9 +15,9 @@ from .positional_encoding import LearnedPositionalEmbedding, SinusoidalPositiona
 
 
 def initialize_module(module: nn.Module, config) -> None:
-    """Initialise one module's own weights (`PreTrainedModel._init_weights` calls it for each)."""
+    """One module's own weights (`PreTrainedModel._init_weights` calls it for each)."""
     std = config.init_std if config.init_std is not None else config.d_model ** -0.5
-    if isinstance(module, SinusoidalPositionalEncoding):
+    if isinstance(module, SinusoidalPositionalEncoding):  # §3.5's table is a buffer: recomputed
         init.copy_(module.table, sinusoidal_table(module.table.shape[0], module.d_model))
     elif isinstance(module, (ScaledEmbedding, LearnedPositionalEmbedding)):
         init.normal_(module.weight, mean=0.0, std=std)

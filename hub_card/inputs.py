@@ -15,14 +15,13 @@ def check_batch(tensor, name: str, is_ids: bool = True) -> None:
     if tensor is None:
         raise ValueError("Pass input_ids (B, S) or inputs_embeds (B, S, d_model) for the encoder.")
     if is_ids and tensor.dim() != 2:
-        raise ValueError(f"{name} must have shape (batch, length), got {tuple(tensor.shape)}; "
-                         "for one sentence add a batch dimension, e.g. ids[None].")
+        raise ValueError(f"{name} must have shape (batch, length), got {tuple(tensor.shape)} (one sentence: ids[None]).")
     if is_ids and not _holds_ids(tensor):
         raise ValueError(f"{name} must hold integer token ids, got dtype {tensor.dtype}; use torch.long.")
     if tensor.shape[0] == 0:
         raise ValueError(f"{name} holds an empty batch (0 sentences); pass at least one sentence.")
     if tensor.dim() > 1 and tensor.shape[1] == 0:
-        raise ValueError(f"{name} has sequences of length 0; every sequence needs at least one token (e.g. </s>).")
+        raise ValueError(f"{name} has sequences of length 0; every one needs a token (e.g. </s>).")
 
 
 def check_inputs(prefix: str, ids, embeds, mask, vocab_size: int, past=0) -> None:
@@ -40,7 +39,7 @@ def check_inputs(prefix: str, ids, embeds, mask, vocab_size: int, past=0) -> Non
             low, high = int(ids.min()), int(ids.max())
             if low < 0 or high >= vocab_size:  # §3.4's embedding has vocab_size rows
                 raise ValueError(f"Token id {low if low < 0 else high} is outside the vocabulary (vocab_size="
-                                 f"{vocab_size}). Use the tokenizer saved with this model, or check config.vocab_size.")
+                                 f"{vocab_size}): use the tokenizer saved with this model.")
     elif not prefix:
         check_batch(embeds, embeds_name, is_ids=False)
     inputs_name, inputs = (ids_name, ids) if ids is not None else (embeds_name, embeds)
@@ -50,37 +49,30 @@ def check_inputs(prefix: str, ids, embeds, mask, vocab_size: int, past=0) -> Non
         expected = (inputs.shape[0], past + inputs.shape[1])  # one entry per cached or new token
         if tuple(mask.shape) != expected:
             cached = f" after {past} cached tokens, so the mask needs {expected}" if past else ""
-            raise ValueError(f"{mask_name} has shape {tuple(mask.shape)} but {inputs_name} has "
-                             f"{tuple(inputs.shape[:2])}{cached}; pass one 0/1 entry per token.")
+            raise ValueError(f"{mask_name} has shape {tuple(mask.shape)} but {inputs_name} has {tuple(inputs.shape[:2])}"
+                             f"{cached}.")
     check_attention_mask(mask, mask_name)
 
 
 def check_attention_mask(mask, name: str) -> None:
-    """A (batch, length) padding mask holds 1 (or True) per real token, 0 per padding. An additive mask
-    (0 = attend, −inf = hide) would be read the other way round; it holds values other than 0 and 1,
-    or (without padding) only 0s: both are refused. 4-D masks are ready-made (masking.py)."""
+    """A (batch, length) padding mask holds 1 (or True) per real token, 0 per padding. An additive one (0 = attend,
+    −inf = hide) would be read the other way round: values other than 0 and 1, or only 0s, are refused."""
     if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or mask.dtype == torch.bool or mask.numel() == 0:
         return
     if torch.compiler.is_compiling():
         return  # reading values back would split a compiled graph; eager calls have checked the same code path
     odd = (mask != 0) & (mask != 1)
-    convert = f"{name}=({name} == 0).long()"
-    if bool(odd.any()):
-        raise ValueError(
-            f"{name} holds values other than 0 and 1 (e.g. {mask[odd][0].item()}): it looks like an additive mask "
-            "(0 = attend, -inf = hide), which this model would read the other way round. Pass 1 for each real token "
-            f"and 0 for padding, e.g. {convert} for an additive one.")
-    if not bool(mask.any()):  # one fully padded row is allowed (masking.py keeps it finite); all of them is not
-        raise ValueError(
-            f"{name} is 0 everywhere: no sentence of the batch would have a token to attend to. The mask holds 1 for "
-            f"each real token and 0 for padding; an additive mask (0 = attend) without padding looks like this, "
-            f"convert it with {convert}.")
+    what = f"holds values other than 0 and 1 (e.g. {mask[odd][0].item()})" if bool(odd.any()) else (
+        "is 0 everywhere" if not bool(mask.any()) else None)  # one fully padded row is allowed (masking.py)
+    if what:
+        raise ValueError(f"{name} {what}: it looks like an additive mask (0 = attend), which this model would read "
+                         f"the other way round; pass 1 per real token and 0 per padding, e.g. {name}=({name} == 0).long().")
 
 
 def check_labels(labels, input_ids=None, inputs_embeds=None, encoder_outputs=None, decoder_input_ids=None,
                  decoder_inputs_embeds=None) -> None:
-    """labels: (batch, length) integer ids, one row per source sentence (another count would be broadcast
-    into a loss over the wrong pairs), shaped like the decoder inputs when those are given too."""
+    """labels: (batch, length) integer ids, one row per source sentence (another count would be broadcast into
+    a loss over the wrong pairs), shaped like the decoder inputs when those are given too."""
     if labels is None:
         return
     if not isinstance(labels, torch.Tensor) or labels.dim() != 2:
@@ -92,14 +84,11 @@ def check_labels(labels, input_ids=None, inputs_embeds=None, encoder_outputs=Non
     if source is None and encoder_outputs is not None:
         source = encoder_outputs[0]
     if isinstance(source, torch.Tensor) and source.dim() >= 2 and source.shape[0] != labels.shape[0]:
-        raise ValueError(f"labels holds {labels.shape[0]} sentences but the source batch holds {source.shape[0]}; "
-                         "give one row of labels per source sentence, in the same order.")
+        raise ValueError(f"labels holds {labels.shape[0]} sentences but the source batch holds {source.shape[0]}.")
     decoder = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
     if isinstance(decoder, torch.Tensor) and tuple(decoder.shape[:2]) != tuple(labels.shape):
-        raise ValueError(
-            f"labels has shape {tuple(labels.shape)} but the decoder inputs have {tuple(decoder.shape[:2])}; each "
-            "position's label is the token that follows its decoder input. Pass labels alone (the decoder inputs "
-            "are made from them) or both of the same shape.")
+        raise ValueError(f"labels has shape {tuple(labels.shape)} but the decoder inputs have {tuple(decoder.shape[:2])}"
+                         "; pass labels alone (the decoder inputs are made from them) or both of the same shape.")
 
 
 def check_positions(embed_positions, num_positions: int) -> None:
@@ -108,7 +97,5 @@ def check_positions(embed_positions, num_positions: int) -> None:
     if isinstance(embed_positions, SinusoidalPositionalEncoding):
         embed_positions.extend(num_positions)
     elif num_positions > embed_positions.num_embeddings:
-        raise ValueError(
-            f"Sequence position {num_positions - 1} is beyond max_position_embeddings={embed_positions.num_embeddings} "
-            "of the learned positional embeddings (Table 3 row E cannot extrapolate). Shorten the input or use "
-            "positional_encoding='sinusoidal'.")
+        raise ValueError(f"Sequence position {num_positions - 1} is beyond max_position_embeddings="
+                         f"{embed_positions.num_embeddings} of learned positions (Table 3 row E); use positional_encoding='sinusoidal'.")

@@ -1,33 +1,33 @@
 """Strict loading and saving of checkpoints (Hugging Face glue, not from the paper).
 
-transformers fills tensors a weights file lacks with random values and drops those it has no place
-for, with a log line; `save_pretrained` writes model.safetensors last, so an interrupted save loads as
-an untrained model. `StrictCheckpoints` (mixed into `VaswaniPreTrainedModel`) makes a loaded model
-complete or loading fail, naming the file or tensor: no weights (FileNotFoundError), a damaged file,
-missing, extra or misshapen tensors (`ignore_mismatched_sizes=True` re-initialises the last on
-purpose), and what folder_checks.py refuses. Pickled weights are never unpickled: that can run code.
+transformers fills tensors a weights file lacks with random values, drops those it has no place for and
+replaces a broken generation_config.json by defaults, with a log line at most. `StrictCheckpoints` makes
+a loaded model complete or loading fail, naming the file, tensor or field. Pickled weights are never read.
 
 Which matrices are one (§3.4, `share_embeddings` / `tie_word_embeddings`) is read from the config: a
 model whose config changed after it was built is not saved, and a checkpoint saved tied loads with
 `tie_word_embeddings=False`, its projection a copy of the matrix it was.
 """
 
+import os
 from collections import defaultdict
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
+from transformers.utils import cached_file
 
-from .folder_checks import (
-    cached_folder, check_hub_index, check_model_files, check_model_location, check_weights_file,
-)
-from .generation import drop_generate_fallbacks
+from .generation import check_decoding, drop_generate_fallbacks
+from .strict_json import read_json
 
 # What transformers loads as a model's own `generate` (GenerationMixin.load_custom_generate): a hand-over
 # to the model's `generate`, copied from the same path under the model code.
 MODEL_CODE = Path(__file__).parent
 CUSTOM_GENERATE_FILE = "custom_generate/generate.py"
 CUSTOM_GENERATE_SOURCE = MODEL_CODE / CUSTOM_GENERATE_FILE
+# Tensors of this model are floating point; integer or 8-bit float weights are quantized ones.
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+WEIGHTS_INDEX = "model.safetensors.index.json"
 
 
 class StrictCheckpoints:
@@ -57,39 +57,29 @@ class StrictCheckpoints:
             raise
         except SafetensorError as error:
             where = local_folder / "model.safetensors" if local_folder is not None else pretrained_model_name_or_path
-            raise ValueError(
-                f"Cannot read the weights {str(where)!r}: {error}. The file is truncated or corrupted (an "
-                "interrupted save or download?); save or download the model again."
-            ) from None
+            raise ValueError(f"Cannot read the weights {str(where)!r}: {error}. The file is truncated or corrupted (an "
+                             "interrupted save or download?).") from None
         untied = fill_untied_weights(model, info["missing_keys"])
         info["missing_keys"] = type(info["missing_keys"])(k for k in info["missing_keys"] if k not in untied)
         name = str(pretrained_model_name_or_path)
-        refuse_keys(name, info["missing_keys"], "lack {} of the model's tensors (first: {!r}); they would start from "
-                    "random values. The weights file is incomplete or belongs to another model; save the model again "
-                    "or point to a complete folder.")
-        refuse_keys(name, info["unexpected_keys"], "hold {} tensors that the model described by its config.json does "
-                    "not have (first: {!r}); they would be dropped. The weights belong to a larger or another model "
-                    "(more layers than num_layers / num_decoder_layers say?): fix config.json or point to the folder "
-                    "the weights came with.")
+        refuse_keys(name, info["missing_keys"], "lack {} of the model's tensors (first: {!r}), which would start "
+                    "from random values: an incomplete file, or another model's.")
+        refuse_keys(name, info["unexpected_keys"], "hold {} tensors that the model of its config.json does not have (first: "
+                    "{!r}), which would be dropped: more layers than num_layers / num_decoder_layers say, or another model's.")
         if local_folder is None and isinstance(pretrained_model_name_or_path, str):
             fetched = cached_folder(pretrained_model_name_or_path, kwargs)  # a Hub id: its files, now in the cache
             if fetched is not None:
                 check_model_files(fetched, kwargs.get("generation_config") is not None, local=False)
         if info["mismatched_keys"] and not reinit_mismatched:
             key, stored, expected = sorted(info["mismatched_keys"], key=lambda item: item[0])[0]
-            raise ValueError(
-                f"The weights of {name!r} do not match its config: tensor {key!r} has "
-                f"shape {tuple(stored)} in the file but {tuple(expected)} in the model the config describes "
-                f"({len(info['mismatched_keys'])} such tensors). Fix config.json (e.g. d_model, d_ff, vocab_size) "
-                "or pass ignore_mismatched_sizes=True to re-initialise those tensors."
-            )
+            raise ValueError(f"The weights of {name!r} do not match its config: tensor {key!r} has shape {tuple(stored)}, "
+                             f"the config says {tuple(expected)} ({len(info['mismatched_keys'])} such tensors); fix "
+                             "config.json or pass ignore_mismatched_sizes=True to re-initialise them.")
         return (model, info) if return_info else model
 
     def save_pretrained(self, save_directory, *args, **kwargs):
-        """Old weights in `save_directory` are removed first (model.safetensors is written last): a save
-        stopped half-way leaves a folder that refuses to load, not old weights under a new config.json.
-        generation_config.json lists only what was set (and §6.1's offset); `auto_map` names every model
-        class (`_auto_map`); a model that generates also gets custom_generate/generate.py, which
+        """Old weights are removed first: a save stopped half-way leaves a folder that refuses to load, not old
+        weights under a new config.json. A model that generates also gets custom_generate/generate.py, which
         transformers makes its `generate` under `trust_remote_code=True` (a hand-over to §6.1's search)."""
         check_shared_weights_match_config(self)  # before anything is written
         if getattr(self, "_auto_class", None) is not None:
@@ -141,8 +131,106 @@ def check_shared_weights_match_config(model) -> None:
         config = model.config
         raise ValueError(
             f"The model's config (share_embeddings={config.share_embeddings}, tie_word_embeddings="
-            f"{config.tie_word_embeddings}) does not describe how its weights are shared "
-            f"(shared now: {sorted(sorted(group) for group in actual_groups)}); was it changed after the model was "
-            "built? Nothing was written. Build the model from the changed config instead, e.g. "
-            "from_pretrained(folder, tie_word_embeddings=False) for a projection of its own."
-        )
+            f"{config.tie_word_embeddings}) does not describe how its weights are shared (shared now: "
+            f"{sorted(sorted(group) for group in actual_groups)}); nothing was written. Build the model from the "
+            "changed config, e.g. from_pretrained(folder, tie_word_embeddings=False).")
+
+
+def check_weights_file(folder: Path) -> None:
+    """A local model folder must hold safetensors weights (pickled ones are never unpickled)."""
+    if (folder / "model.safetensors").is_file() or (folder / WEIGHTS_INDEX).is_file():
+        return
+    if any(folder.glob("pytorch_model*.bin")):
+        raise ValueError(f"{str(folder)!r} holds only pickled weights (pytorch_model.bin), never loaded because "
+                         "unpickling can run code; convert them to model.safetensors with a trusted tool.")
+    raise FileNotFoundError(f"{str(folder)!r} has no model.safetensors (an interrupted save: it is written last).")
+
+
+def check_model_location(name) -> Path | None:
+    """The local folder `name` names, or None for a Hub id. A file is refused before anything reads it
+    (transformers would take it for a config file, then hand it to its weights loaders)."""
+    if not isinstance(name, (str, os.PathLike)):
+        return None
+    path = Path(name)
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise NotADirectoryError(f"{str(path)!r} is a file, not a model folder (or a Hub id like user/name).")
+    return None
+
+
+def check_model_files(config_folder: Path, generation_config_given: bool, local: bool = True) -> None:
+    """A resolved folder (local, or the Hub cache's copy): its decoding settings and stored dtypes."""
+    for name in ("generation_config.json", "config.json"):
+        if not generation_config_given and (config_folder / name).is_file():
+            check_decoding_file(config_folder / name)
+    if (config_folder / "model.safetensors").is_file():
+        weights = [config_folder / "model.safetensors"]
+    elif (config_folder / WEIGHTS_INDEX).is_file():
+        weights = [shard for shard in check_weights_index(config_folder / WEIGHTS_INDEX, local) if shard.is_file()]
+    else:
+        weights = []
+    for path in weights:
+        check_stored_dtypes(path)
+
+
+def check_decoding_file(path: Path) -> None:
+    check_decoding(read_json(path), str(path))
+
+
+def check_stored_dtypes(weights: Path) -> None:
+    """Integer (or 8-bit float) weights would be cast value by value into this model's float tensors: garbage."""
+    try:
+        handle = safe_open(str(weights), framework="pt")
+    except (SafetensorError, OSError):
+        return  # a damaged file: loading it reports that, naming the file
+    with handle:
+        for key in handle.keys():
+            dtype = handle.get_slice(key).get_dtype()
+            if dtype not in FLOAT_DTYPES:
+                raise ValueError(f"{str(weights)!r} stores tensor {key!r} as {dtype}, not as floating point: "
+                                 "quantized or integer weights would load as garbage.")
+
+
+def check_weights_index(index: Path, local: bool = True) -> list[Path]:
+    """The shards `index` names, each a .safetensors file inside its folder (a path out of it, or pickled
+    weights, which transformers would unpickle, are refused); in a `local` folder not a symlink out of it
+    either (the Hub cache's always are)."""
+    weight_map = read_json(index).get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
+        raise ValueError(f"{index}: weight_map must map each tensor name to a shard's file name.")
+    folder = index.parent.resolve()
+    shards = []
+    for name in sorted(set(weight_map.values())):
+        shard = index.parent / name
+        inside = not Path(name).is_absolute() and ".." not in Path(name).parts and "\\" not in name and (
+            not local or folder in shard.resolve().parents)
+        if not (inside and name.endswith(".safetensors")):
+            raise ValueError(f"{index}: weight_map names the shard {name!r}; shards must be .safetensors files "
+                             "inside the model folder.")
+        shards.append(shard)
+    return shards
+
+
+def _hub_file(name: str, file: str, kwargs: dict, **options):
+    options.update({key: kwargs[key] for key in ("cache_dir", "revision", "subfolder") if kwargs.get(key) is not None})
+    return cached_file(name, file, _raise_exceptions_for_missing_entries=False, **options)
+
+
+def check_hub_index(name: str, kwargs: dict) -> None:
+    """A Hub model's weights index, fetched and checked before transformers fetches the shards it names."""
+    try:
+        index = _hub_file(name, WEIGHTS_INDEX, kwargs)
+    except (OSError, ValueError):
+        return  # no such repository, or offline: from_pretrained says so
+    if index:
+        check_weights_index(Path(index), local=False)
+
+
+def cached_folder(name: str, kwargs: dict) -> Path | None:
+    """Where the Hub cache holds the files of the Hub model `name` (after from_pretrained fetched them)."""
+    try:
+        config = _hub_file(name, "config.json", kwargs, local_files_only=True)
+    except OSError:
+        return None
+    return Path(config).parent if config else None

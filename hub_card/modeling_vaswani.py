@@ -7,16 +7,9 @@ sequence (y_1, …, y_m) of symbols one element at a time. At each step the mode
 auto-regressive, consuming the previously generated symbols as additional input when generating
 the next." (§3)
 
-- `VaswaniForConditionalGeneration`: Figure 1 whole — embeddings (§3.4) → encoder and decoder
-  (§3.1) → the pre-softmax linear projection (§3.4, its weight shared with both embeddings) → the
-  label-smoothed training loss (§5.4); `generate` with the paper's decoding defaults (§6.1: beam 4,
-  length penalty 0.6, output length ≤ input length + 50).
-- `VaswaniModel`: the embeddings, the encoder and the decoder (Figure 1 without the projection).
-
-Below the forward passes sits what transformers needs of a model (tying declarations, getters,
-output classes, the generation cache); the rest of the Hugging Face layer is beside this file:
-pretrained.py (base class), stacks.py (the stacks as transformers calls them), attention_kernels.py,
-generation_cache.py, inputs.py, initialization.py, loading.py, generation.py.
+`VaswaniForConditionalGeneration` is Figure 1 whole: embeddings (§3.4) → encoder and decoder (§3.1) →
+the pre-softmax projection (§3.4) → the label-smoothed loss (§5.4); `generate` decodes as §6.1 does.
+`VaswaniModel` is Figure 1 without the projection. Below the forward passes sits what transformers needs.
 """
 
 import torch
@@ -24,20 +17,20 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import can_return_tuple
+from transformers.utils.deprecation import deprecate_kwarg
 
 from .configuration_vaswani import VaswaniConfig
-from .decoding_checks import check_decoding, decoding_settings
 from .embeddings import ScaledEmbedding
-from .fast_loss import fast_label_smoothed_cross_entropy
-from .generation import choose_decoding, length_limit_chosen, max_new_tokens_for, paper_generation_config
+from .generation import (
+    check_decoding, choose_decoding, decoding_settings, length_limit_chosen, max_new_tokens_for, paper_generation_config,
+)
 from .generation_cache import new_cache, source_length_varies
 from .inputs import check_attention_mask, check_batch, check_inputs, check_labels
-from .label_smoothing import label_smoothed_cross_entropy
+from .label_smoothing import fast_label_smoothed_cross_entropy, label_smoothed_cross_entropy
 from .masking import attention_dtype, padding_mask
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
 from .pretrained import VaswaniPreTrainedModel
 from .stacks import VaswaniDecoder, VaswaniEncoder
-from .transformers_compat import cache_field, pop_cache
 
 
 class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
@@ -63,6 +56,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         self.post_init()
 
     @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")  # its name before transformers 5.24
     def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None,
                 encoder_outputs=None, cache=None, inputs_embeds=None, decoder_inputs_embeds=None, labels=None,
                 use_cache=None, output_attentions=None, output_hidden_states=None, num_items_in_batch=None,
@@ -71,8 +65,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         if labels is not None and decoder_input_ids is None and decoder_inputs_embeds is None:
             # §3.1: "the output embeddings are offset by one position" (teacher forcing).
             decoder_input_ids, use_cache = self.prepare_decoder_input_ids_from_labels(labels), False
-        cache, flags = self.model.call_settings(pop_cache(cache, kwargs), use_cache, output_attentions,
-                                                output_hidden_states)
+        cache, flags = self.model.call_settings(cache, use_cache, output_attentions, output_hidden_states)
         # Embed the source and encode it: z (B, S, d_model) (§3.4, §3.5, §3.1)
         encoder_outputs = self.model.encode(input_ids, attention_mask, inputs_embeds, encoder_outputs, flags)
         # Embed the target (shifted right) and decode it, attending to z: (B, T, d_model)
@@ -86,7 +79,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         loss = None
         if labels is not None:
             # §5.4: label smoothing with ε_ls = config.label_smoothing; positions labelled -100 are ignored.
-            # Training takes the same loss with its gradient written out (fast_loss.py): equal values, faster backward.
+            # Training takes the same loss with its gradient written out: equal values, faster backward.
             smoothed_loss = fast_label_smoothed_cross_entropy if self.training else label_smoothed_cross_entropy
             total = smoothed_loss(logits, labels, self.config.label_smoothing, reduction="sum")
             count = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum()
@@ -103,7 +96,7 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
     accepts_loss_kwargs = True
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        """The projection's tie, read from the config (see VaswaniModel.get_expanded_tied_weights_keys)."""
+        """The projection's tie, read from the config (as VaswaniModel's)."""
         if all_submodels:
             return super().get_expanded_tied_weights_keys(all_submodels)
         if not self.config.tie_word_embeddings:
@@ -111,33 +104,15 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         source = "model.shared.weight" if self.config.share_embeddings else "model.decoder.embed_tokens.weight"
         return {"lm_head.weight": source}
 
-    def get_output_embeddings(self):
-        """The projection, for resize_token_embeddings and tying."""
-        return self.lm_head
-
-    def set_output_embeddings(self, value):
-        self.lm_head = value
-
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Used by forward and by transformers' data collators: labels shifted right (Figure 1)."""
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     @torch.no_grad()
     def generate(self, inputs=None, generation_config=None, **kwargs):
-        """`GenerationMixin.generate` with the paper's length limit when the caller sets none, and
-        the paper's beam search when the generation config asks for it.
-
-        §6.1: the output may be at most input length + 50 tokens ("terminating early when
-        possible", i.e. at the end-of-sentence token); the 50 is the generation config's
-        `max_output_length_offset`. With padded batches the longest input sets the limit for the
-        batch.
-
-        Beam search (num_beams > 1, no sampling) is beam_search.py's when the generation config
-        (or the call) sets `length_penalty_formula="gnmt"` or `beam_termination="bound"` — every new
-        model's does (generation.py); with neither set (files saved before they existed), and with
-        TRANSFORMERS_BEAM_SEARCH, it is transformers' own. `beam_trace=[]` records the paper's search
-        step by step (beam_search.py).
-        """
+        """`GenerationMixin.generate` with §6.1's length limit (input length + `max_output_length_offset`, the
+        longest input of a padded batch) when the caller sets none, and §6.1's beam search (beam_search.py)
+        when the generation config asks for it (generation.py). `beam_trace=[]` records it step by step."""
         source = inputs if inputs is not None else kwargs.get("input_ids")
         if source is not None:
             # generate() runs the encoder itself, bypassing forward(); check the batch here.
@@ -178,11 +153,12 @@ class VaswaniModel(VaswaniPreTrainedModel):
         self.post_init()
 
     @can_return_tuple  # return_dict=False: a tuple of the fields that are set, as in transformers' models
+    @deprecate_kwarg("past_key_values", "6.0.0", new_name="cache")  # its name before transformers 5.24
     def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None,
                 encoder_outputs=None, cache=None, inputs_embeds=None, decoder_inputs_embeds=None, use_cache=None,
                 output_attentions=None, output_hidden_states=None, **kwargs) -> Seq2SeqModelOutput:
         """Figure 1 up to the decoder output, as in VaswaniForConditionalGeneration.forward."""
-        cache, flags = self.call_settings(pop_cache(cache, kwargs), use_cache, output_attentions, output_hidden_states)
+        cache, flags = self.call_settings(cache, use_cache, output_attentions, output_hidden_states)
         encoder_outputs = self.encode(input_ids, attention_mask, inputs_embeds, encoder_outputs, flags)
         decoder_outputs = self.decode(decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask,
                                       encoder_outputs, attention_mask, cache, flags)
@@ -211,40 +187,26 @@ class VaswaniModel(VaswaniPreTrainedModel):
     # §3.4: "we share the same weight matrix between the two embedding layers ...". transformers 5
     # shares a matrix only through this declaration: it ties the Parameters and saves one copy.
     # Deviation (opt-in, share_embeddings=False): separate source and target embeddings.
-    _tied_weights_keys = {
-        "encoder.embed_tokens.weight": "shared.weight",
-        "decoder.embed_tokens.weight": "shared.weight",
-    }
+    _tied_weights_keys = {"encoder.embed_tokens.weight": "shared.weight", "decoder.embed_tokens.weight": "shared.weight"}
 
     def call_settings(self, cache, use_cache, output_attentions, output_hidden_states):
-        """The cache to fill (a new one when none is given, as transformers' models return one) and
-        the output flags, with the config's defaults."""
+        """The cache to fill (a new one when none is given, as transformers' models return one) and the flags."""
         use_cache = use_cache if use_cache is not None else self.config.use_cache
         cache = (cache if cache is not None else new_cache(self.config)) if use_cache else None
-        flags = {
-            "output_attentions": bool(output_attentions if output_attentions is not None
-                                      else self.config.output_attentions),
-            "output_hidden_states": bool(output_hidden_states if output_hidden_states is not None
-                                         else self.config.output_hidden_states),
-        }
+        flags = {name: bool(value if value is not None else getattr(self.config, name)) for name, value in
+                 (("output_attentions", output_attentions), ("output_hidden_states", output_hidden_states))}
         return cache, flags
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        """The encoder and decoder share `shared` whenever the config's share_embeddings is true.
-
-        transformers applies a model's `_tied_weights_keys` only while `tie_word_embeddings` is
-        true; here that flag is about the pre-softmax projection alone
-        (VaswaniForConditionalGeneration), so a model with its own projection keeps §3.4's shared
-        embedding matrix. Read from the config, not from how the model was built, so that saving
-        can tell when the two disagree (loading.py).
-        """
+        """`shared` whenever share_embeddings is true: transformers ties only while tie_word_embeddings is, which
+        here is about the projection alone. From the config, so that saving can tell when the model disagrees."""
         if all_submodels:
             return super().get_expanded_tied_weights_keys(all_submodels)
         return dict(VaswaniModel._tied_weights_keys) if self.config.share_embeddings else {}
 
 
 def seq2seq_fields(encoder_outputs, decoder_outputs, cache) -> dict:
-    """The fields transformers' Seq2Seq output classes share (hidden states, weights, cache)."""
+    """The fields transformers' Seq2Seq output classes share."""
     return dict(
         decoder_hidden_states=decoder_outputs.hidden_states,
         decoder_attentions=decoder_outputs.attentions,
@@ -252,7 +214,7 @@ def seq2seq_fields(encoder_outputs, decoder_outputs, cache) -> dict:
         encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         encoder_hidden_states=encoder_outputs.hidden_states,
         encoder_attentions=encoder_outputs.attentions,
-        **cache_field(cache),
+        cache=cache,
     )
 
 

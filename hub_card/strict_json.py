@@ -1,9 +1,6 @@
-"""The one reader of every JSON file the package reads (Hugging Face glue, not from the paper).
-
-A model folder, a run folder or a results file may come from anyone: `read_json` refuses, in one
-ValueError line naming the file (and the key), what `json.loads` would let through or crash on: a file
-too large, nesting too deep (json.loads recurses), NaN / Infinity, a number too large for a float, and
-a top level of the wrong type. It sits with the model code, which checkpoints carry, so the code can use it.
+"""The one reader of every JSON file the package reads: a model folder, a run folder or a results file may
+come from anyone. `read_json` refuses, in one line naming the file (and the key), what `json.loads` would let
+through or crash on: a file too large, nesting too deep, NaN / Infinity, a top level of the wrong type.
 """
 
 import json

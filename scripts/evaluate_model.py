@@ -93,7 +93,7 @@ def main(argv=None):
     from modeling_vaswani.evaluation.progress import progress_bar
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_for_script
-    from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
+    from modeling_vaswani.model.generation import check_decoding, decoding_settings
 
     args.model = args.model or shipped_model_path()
     out_dir = output_folder(args)

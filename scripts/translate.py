@@ -95,7 +95,7 @@ def main(argv=None):
     from modeling_vaswani.evaluation.progress import count_lines, progress_bar
     from modeling_vaswani.evaluation.translation import as_one_line, load_for_script, translate_batches
     from modeling_vaswani.training.data import iter_lines
-    from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
+    from modeling_vaswani.model.generation import check_decoding, decoding_settings
 
     model_name = args.model or shipped_model_path()
     cli.check_engine_arguments(args)

@@ -1,4 +1,4 @@
-"""One check of the decoding settings (model/decoding_checks.py), whichever door they come through:
+"""One check of the decoding settings (model/generation.py), whichever door they come through:
 an argument to generate(), the generation config given to it or set on the model, generation_config.json,
 and the scripts' flags. A new door is one more line of DOORS."""
 
@@ -14,7 +14,7 @@ from transformers import GenerationConfig
 
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.ctranslate2_engine import GENERATE_SETTINGS
-from modeling_vaswani.model.decoding_checks import MAX_DECODING_POSITIONS, check_decoding
+from modeling_vaswani.model.generation import MAX_DECODING_POSITIONS, check_decoding
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SOURCE = torch.tensor([[5, 6, 7, 2]])

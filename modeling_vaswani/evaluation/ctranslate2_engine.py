@@ -21,10 +21,9 @@ from transformers import GenerationConfig
 
 from ..conversion.ctranslate2 import (convert_ctranslate2, import_ctranslate2, is_ctranslate2_model,
                                       read_conversion_record)
-from ..model.decoding_checks import check_decoding, decoding_settings
-from ..model.folder_checks import check_decoding_file
-from ..model.generation import (LENGTH_PENALTY, MAX_OUTPUT_LENGTH_OFFSET, NUM_BEAMS, length_limit_chosen,
-                                output_length_offset)
+from ..model.generation import (LENGTH_PENALTY, MAX_OUTPUT_LENGTH_OFFSET, NUM_BEAMS, check_decoding,
+                                decoding_settings, length_limit_chosen, output_length_offset)
+from ..model.loading import check_decoding_file
 from ..model.strict_json import read_json
 from ..tokenizer_loading import load_tokenizer
 from ..threads import choose_threads

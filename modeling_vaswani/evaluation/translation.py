@@ -17,7 +17,7 @@ import torch
 from transformers import AutoModelForSeq2SeqLM, PretrainedConfig
 
 from ..cli import missing_model_folder
-from ..model.folder_checks import check_model_location
+from ..model.loading import check_model_location
 from ..model.pipeline_vaswani import source_line
 from ..text_lines import strip_line_end
 from ..tokenizer_loading import load_tokenizer

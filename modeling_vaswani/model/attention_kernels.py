@@ -1,11 +1,6 @@
-"""Hugging Face layer: the kernels that compute Eq. (1) besides the formula written out in attention.py.
-
-transformers chooses an attention implementation by name (`attn_implementation`, "eager" or "sdpa")
-through an `AttentionInterface`. "eager" is the paper's Eq. (1) written out
-(`attention.scaled_dot_product_attention`, which also returns the weights); "sdpa" is the same
-formula in PyTorch's fused kernel. Our kernels take Eq. (1)'s arguments, not transformers'
-`(module, query, …)`, so they live in an interface of this model's own and not in the global
-`ALL_ATTENTION_FUNCTIONS` that other models read.
+"""Hugging Face layer: the kernels that compute Eq. (1), by transformers' `attn_implementation` name: "eager"
+is attention.py's formula written out (which also returns the weights), "sdpa" PyTorch's fused kernel. They
+take Eq. (1)'s arguments, not transformers' `(module, query, …)`: an interface of this model's own.
 """
 
 import torch
@@ -18,9 +13,8 @@ from .attention import scaled_dot_product_attention
 def fused_attention(query, key, value, mask=None, dropout_p=0.0, training=False, is_causal=False):
     """Eq. (1) through PyTorch's fused kernel (the same numbers within float rounding); no weights."""
     if query.device.type == "cpu" and query.dtype == torch.bfloat16 and torch.is_grad_enabled():
-        # PyTorch's CPU kernel differentiates bf16 about 7× slower than float32 (its backward took
-        # 22 ms against 3 ms in a small-preset step on AVX512-BF16), while bf16 matrix products are
-        # fast there. So bf16 training on CPU takes the formula written out.
+        # PyTorch's CPU kernel differentiates bf16 about 7× slower than float32 (22 against 3 ms in a
+        # small-preset step), while bf16 matrix products are fast there: the formula written out.
         return scaled_dot_product_attention(query, key, value, mask, dropout_p, training, is_causal)[0], None
     # Under torch.compile with a dynamic length the causal flag is symbolic, which the kernel refuses (a
     # graph break at every layer); branching on it makes it a plain bool, guarded on the length.

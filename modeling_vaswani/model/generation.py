@@ -1,18 +1,17 @@
 """§6.1 — the paper's decoding settings, in one place that the model, the scripts, the model card
-and the benchmarks all read.
+and the benchmarks all read, and the one check of decoding settings, whichever way they come in.
 
 "We used beam search with a beam size of 4 and length penalty α = 0.6 ... We set the maximum
 output length during inference to input length + 50, but terminate early when possible." (§6.1)
 
-`paper_generation_config` turns these numbers into the `GenerationConfig` every new model carries
-(and saves as generation_config.json); `max_new_tokens_for` applies the "+ 50" rule, which
-`GenerationConfig` has no field for, so it is saved as our own entry `max_output_length_offset`.
-Two more entries of our own choose the paper's search, beam_search.py: GNMT's length penalty
+GenerationConfig has no field for the "+ 50": it is saved as our own entry `max_output_length_offset`.
+Two more entries of ours choose the paper's search, beam_search.py: GNMT's length penalty
 (`length_penalty_formula="gnmt"`) and tensor2tensor's stopping rule (`beam_termination="bound"`).
 A generation config without them (files saved before they existed) decodes with transformers'
-own beam search (`GenerationMixin`), as it always did; `TRANSFORMERS_BEAM_SEARCH` passed to
-generate() does so for any model. `choose_decoding` reads the two entries.
+own beam search, as it always did; `TRANSFORMERS_BEAM_SEARCH` passed to generate() does so for any model.
 """
+
+import math
 
 from transformers import GenerationConfig, GenerationMixin
 from transformers.generation.configuration_utils import GenerationMode
@@ -53,13 +52,8 @@ PAPER_DECODING_TEXT = (
 
 
 def paper_generation_config(config) -> GenerationConfig:
-    """§6.1 decoding for a model with `config`'s special token ids: beam 4, GNMT's length penalty
-    with α = 0.6 and tensor2tensor's stopping rule (beam_search.py), at most input length + 50 tokens.
-
-    (transformers' own beam search divides a hypothesis' log-probability by |Y|^α instead of the
-    paper's ((5 + |Y|) / 6)^α; it decodes the generation configs saved without
-    `length_penalty_formula`, and any model given TRANSFORMERS_BEAM_SEARCH.)
-    """
+    """§6.1 decoding for a model with `config`'s special token ids (transformers' own beam search would
+    divide log P by |Y|^α instead of the paper's ((5 + |Y|) / 6)^α)."""
     return GenerationConfig(
         **PAPER_DECODING,
         pad_token_id=config.pad_token_id,
@@ -76,11 +70,8 @@ def output_length_offset(generation_config: GenerationConfig) -> int:
 
 
 def length_limit_chosen(generation_config: GenerationConfig) -> bool:
-    """Whether `generation_config` itself sets a length limit, which then replaces §6.1's.
-
-    Checkpoints saved by earlier versions during Trainer evaluation carry generate's fallback
-    max_length of 20: that means "no limit chosen".
-    """
+    """Whether `generation_config` sets a length limit, which replaces §6.1's; generate's fallback
+    max_length of 20, which Trainer evaluation used to save into checkpoints, is none."""
     return generation_config.max_new_tokens is not None or generation_config.max_length not in (
         None, GENERATE_FALLBACK_MAX_LENGTH)
 
@@ -91,13 +82,8 @@ def max_new_tokens_for(generation_config: GenerationConfig, input_length: int) -
 
 
 def drop_generate_fallbacks(generation_config: GenerationConfig) -> None:
-    """Unset the values that equal generate()'s own fallbacks, keeping §6.1's (Hugging Face glue).
-
-    Seq2SeqTrainer's evaluation used to write every fallback (max_length 20, top_k 50, ...) into
-    the model's generation config, and checkpoints saved them as if chosen. generate() fills an
-    unset value with that same fallback, so decoding is unchanged; the saved file lists only what
-    was set. Changes `generation_config` in place, and makes sure the §6.1 offset is saved.
-    """
+    """Unset, in place, the values equal to generate()'s own fallbacks (which Seq2SeqTrainer's evaluation
+    used to write into the config; generate() fills them back), keeping §6.1's, whose offset is saved."""
     for key, fallback in generation_config._get_default_generation_params().items():
         if key not in PAPER_DECODING and fallback is not None and getattr(generation_config, key, None) == fallback:
             setattr(generation_config, key, None)
@@ -140,3 +126,68 @@ def decode(model, input_ids, logits_processor, stopping_criteria, generation_con
     return getattr(type(model), method)(model, input_ids, logits_processor=logits_processor,
                                         stopping_criteria=stopping_criteria, generation_config=generation_config,
                                         synced_gpus=synced_gpus, **model_kwargs)
+
+
+# --- The one check of decoding settings: a script flag, generation_config.json, config.json (transformers
+# reads decoding settings from it when generation_config.json is missing) or an argument to generate().
+
+# Token positions a search may hold at once: §6.1's beam 4 × a batch of 64 × (512 + 50) is 0.14M;
+# at this bound the key/value cache alone is some tens of GB.
+MAX_DECODING_POSITIONS = 2**24
+
+
+def _integer(low, optional=True):
+    return lambda v: (optional and v is None) or isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _number(low=-math.inf, high=math.inf):  # None, or a finite number in (low, high]
+    return lambda v: v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and (
+        low < v <= high)
+
+
+_RULES = [  # (names, accepts, wanted)
+    (("num_beams", "num_beam_groups"), _integer(1, optional=False), "a positive integer"),
+    (("num_return_sequences",), _integer(1), "a positive integer"),
+    (("max_new_tokens", "max_length"), _integer(1), "a positive integer or null"),
+    (("min_new_tokens", "min_length", "top_k", "no_repeat_ngram_size"), _integer(0), "a non-negative integer or null"),
+    (("max_output_length_offset",), _integer(0), "a non-negative integer (§6.1: 50) or null"),
+    (("length_penalty",), _number(), "a finite number (§6.1: 0.6)"),
+    (("early_stopping",), lambda v: isinstance(v, bool) or v == "never", 'true, false or "never"'),
+    (("do_sample", "use_cache"), lambda v: isinstance(v, bool), "true or false"),
+    (("temperature", "repetition_penalty"), _number(0), "a finite positive number or null"),
+    (("top_p",), _number(0, 1), "a number in (0, 1] or null"),
+    (("pad_token_id", "bos_token_id", "decoder_start_token_id"), _integer(0), "a token id (a non-negative integer) or null"),
+    # -1: no end token (generate() then stops at the length limit only).
+    (("eos_token_id",), lambda v: _integer(-1)(v) or isinstance(v, list) and bool(v) and all(
+        _integer(0, optional=False)(i) for i in v), "a token id, a list of token ids, -1 or null"),
+]
+DECODING_FIELDS = {name: (accepts, wanted) for names, accepts, wanted in _RULES for name in names}
+
+
+def decoding_settings(*sources) -> dict:
+    """The decoding fields of `sources` (dicts or GenerationConfigs), a later one's set values over an earlier's."""
+    values = {}
+    for source in sources:
+        get = source.get if isinstance(source, dict) else lambda name, default: getattr(source, name, default)
+        values.update({name: get(name, None) for name in DECODING_FIELDS if get(name, None) is not None})
+    return values
+
+
+def check_decoding(values: dict, where: str, batch_size: int = 1, input_length: int = 1) -> None:
+    """Refuse, naming `where` and the setting, a wrong field of `values` (of the wrong type, out of range or
+    not finite), and a search of `batch_size` inputs of `input_length` tokens too large to allocate."""
+    for name, (accepts, wanted) in DECODING_FIELDS.items():
+        if name in values and not accepts(values[name]):
+            raise ValueError(f"{where}: {name} must be {wanted}, got {values[name]!r}.")
+    beams = values.get("num_beams") or 1
+    if values.get("max_new_tokens") is not None:
+        length = input_length + values["max_new_tokens"]
+    elif values.get("max_length") is not None:
+        length = values["max_length"]
+    else:
+        offset = values.get("max_output_length_offset")
+        length = input_length + (MAX_OUTPUT_LENGTH_OFFSET if offset is None else offset)
+    if beams * batch_size * length > MAX_DECODING_POSITIONS:
+        raise ValueError(f"{where}: num_beams {beams} × batch {batch_size} × length {length} token positions is more "
+                         f"than the {MAX_DECODING_POSITIONS} a search may hold; lower num_beams, the batch size or "
+                         "the length limit.")

@@ -1,9 +1,6 @@
-"""Hugging Face layer: transformers' key/value cache behind the one call attention.py makes.
-
-During generation `GenerationMixin.generate` hands the model an `EncoderDecoderCache` of two caches:
-one for decoder self-attention, to which every step appends its keys and values, and one for
-encoder–decoder attention, which holds the encoder output's keys and values from the first step on
-(the encoder output does not change while decoding, so its projections are made once).
+"""Hugging Face layer: transformers' key/value cache behind the one call attention.py makes. generate hands
+the model an `EncoderDecoderCache`: decoder self-attention appends every step's keys and values; encoder–
+decoder attention projects the encoder output (which does not change while decoding) at the first step.
 """
 
 import torch
@@ -16,11 +13,8 @@ def new_cache(config) -> EncoderDecoderCache:
 
 
 class KeyValueCache:
-    """`update(source, attention)` → the keys and values `attention` attends to, (B, h, K, d).
-
-    It takes the source and the attention module rather than finished keys and values, so that
-    encoder–decoder attention projects the encoder output at the first step only.
-    """
+    """`update(source, attention)` → the keys and values `attention` attends to, (B, h, K, d); it takes the
+    source, not keys and values, so that encoder–decoder attention projects it at the first step only."""
 
     def __init__(self, cache: EncoderDecoderCache):
         self.cache = cache
@@ -40,13 +34,9 @@ class KeyValueCache:
 
 
 def source_length_varies(*tensors: torch.Tensor, dim: int = 1) -> None:
-    """Tell torch.compile that the source length (dimension `dim`) of these tensors varies.
-
-    `generate(cache_implementation="static")` compiles the decoding step, which reads the encoder
-    output, the source mask and the encoder–decoder cache (one slot per source token). Taken for
-    constants, their source length would make every input of another length compile the step again.
-    Marked where they are made, in the first step (which generate runs uncompiled).
-    """
+    """Tell torch.compile that the source length (dimension `dim`) of these tensors varies: taken for a constant
+    in generate(cache_implementation="static"), it would make every input of another length compile the
+    decoding step again. Marked where they are made, in the first step (which generate runs uncompiled)."""
     if not torch.compiler.is_compiling():
         for tensor in tensors:
             if isinstance(tensor, torch.Tensor):

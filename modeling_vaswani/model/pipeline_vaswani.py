@@ -1,9 +1,6 @@
-"""A `pipeline("translation", ...)` for this model — Hugging Face glue, not from the paper.
-
-transformers 5 no longer ships a "translation" pipeline. A checkpoint can bring its own: the class
-below is copied into every saved model folder and named under `custom_pipelines` in its
-config.json, so `pipeline("translation", model=<folder or Hub id>, trust_remote_code=True)` finds
-it. Text in, `[{"translation_text": ...}]` out, like the pipeline users know from transformers 4.
+"""A `pipeline("translation", ...)` for this model (transformers 5 ships none): copied into every saved
+model folder and named under `custom_pipelines` in its config.json, so that `pipeline("translation",
+model=<folder or Hub id>, trust_remote_code=True)` finds it. Text in, `[{"translation_text": ...}]` out.
 """
 
 import unicodedata
@@ -16,9 +13,8 @@ _INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
 
 
 def source_line(line: str) -> str:
-    """A line to translate as it is, or "" when none of its characters shows (spaces, controls and format
-    characters alone): such a line is an empty line, translated as one, not decoded into made-up words.
-    The pipeline below and the package's translate functions (evaluation/translation.py) both use it."""
+    """The line, or "" when none of its characters shows: translated as an empty line, not into made-up words
+    (here and in evaluation/translation.py)."""
     return line if any(unicodedata.category(c) not in _INVISIBLE for c in line) else ""
 
 # What config.json says about this pipeline (read by transformers.pipeline()).

@@ -1,8 +1,5 @@
-"""Hugging Face layer: the base class of both models (modeling_vaswani.py) and what transformers asks of it.
-
-The config class, the flags transformers reads, weight initialisation (initialization.py), strict
-loading and saving (loading.py), and the getters transformers uses to find the embeddings and
-the two stacks (resize_token_embeddings, generate, tying).
+"""Hugging Face layer: the base class of both models (modeling_vaswani.py) and what transformers asks of it:
+the config class, weight initialisation (initialization.py), strict loading (loading.py), the embeddings.
 """
 
 from transformers import PreTrainedModel
@@ -13,8 +10,6 @@ from .loading import StrictCheckpoints
 
 
 class VaswaniPreTrainedModel(StrictCheckpoints, PreTrainedModel):
-    """Hugging Face base of both models: config class, weight initialisation, strict loading (loading.py)."""
-
     config_class = VaswaniConfig
     # The classes a saved folder's config.json names in auto_map (loading.py), for trust_remote_code.
     _auto_map = {"AutoModel": "VaswaniModel", "AutoModelForSeq2SeqLM": "VaswaniForConditionalGeneration"}
@@ -28,7 +23,6 @@ class VaswaniPreTrainedModel(StrictCheckpoints, PreTrainedModel):
     _no_split_modules = ["VaswaniEncoderLayer", "VaswaniDecoderLayer"]
 
     def _init_weights(self, module):
-        """Initialisation is not in the paper; ours, and tensor2tensor's and fairseq's: initialization.py."""
         initialize_module(module, self.config)
 
     def get_input_embeddings(self):
@@ -42,10 +36,3 @@ class VaswaniPreTrainedModel(StrictCheckpoints, PreTrainedModel):
             model.shared = value
             model.decoder.embed_tokens = value
         model.encoder.embed_tokens = value
-
-    def get_encoder(self, modality: str | None = None):
-        """The encoder stack; for a `modality` (image, video, audio) transformers' own lookup, which finds none."""
-        return self.base_model.encoder if modality is None else super().get_encoder(modality=modality)
-
-    def get_decoder(self):
-        return self.base_model.decoder

@@ -1,13 +1,7 @@
-"""Hugging Face layer: the encoder and decoder stacks as transformers calls them.
-
-The paper's stacks (encoder.py, decoder.py) compute §3.1; the subclasses here add what
-transformers needs around them:
-- the output classes (`BaseModelOutput`, …) and `return_dict=False` tuples, with the hidden states
-  and attention weights only when asked for;
-- the attention kernel for the call (attention_kernels.py);
-- layers that `gradient_checkpointing_enable()` can wrap (`GradientCheckpointingLayer`);
-- in the decoder, the generation cache (generation_cache.py) and the masks it needs.
-`generate` calls the encoder on its own (`get_encoder()`), so its inputs are checked here.
+"""Hugging Face layer: the paper's stacks (encoder.py, decoder.py) as transformers calls them: output
+classes, the attention kernel of the call, layers that gradient checkpointing can wrap, and in the decoder
+the generation cache (generation_cache.py) and its masks. `generate` calls the encoder on its own, so its
+inputs are checked here.
 """
 
 import torch
@@ -21,15 +15,14 @@ from .generation_cache import KeyValueCache
 from .inputs import check_inputs, check_positions
 from .attention_kernels import attention_kernel
 from .masking import attention_dtype, decoder_self_attention_mask, padding_mask, to_additive
-from .transformers_compat import cache_field
 
 
 class VaswaniEncoderLayer(GradientCheckpointingLayer, EncoderLayer):
-    """An `EncoderLayer` that gradient checkpointing can recompute in the backward pass."""
+    pass
 
 
 class VaswaniDecoderLayer(GradientCheckpointingLayer, DecoderLayer):
-    """A `DecoderLayer` that gradient checkpointing can recompute (without a cache, as transformers' layers)."""
+    pass
 
 
 class VaswaniEncoder(Encoder):
@@ -89,17 +82,13 @@ class VaswaniDecoder(Decoder):
             hidden_states=hidden if output_hidden_states else None,
             attentions=self_weights if output_attentions else None,
             cross_attentions=cross_weights if output_attentions else None,
-            **cache_field(cache),
+            cache=cache,
         )
 
 
 def self_attention_mask(length, past, cache, decoder_attention_mask, device, dtype):
-    """The decoder self-attention mask, built once per forward call and shared by all layers.
-
-    None where attention.py's causal flag is the whole mask: no padding mask and nothing cached, or
-    one new token, which may see every earlier one. A (B, 1, T, K) decoder_attention_mask is the whole
-    mask already (generate() builds one for a static cache; True or 0 where attention is allowed).
-    """
+    """The decoder self-attention mask, built once per call for all layers: None where attention.py's causal
+    flag is the whole mask (no padding and nothing cached, or one new token); a (B, 1, T, K) one as it is."""
     if decoder_attention_mask is not None and decoder_attention_mask.dim() == 4:
         return as_additive(decoder_attention_mask, dtype)
     if cache is not None and cache.is_compileable:  # a static cache: every slot is a key, filled or not
@@ -119,10 +108,8 @@ def static_cache_mask(length, past, key_length, decoder_attention_mask, device, 
         missing = key_length - decoder_attention_mask.shape[-1]  # a mask over the tokens, not the slots
         padded = torch.nn.functional.pad(decoder_attention_mask, (0, max(missing, 0)), value=1)
         if padded.shape[-1] != key_length:
-            raise ValueError(
-                f"decoder_attention_mask covers {decoder_attention_mask.shape[-1]} positions but the decoder "
-                f"attends over {key_length} (cached + new); pass a mask for the whole target prefix."
-            )
+            raise ValueError(f"decoder_attention_mask covers {decoder_attention_mask.shape[-1]} positions but the "
+                             f"decoder attends over {key_length} (cached + new).")
         hidden = hidden | (padded[:, None, None, :] == 0)
     return to_additive(hidden, dtype)
 
@@ -138,10 +125,8 @@ def cross_attention_mask(encoder_attention_mask, dtype):
 
 
 def as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A ready-made (B, 1, T, K) mask → additive in `dtype`: a boolean one is True where attention
-    is allowed; an additive one is cast, with −∞ (or a value beyond the new dtype's range) clamped
-    to finfo(dtype).min."""
+    """A ready-made (B, 1, T, K) mask → additive in `dtype`: a boolean one is True where attention is allowed;
+    an additive one is cast, with −∞ (or a value beyond the dtype's range) clamped to finfo(dtype).min."""
     if mask.dtype == torch.bool:
         return to_additive(~mask, dtype)
     return mask.to(dtype).clamp(min=torch.finfo(dtype).min)
-

@@ -16,7 +16,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 
-from ..model.folder_checks import check_weights_file
+from ..model.loading import check_weights_file
 from ..model.strict_json import read_json
 from ..outputs import claim, write_folder
 

@@ -1,6 +1,6 @@
 """§3.4's pre-softmax projection and §5.4's loss a few rows at a time, without (N, V) logits (speed,
 not the paper): each chunk's logits stay in cache and give its loss and, at once, its gradient
-softmax − q (model/fast_loss.py), multiplied into the gradients of the decoder states and of the
+softmax − q (model/label_smoothing.py), multiplied into the gradients of the decoder states and of the
 projection before the next chunk. With c = ε/(V − 1) and q(y) = 1 − ε the loss is written as
 
     H(q, p) = logsumexp(z) − (q(y) − c) · z_y − c · Σ_j z_j.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from ..model.fast_loss import smoothed_gradient_
+from ..model.label_smoothing import smoothed_gradient_
 
 IGNORE_INDEX = -100
 # exp() below this is clamped: exp(z) in (−103, −87) gives subnormals, some 30× slower on a CPU;

@@ -1,4 +1,4 @@
-"""Tests for modeling_vaswani.model.attention: Eq. (1) and §3.2.2 multi-head attention."""
+"""Eq. (1) and §3.2.2's multi-head attention, its kernels and its key/value cache."""
 
 import math
 
@@ -49,9 +49,7 @@ def test_weights_rows_sum_to_one_and_masked_key_gets_zero():
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 5))
     assert torch.all(weights[0, :, :, 4:] == 0) and torch.all(weights[1, :, :, 1] == 0)
     # The masked keys' values do not matter at all.
-    v2 = v.clone()
-    v2[0, :, 4:] = 1e6
-    v2[1, :, 1] = -1e6
+    v2 = v.masked_fill(keep[:, None, :, None] == 0, 1e6)
     out2, _ = scaled_dot_product_attention(q, k, v2, padding_mask(keep, torch.float32))
     torch.testing.assert_close(out, out2, rtol=0, atol=0)
 
@@ -138,26 +136,17 @@ def test_multi_head_is_concat_of_heads_times_w_o(make_attention, attention_bias)
     module = make_attention(d_k=3, d_v=5, attention_bias=attention_bias)  # head sizes ≠ d_model / h
     projections = (module.q_proj, module.k_proj, module.v_proj, module.out_proj)
     assert all((p.bias is not None) == attention_bias for p in projections)
-    if not attention_bias:
-        assert make_attention().q_proj.bias is None  # the default
-    zeros = torch.zeros(20)
-    assert module.q_proj.weight.shape == (12, 16) and module.v_proj.weight.shape == (20, 16)
-    assert module.out_proj.weight.shape == (16, 20)
+    assert [tuple(p.weight.shape) for p in projections] == [(12, 16), (12, 16), (20, 16), (16, 20)]
     x = torch.randn(2, 4, 16)
-    assert module._split_heads(module.q_proj(x), 3).shape == (2, 4, 4, 3)  # (B, h, T, d_k)
     assert module._split_heads(module.v_proj(x), 5).shape == (2, 4, 4, 5)  # (B, h, T, d_v)
-    heads = []
-    for i in range(4):
-        wq = module.q_proj.weight[3 * i:3 * i + 3]
-        wk = module.k_proj.weight[3 * i:3 * i + 3]
-        wv = module.v_proj.weight[5 * i:5 * i + 5]
-        q = x @ wq.T + (module.q_proj.bias if attention_bias else zeros)[3 * i:3 * i + 3]
-        k = x @ wk.T + (module.k_proj.bias if attention_bias else zeros)[3 * i:3 * i + 3]
-        v = x @ wv.T + (module.v_proj.bias if attention_bias else zeros)[5 * i:5 * i + 5]
-        heads.append(torch.softmax(q @ k.transpose(1, 2) / math.sqrt(3), dim=-1) @ v)
-    expected = module.out_proj(torch.cat(heads, dim=-1))
-    out, _ = module(x)
-    torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
+
+    def project(linear, i, size):  # x W_i (+ b_i): head i's rows of the projection
+        rows = slice(size * i, size * (i + 1))
+        return x @ linear.weight[rows].T + (linear.bias[rows] if attention_bias else 0)
+
+    heads = [torch.softmax(project(module.q_proj, i, 3) @ project(module.k_proj, i, 3).transpose(1, 2) / math.sqrt(3),
+                           dim=-1) @ project(module.v_proj, i, 5) for i in range(4)]
+    torch.testing.assert_close(module(x)[0], module.out_proj(torch.cat(heads, dim=-1)), rtol=0, atol=1e-5)
 
 
 def test_cross_attention_reuses_cached_keys_and_values(make_attention):
@@ -165,8 +154,7 @@ def test_cross_attention_reuses_cached_keys_and_values(make_attention):
     x, memory = torch.randn(1, 1, 16), torch.randn(1, 6, 16)
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
     first, _ = module(x, key_value_states=memory, cache=KeyValueCache(cache))
-    assert cache.is_updated[0]
-    assert cache.cross_attention_cache.layers[0].keys.shape == (1, 4, 6, 4)
+    assert cache.is_updated[0] and cache.cross_attention_cache.layers[0].keys.shape == (1, 4, 6, 4)
     # A second step with a different memory still attends to the cached projections.
     second, _ = module(x, key_value_states=torch.zeros_like(memory), cache=KeyValueCache(cache))
     torch.testing.assert_close(second, first, rtol=0, atol=0)

@@ -1,8 +1,6 @@
-"""Tests for modeling_vaswani.model.beam_search: §6.1's beam search — GNMT's length penalty, the
-stopping bound, the choice between it and transformers' own search by the generation config,
+"""§6.1's beam search: GNMT's length penalty, the stopping bound, its choice by the generation config,
 decoder prompts and caches, the beam trace."""
 
-import json
 import math
 from types import SimpleNamespace
 
@@ -61,8 +59,7 @@ def test_gnmt_length_penalty_by_hand():
 
 def test_returned_scores_are_log_prob_over_gnmt_penalty():
     """sequences_scores = log P(Y|X) / ((5 + |Y|)/6)^α, recomputed by teacher forcing."""
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     out = model.generate(input_ids=ids, attention_mask=mask, num_return_sequences=2, output_scores=True,
                          return_dict_in_generate=True)
     assert out.sequences.shape[0] == 2 * ids.shape[0]
@@ -79,8 +76,6 @@ def test_returned_scores_are_log_prob_over_gnmt_penalty():
     assert torch.all(out.sequences_scores.view(-1, 2)[:, 0] >= out.sequences_scores.view(-1, 2)[:, 1])
     assert len(out.scores) == out.sequences.shape[1] - 1 and out.scores[0].shape == (4 * ids.shape[0], 40)
 
-
-# ---- the stopping bound by hand -----------------------------------------------------------------
 
 class ScriptedModel:
     """A "model" whose next-token probabilities come from a table: prefix → {token: p}; the rest of the
@@ -127,8 +122,7 @@ def test_bound_keeps_searching_after_k_finished_and_finds_the_better_translation
     paper = run_scripted(trace=trace)
     assert paper.sequences.tolist() == [[1, B, C, C, EOS]]
     expected = (math.log(0.35) + 3 * math.log(0.95)) / lp(4, 0.6)
-    assert float(paper.sequences_scores[0]) == pytest.approx(expected, rel=1e-6)
-    assert expected > math.log(0.30)
+    assert float(paper.sequences_scores[0]) == pytest.approx(expected, rel=1e-6) and expected > math.log(0.30)
     assert len(paper.scores) == len(trace) == 4
     step2 = trace[1]
     assert [hypothesis[0] for hypothesis in step2["finished"][0]] == [[EOS], [A, EOS]]
@@ -147,34 +141,28 @@ def test_at_the_limit_only_ended_hypotheses_are_translations():
     assert float(ended.sequences_scores[0]) == pytest.approx(math.log(0.30), rel=1e-6)
 
 
-# ---- chosen by the generation config ------------------------------------------------------------
-
 def test_new_models_decode_with_the_papers_search(tmp_path, calls):
     model = tiny_model()
     assert {k: getattr(model.generation_config, k) for k in PAPER_SEARCH} == PAPER_SEARCH == {
         k: PAPER_DECODING[k] for k in PAPER_SEARCH}
     ids, mask = padded_batch()
     paper = model.generate(input_ids=ids, attention_mask=mask)
-    assert calls == ["paper"]
     model.save_pretrained(tmp_path)  # saved with generation_config.json, and chosen again after loading
-    assert PAPER_SEARCH.items() <= json.loads((tmp_path / "generation_config.json").read_text()).items()
     loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path).eval()
     assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask), paper)
-    # The same search, asked for explicitly.
-    assert torch.equal(model.generate(input_ids=ids, attention_mask=mask, **PAPER_SEARCH), paper)
+    assert torch.equal(model.generate(input_ids=ids, attention_mask=mask, **PAPER_SEARCH), paper)  # asked for
     assert calls == ["paper"] * 3
 
 
 def test_transformers_beam_search_is_generation_mixins_own(calls):
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=14, output_scores=True,
                   return_dict_in_generate=True)
     theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
     assert calls == ["transformers"]
     direct = GenerationMixin.generate(model, **kwargs)  # transformers' generate, no choice of ours involved
-    assert torch.equal(theirs.sequences, direct.sequences) and torch.equal(theirs.sequences_scores,
-                                                                           direct.sequences_scores)
+    assert torch.equal(theirs.sequences, direct.sequences)
+    assert torch.equal(theirs.sequences_scores, direct.sequences_scores)
     # A generation_config.json saved before the entries existed: transformers' search, as it was.
     for name in PAPER_SEARCH:
         delattr(model.generation_config, name)
@@ -187,8 +175,7 @@ def test_transformers_beam_search_is_generation_mixins_own(calls):
 
 
 def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     greedy = model.generate(input_ids=ids, attention_mask=mask, num_beams=1, max_new_tokens=8)
     assert torch.equal(greedy, model.generate(input_ids=ids, attention_mask=mask, num_beams=1, max_new_tokens=8,
                                               **TRANSFORMERS_BEAM_SEARCH))
@@ -213,8 +200,7 @@ def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
 
 
 def test_papers_search_handles_padding_limits_and_min_length():
-    model = tiny_model()
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(), padded_batch()
     # A sentence alone and in a padded batch (the same limit): the same translation.
     batch = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12)
     alone = model.generate(input_ids=ids[3:4, :4], max_new_tokens=12)
@@ -239,15 +225,11 @@ def test_done_sentences_leaving_the_batch_change_nothing(seed):
         assert torch.equal(model.generate(**kwargs), kept.sequences)
 
 
-# ---- decoder prompts and caches, as transformers' models take them ------------------------------
-
 @pytest.mark.parametrize("first_search", ["paper", "greedy"])
 def test_generate_continues_from_the_cache_it_returned(first_search):
-    """generate() with return_dict_in_generate returns a cache of its sequences but their last token;
-    passing it back with those sequences (and their decoder mask) decodes as without the cache. The
-    beam search repeats a cache of one row per sentence for its k beams."""
-    model = tiny_model()
-    ids, mask = padded_batch()
+    """generate() returns a cache of its sequences but their last token; passed back with them (the beam
+    search repeating greedy search's one row per sentence for its k beams), it decodes as without."""
+    model, (ids, mask) = tiny_model(), padded_batch()
     settings = dict(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
     first = model.generate(**settings, max_new_tokens=3, **({"num_beams": 1} if first_search == "greedy" else {}))
     prefix = first.sequences
@@ -263,11 +245,8 @@ def test_generate_continues_from_the_cache_it_returned(first_search):
                        fresh.sequences)
 
 
-# ---- the beam trace -----------------------------------------------------------------------------
-
 def test_the_trace_records_each_step_and_ends_with_what_generate_returns():
-    model = tiny_model(eos_boost=2.0)
-    ids, mask = padded_batch()
+    model, (ids, mask) = tiny_model(eos_boost=2.0), padded_batch()
     trace = []
     out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20, beam_trace=trace)
     assert torch.equal(out, model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20))

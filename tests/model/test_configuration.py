@@ -18,16 +18,11 @@ TINY = dict(vocab_size=50, d_model=16, d_ff=32, num_heads=4, num_layers=2)
 )
 def test_presets_are_table_3(name, d_model, d_ff, heads, p_drop):
     config = VaswaniConfig.from_preset(name)
-    assert config.num_layers == config.num_decoder_layers == 6  # N
-    assert (config.d_model, config.d_ff, config.num_heads) == (d_model, d_ff, heads)
-    assert config.d_k == config.d_v == 64
-    assert config.dropout == p_drop
-    assert config.label_smoothing == 0.1
-    assert not hasattr(config, "warmup_steps")  # a training setting, not the model's
-    assert config.positional_encoding == "sinusoidal"
+    assert (config.num_layers, config.num_decoder_layers, config.d_model, config.d_ff, config.num_heads, config.d_k,
+            config.d_v, config.dropout, config.label_smoothing) == (6, 6, d_model, d_ff, heads, 64, 64, p_drop, 0.1)
+    assert config.positional_encoding == "sinusoidal" and not config.norm_first  # post-LN, as in the paper
     assert config.share_embeddings and config.tie_word_embeddings and config.scale_embedding
-    assert config.norm_first is False  # post-LN, as in the paper
-    assert config.is_encoder_decoder
+    assert config.is_encoder_decoder and not hasattr(config, "warmup_steps")  # a training setting
 
 
 def test_presets_overrides_defaults_and_derived_sizes():
@@ -82,15 +77,11 @@ def test_values_set_after_building_are_checked_like_given_ones(name, field, valu
     assert getattr(config, field) == VaswaniConfig(**TINY).to_dict()[field]  # the refused value is not kept
 
 
-def test_a_saved_warmup_steps_is_dropped():
-    """Eq. (3)'s warmup_steps moved to the trainer; config.json files written before still carry it."""
-    config = VaswaniConfig.from_dict({**TINY, "warmup_steps": 4000})
-    assert not hasattr(config, "warmup_steps") and "warmup_steps" not in config.to_json_string()
-
-
-def test_values_at_the_edges_are_valid():
+def test_values_at_the_edges_are_valid_and_a_saved_warmup_steps_is_dropped():
     assert all(getattr(VaswaniConfig(**{**TINY, field: 0.0}), field) == 0.0 for field in RATES)
     assert VaswaniConfig(**TINY, positional_encoding="learned").positional_encoding == "learned"
+    config = VaswaniConfig.from_dict({**TINY, "warmup_steps": 4000})  # Eq. (3)'s, now the trainer's
+    assert not hasattr(config, "warmup_steps") and "warmup_steps" not in config.to_json_string()
 
 
 @pytest.mark.parametrize("share", [True, False])
@@ -108,8 +99,7 @@ def test_tie_word_embeddings_follows_share_embeddings_unless_given(share, tmp_pa
 
 
 def test_attention_projections_are_bias_free_unless_a_saved_config_predates_the_field(tmp_path):
-    """§3.2.2's W^Q, W^K, W^V, W^O are matrices: no biases for new configs and every preset. A
-    config.json without `attention_bias` was saved when the projections had biases: it loads with True."""
+    """§3.2.2's projections are matrices; a config.json without `attention_bias` predates it: biases."""
     from modeling_vaswani.model.configuration_vaswani import PRESETS
 
     assert VaswaniConfig().attention_bias is False

@@ -20,13 +20,6 @@ def test_equation_2_by_hand():
     torch.testing.assert_close(ffn(x), expected)
 
 
-def test_shapes_and_parameters():
-    ffn = PositionwiseFeedForward(16, 64)
-    assert ffn(torch.randn(3, 5, 16)).shape == (3, 5, 16)
-    assert ffn.linear_1.weight.shape == (64, 16) and ffn.linear_2.weight.shape == (16, 64)
-    assert sum(p.numel() for p in ffn.parameters()) == 16 * 64 + 64 + 64 * 16 + 16
-
-
 def test_same_function_at_every_position():
     torch.manual_seed(0)
     ffn = PositionwiseFeedForward(8, 32)

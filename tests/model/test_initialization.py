@@ -1,4 +1,4 @@
-"""model/initialization.py — how a new model's weights start (the paper is silent; ours is fairseq's)."""
+"""How a new model's weights start (initialization.py; the paper is silent)."""
 
 import math
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from modeling_vaswani.model.fast_loss import fast_label_smoothed_cross_entropy
-from modeling_vaswani.model.label_smoothing import comparable_losses, label_smoothed_cross_entropy, target_entropy
+from modeling_vaswani.model.label_smoothing import (
+    comparable_losses, fast_label_smoothed_cross_entropy, label_smoothed_cross_entropy, target_entropy,
+)
 
 # V = 4, ε = 0.1: q = 0.9 on the gold token, 0.1 / 3 on each of the three others.
 LOGITS = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
@@ -23,13 +24,9 @@ def test_closed_form_on_a_tiny_example(gold, expected):
     assert label_smoothed_cross_entropy(LOGITS, torch.tensor([gold]), epsilon=0.1).item() == pytest.approx(closed, rel=1e-6)
 
 
-def test_differs_from_spreading_over_all_v_tokens():
+def test_epsilon_zero_equals_cross_entropy_and_epsilon_is_not_spread_over_all_v_tokens():
     ours = label_smoothed_cross_entropy(LOGITS, torch.tensor([0]), epsilon=0.1)
-    over_all_v = F.cross_entropy(LOGITS, torch.tensor([0]), label_smoothing=0.1)
-    assert not torch.isclose(ours, over_all_v)
-
-
-def test_epsilon_zero_equals_cross_entropy():
+    assert not torch.isclose(ours, F.cross_entropy(LOGITS, torch.tensor([0]), label_smoothing=0.1))
     torch.manual_seed(0)
     logits = torch.randn(2, 5, 7)
     labels = torch.randint(0, 7, (2, 5))
@@ -44,20 +41,13 @@ def test_ignored_positions_are_excluded():
     torch.manual_seed(0)
     logits = torch.randn(1, 3, 4)
     labels = torch.tensor([[0, -100, 2]])
-    per_token = label_smoothed_cross_entropy(logits, labels, reduction="none")
-    assert per_token[0, 1].item() == 0.0
+    assert label_smoothed_cross_entropy(logits, labels, reduction="none")[0, 1].item() == 0.0
     kept = label_smoothed_cross_entropy(logits[:, [0, 2]], labels[:, [0, 2]], reduction="sum")
     assert label_smoothed_cross_entropy(logits, labels, reduction="sum").item() == pytest.approx(kept.item())
-    # the mean divides by the 2 real tokens, not 3
-    assert label_smoothed_cross_entropy(logits, labels).item() == pytest.approx(kept.item() / 2)
-    # a custom ignore_index works the same way
+    assert label_smoothed_cross_entropy(logits, labels).item() == pytest.approx(kept.item() / 2)  # 2 real tokens
     custom = label_smoothed_cross_entropy(logits, torch.tensor([[0, 1, 2]]), ignore_index=1, reduction="sum")
     assert custom.item() == pytest.approx(kept.item())
-
-
-def test_all_ignored_mean_is_zero_not_nan():
-    loss = label_smoothed_cross_entropy(torch.randn(2, 4), torch.tensor([-100, -100]))
-    assert loss.item() == 0.0
+    assert label_smoothed_cross_entropy(logits, torch.full((1, 3), -100)).item() == 0.0  # all ignored: 0, not NaN
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -66,10 +56,8 @@ def test_half_precision_input_gives_finite_float32_loss(dtype):
     logits = (torch.randn(4, 1000) * 30).to(dtype)
     labels = torch.tensor([1, 2, 3, -100])
     loss = label_smoothed_cross_entropy(logits, labels)
-    assert loss.dtype == torch.float32
-    assert torch.isfinite(loss)
-    reference = label_smoothed_cross_entropy(logits.float(), labels)
-    assert loss.item() == pytest.approx(reference.item(), rel=1e-6)
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)
+    assert loss.item() == pytest.approx(label_smoothed_cross_entropy(logits.float(), labels).item(), rel=1e-6)
 
 
 def test_gradient_is_softmax_minus_q():

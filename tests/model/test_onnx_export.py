@@ -1,10 +1,5 @@
-"""ONNX: the encoder and the decoder (with its key/value cache) export with torch.onnx and run in
-onnxruntime with PyTorch's numbers, at lengths and batch sizes other than the traced ones.
-
-Three graphs: the encoder; the first decoding step (no cache yet), which returns every layer's
-self- and cross-attention keys and values; and one later step, which takes them back. Needs the
-`onnx` and `onnxruntime` packages (the dev extra); `dynamo=True` also needs `onnxscript`.
-"""
+"""ONNX: the encoder, the first decoding step (returning every layer's keys and values) and a later step
+(taking them back) export with torch.onnx and run in onnxruntime with PyTorch's numbers at other shapes."""
 
 import numpy as np
 import pytest
@@ -39,11 +34,8 @@ class FirstStepGraph(nn.Module):
     def forward(self, decoder_input_ids, encoder_hidden_states, attention_mask):
         out = self.model(encoder_outputs=(encoder_hidden_states,), attention_mask=attention_mask,
                          decoder_input_ids=decoder_input_ids, use_cache=True)
-        cache = out.cache
-        present = []
-        for own, cross in zip(cache.self_attention_cache.layers, cache.cross_attention_cache.layers):
-            present += [own.keys, own.values, cross.keys, cross.values]
-        return (out.logits, *present)
+        layers = zip(out.cache.self_attention_cache.layers, out.cache.cross_attention_cache.layers)
+        return (out.logits, *(t for own, cross in layers for t in (own.keys, own.values, cross.keys, cross.values)))
 
 
 class NextStepGraph(nn.Module):
@@ -55,12 +47,10 @@ class NextStepGraph(nn.Module):
         self.layers = model.config.num_decoder_layers
 
     def forward(self, decoder_input_ids, encoder_hidden_states, attention_mask, *past):
-        own, cross = DynamicCache(), DynamicCache()
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
         for i in range(self.layers):
-            own.update(past[4 * i], past[4 * i + 1], i)
-            cross.update(past[4 * i + 2], past[4 * i + 3], i)
-        cache = EncoderDecoderCache(own, cross)
-        for i in range(self.layers):
+            cache.self_attention_cache.update(past[4 * i], past[4 * i + 1], i)
+            cache.cross_attention_cache.update(past[4 * i + 2], past[4 * i + 3], i)
             cache.is_updated[i] = True  # the encoder's keys and values are in the cache already
         out = self.model(encoder_outputs=(encoder_hidden_states,), attention_mask=attention_mask,
                          decoder_input_ids=decoder_input_ids, cache=cache, use_cache=True)

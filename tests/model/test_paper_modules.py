@@ -1,5 +1,4 @@
-"""The paper modules are plain PyTorch: they import nothing from transformers (what transformers
-needs lives in the Hugging Face layer beside them), and of this package only each other."""
+"""The paper modules import torch and each other only; what transformers needs lives beside them."""
 
 import ast
 from pathlib import Path

@@ -1,11 +1,5 @@
-"""End-to-end test: a saved model folder works with `trust_remote_code=True` where this package is absent
-(that the folder holds exactly the model's code: tests/repository/test_safety.py).
-
-`save_pretrained` copies the model's code into the folder (flat, one file per module, and
-custom_generate/generate.py) and writes `auto_map` and `custom_pipelines` into config.json; a user who
-only has transformers loads it with the Auto classes and `pipeline("translation", ...)`, and decodes
-with §6.1's search (the folder's custom_generate hands over to the model's own generate).
-"""
+"""A saved folder works with `trust_remote_code=True` where this package is absent: Auto classes, pipeline,
+§6.1's search through the folder's custom_generate (that it holds exactly the model's code: test_safety.py)."""
 
 import json
 import os

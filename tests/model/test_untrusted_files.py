@@ -1,23 +1,22 @@
-"""Files a model folder may bring from anyone: every JSON file the package reads goes through
-model/strict_json.py's `read_json`, and a weights index may name only .safetensors shards inside the
-folder (nothing is unpickled). Each rule runs through every door that reads such a file (a new door
-is one more line of a DOORS table); resuming training, which reads pickled state, refuses a payload."""
+"""Files a model folder may bring from anyone, through every door that reads them: JSON through strict_json's
+`read_json`, weights indexes naming only .safetensors shards inside the folder, no pickle ever loaded."""
 
-import importlib.util
 import json
 import os
+import runpy
 import shutil
 from pathlib import Path
 
 import pytest
 from benchmarks.table3.runs import read_results, training_facts
+from checks import SCRIPTS
 from safetensors.torch import load_file, save_file
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.ctranslate2 import CONVERSION_RECORD, read_conversion_record
 from modeling_vaswani.evaluation.translation import load_translator
 from modeling_vaswani.hub.model_card import load_results
-from modeling_vaswani.model import folder_checks, strict_json
+from modeling_vaswani.model import loading, strict_json
 from modeling_vaswani.model.strict_json import JSONFileError, read_json
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 from modeling_vaswani.training.checkpoint_averaging import _check_configs
@@ -33,11 +32,7 @@ def pickle_payload(marker):
 
 
 def _earlier_training(folder):
-    path = Path(__file__).resolve().parents[2] / "scripts" / "collect_results.py"
-    spec = importlib.util.spec_from_file_location("collect_results_under_test", path)
-    collect_results = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(collect_results)
-    return collect_results.earlier_training(folder)
+    return runpy.run_path(str(SCRIPTS / "collect_results.py"))["earlier_training"](folder)
 
 
 def _without_weights(folder):
@@ -132,24 +127,19 @@ def test_a_list_is_read_where_a_list_is_expected(tmp_path):
 
 
 def test_transformers_float_tags_are_not_decoded_into_nan(model_folder):
-    """transformers' own reader turns {"__float__": "NaN"} into NaN; ours keeps it an object, refused by the field."""
     path = model_folder / "config.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "dropout": {"__float__": "NaN"}}))
     with pytest.raises(ValueError, match="dropout"):
         VaswaniConfig.from_pretrained(model_folder)
 
 
-# ---- weights indexes --------------------------------------------------------------------------
-
-def _hub_index_first(folder, monkeypatch):
-    """The check of a Hub model's index, fetched before the shards it names."""
-    monkeypatch.setattr(folder_checks, "cached_file", lambda name, file, **kwargs: str(folder / file))
-    folder_checks.check_hub_index("user/model", {})
+def _hub_index_first(folder, monkeypatch):  # checked before the shards it names are fetched
+    monkeypatch.setattr(loading, "cached_file", lambda name, file, **kwargs: str(folder / file))
+    loading.check_hub_index("user/model", {})
 
 
-def _hub_cache_copy(folder, _=None):
-    """The check run on the Hub cache's copy after from_pretrained fetched it (its files are symlinks)."""
-    folder_checks.check_model_files(folder, generation_config_given=False, local=False)
+def _hub_cache_copy(folder, _=None):  # after from_pretrained fetched it (its files are symlinks)
+    loading.check_model_files(folder, generation_config_given=False, local=False)
 
 
 INDEX_DOORS = {
