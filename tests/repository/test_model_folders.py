@@ -126,13 +126,9 @@ def test_a_damaged_folder_never_loads(folder, case, door):
     assert "custom code" not in str(error.value)  # what AutoModel used to say of a folder without model_type
 
 
-def test_weights_unlike_the_config_load_only_when_asked_for(folder, make_model, trained_tokenizer, tmp_path):
+def test_weights_unlike_the_config_load_only_when_asked_for(folder):
     edit_json(folder / "config.json", d_ff=48)  # asked for, the mismatched tensors are re-initialised
     assert VaswaniForConditionalGeneration.from_pretrained(folder, ignore_mismatched_sizes=True).config.d_ff == 48
-    make_model(vocab_size=len(trained_tokenizer), num_layers=3).save_pretrained(tmp_path / "deeper")
-    edit_json(tmp_path / "deeper" / "config.json", num_layers=2, num_decoder_layers=2)  # transformers drops layer 3
-    with pytest.raises(ValueError, match=r"\(first: 'model\.(de|en)coder\.layers\.2\."):
-        VaswaniForConditionalGeneration.from_pretrained(tmp_path / "deeper")
 
 
 def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(folder, make_model, tmp_path,
@@ -141,8 +137,10 @@ def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(fol
     an earlier model, the folder must not load the old weights under the new config (same shapes here)."""
     original, seen = transformers.modeling_utils.safe_save_file, []
 
-    def recording(tensors, filename, *args, **kwargs):
+    def recording(tensors, filename, *args, **kwargs):  # the second save is killed as it reaches the weights
         seen.append(sorted(os.listdir(os.path.dirname(filename))))
+        if len(seen) > 1:
+            raise KeyboardInterrupt
         return original(tensors, filename, *args, **kwargs)
 
     monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", recording)
@@ -151,11 +149,6 @@ def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(fol
     assert len(seen) == 1 and sorted(os.listdir(tmp_path / "m")) == sorted(seen[0] + [W])
     newer = VaswaniForConditionalGeneration.from_pretrained(folder)
     newer.config.dropout = 0.3
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", killed)
     with pytest.raises(KeyboardInterrupt):
         newer.save_pretrained(folder)
     assert json.loads((folder / "config.json").read_text())["dropout"] == 0.3

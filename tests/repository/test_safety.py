@@ -5,15 +5,14 @@ running anything. (Damaged folders: test_model_folders.py; a tokenizer that pani
 import ast
 import json
 import os
-import subprocess
-import sys
+import socket
 import tempfile
 from pathlib import Path
 
 import pytest
-from transformers import AutoModelForSeq2SeqLM
+from transformers import AutoModelForSeq2SeqLM, pipeline
 
-from checks import CHILD_ENV, SCRIPTS, assert_error_line, assert_names, copy_folder, edit_json, hostile_pickle, \
+from checks import SCRIPTS, assert_error_line, assert_names, copy_folder, edit_json, hostile_pickle, \
     run_script
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.translation import load_translator
@@ -39,6 +38,20 @@ def no_unpickling(monkeypatch):
     for target in ("torch.load", "pickle.load", "pickle.loads", "pickle.Unpickler"):
         monkeypatch.setattr(target, refused)
     return calls
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    attempts = []
+
+    def refused(*args, **kwargs):
+        attempts.append(args[1:2] or args[:1])
+        raise OSError("network access attempted")
+
+    for target, name in ((socket.socket, "connect"), (socket.socket, "connect_ex"), (socket, "create_connection"),
+                         (socket, "getaddrinfo")):
+        monkeypatch.setattr(target, name, refused)
+    return attempts
 
 
 @pytest.fixture
@@ -99,61 +112,27 @@ def test_our_code_never_unpickles_or_executes():
                 for rule, line in unsafe_uses(path.read_text(encoding="utf-8")) if (rel, rule) not in ALLOWED]
 
 
-# --- no network: importing, loading (trust_remote_code too) and generating connect nowhere ----------
-# (The BLEU metric: tests/evaluation/test_scoring.py.)
-
-_OFFLINE_CHILD = """
-import json, socket, sys
-attempts = []
-
-def refuse(name):
-    def refused(*args, **kwargs):
-        attempts.append(f"{name}{args[1:2] if name.startswith('socket.') else args[:1]}")
-        raise OSError(f"network access attempted: {name}")
-    return refused
-
-socket.socket.connect, socket.socket.connect_ex = refuse("socket.connect"), refuse("socket.connect_ex")
-socket.create_connection, socket.getaddrinfo = refuse("create_connection"), refuse("getaddrinfo")
-from transformers import AutoModelForSeq2SeqLM, pipeline
-from modeling_vaswani import VaswaniForConditionalGeneration
-from modeling_vaswani.tokenizer_loading import load_tokenizer
-
-folder = sys.argv[1]
-models = [VaswaniForConditionalGeneration.from_pretrained(folder),
-          AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True)]
-inputs = load_tokenizer(folder)(["A dog runs in the snow."], return_tensors="pt")
-outputs = [m.generate(**inputs, max_new_tokens=3).tolist() for m in models]
-translated = pipeline("translation", model=folder, trust_remote_code=True)("A dog.", max_new_tokens=3)
-try:
-    socket.create_connection(("huggingface.co", 443))  # control: the guard itself works
-except OSError:
-    pass
-print(json.dumps(dict(attempts=attempts, outputs=outputs, translated=translated)))
-"""
-
-
-@pytest.mark.slow
-def test_no_network_access_offline(saved_model_dir, tmp_path):
-    result = subprocess.run([sys.executable, "-c", _OFFLINE_CHILD, str(saved_model_dir)], capture_output=True,
-                            text=True, env=dict(CHILD_ENV, HF_HOME=str(tmp_path / "hf-home")), timeout=600)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["attempts"] == ["create_connection(('huggingface.co', 443),)"]  # only the control
-    assert report["outputs"][0] == report["outputs"][1] and isinstance(report["translated"][0]["translation_text"], str)
-
-
 # --- a good folder, and folders that would unpickle ------------------------------------------------
 
-def test_a_good_folder_loads_through_every_door_without_unpickling(saved_model_dir, tmp_path, no_unpickling):
-    """Control for the tests of both files."""
-    VaswaniForConditionalGeneration.from_pretrained(saved_model_dir)
-    AutoModelForSeq2SeqLM.from_pretrained(saved_model_dir, trust_remote_code=True)
-    load_tokenizer(saved_model_dir)
+def test_a_good_folder_loads_and_translates_through_every_door_without_unpickling_or_network(
+        saved_model_dir, tmp_path, no_unpickling, no_network):
+    """Control for the tests of both files; trust_remote_code and the pipeline connect nowhere either.
+    (BLEU offline: tests/evaluation/test_scoring.py.)"""
+    models = [VaswaniForConditionalGeneration.from_pretrained(saved_model_dir),
+              AutoModelForSeq2SeqLM.from_pretrained(saved_model_dir, trust_remote_code=True)]
+    inputs = load_tokenizer(saved_model_dir)(["A dog runs in the snow."], return_tensors="pt")
+    outputs = [model.generate(**inputs, max_new_tokens=3).tolist() for model in models]
+    assert outputs[0] == outputs[1]
+    translated = pipeline("translation", model=str(saved_model_dir), trust_remote_code=True)("A dog.", max_new_tokens=3)
+    assert isinstance(translated[0]["translation_text"], str)
     average_checkpoints([saved_model_dir, copy_folder(saved_model_dir, tmp_path)], tmp_path / "averaged")
     model, tokenizer = load_translator(str(saved_model_dir), device="cpu")
     assert model.generate(**tokenizer(["A dog."], return_tensors="pt"), num_beams=1, max_new_tokens=2).shape[0] == 1
     check_shipped_code(saved_model_dir)  # every .py is the package's byte for byte; config.json names only them
-    assert no_unpickling == []
+    assert no_unpickling == [] and no_network == []
+    with pytest.raises(OSError):  # control: the guard itself works
+        socket.create_connection(("huggingface.co", 443))
+    assert no_network == [(("huggingface.co", 443),)]
     names = {p.relative_to(saved_model_dir).as_posix() for p in saved_model_dir.rglob("*") if p.is_file()}
     # JSON, Python source and safetensors: nothing that unpickles. (Which .py: tests/model/test_remote_code.py.)
     assert W in names and all(name.endswith((".json", ".py", ".safetensors")) for name in names), names
