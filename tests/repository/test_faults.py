@@ -197,8 +197,7 @@ PANIC_LINE = "a" * 40 + "b"
 
 
 @pytest.fixture
-def panicking_folder(saved_model_dir, tmp_path):
-    folder = copy_folder(saved_model_dir, tmp_path)
+def panicking_folder(folder):
     edit_json(folder / "tokenizer.json", pre_tokenizer=BACKTRACKING)
     return folder
 

@@ -13,7 +13,7 @@ import transformers.modeling_utils
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForSeq2SeqLM, BertConfig, GenerationConfig
 
-from checks import DELETE, assert_error_line, assert_names, copy_folder, edit_json, run_script
+from checks import DELETE, assert_error_line, assert_names, edit_json, run_script
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.translation import load_translator
 from modeling_vaswani.model.configuration_vaswani import ALLOW_LARGE_MODELS_ENV
@@ -25,11 +25,6 @@ DOORS = {"from_pretrained": VaswaniForConditionalGeneration.from_pretrained,
          "load_translator": lambda path: load_translator(str(path), device="cpu"),
          "config": VaswaniConfig.from_pretrained, "AutoModel": AutoModelForSeq2SeqLM.from_pretrained,
          "load_tokenizer": load_tokenizer}
-
-
-@pytest.fixture
-def folder(saved_model_dir, tmp_path):
-    return copy_folder(saved_model_dir, tmp_path)
 
 
 def _raises(error_class, door, folder, *names):
