@@ -72,7 +72,24 @@ def _extra(name, shape=(16,)):
     return _tensors(lambda tensors: {**tensors, name: torch.zeros(shape)})
 
 
+def _generation(**changes):
+    return lambda folder: edit_json(folder / "generation_config.json", **changes)
+
+
 FF_BIAS = "model.decoder.layers.0.feed_forward.linear_1.bias"
+# Values of the wrong type. (Invalid values given to VaswaniConfig itself: tests/model/test_configuration.py.)
+WRONG_TYPES = [
+    ("layer_norm_eps", None), ("layer_norm_eps", "1e-6"), ("layer_norm_eps", -1.0), ("dropout", "0.1"),
+    ("dropout", True), ("dropout", None), ("attention_dropout", [0.1]), ("label_smoothing", "0.1"),
+    ("num_layers", "2"), ("num_decoder_layers", "1"), ("d_ff", 32.5), ("vocab_size", None),
+    ("max_position_embeddings", "1024"), ("d_k", "8"), ("pad_token_id", "0"), ("eos_token_id", 2.0),
+    ("bos_token_id", True), ("share_embeddings", "yes"), ("scale_embedding", None), ("norm_first", "no"),
+    ("use_cache", "false"), ("init_std", "x"), ("init_std", -0.02), ("positional_encoding", ["sinusoidal"]),
+    ("positional_encoding", None), ("activation_function", 1), ("is_encoder_decoder", False)]
+BAD_GENERATION = [("max_output_length_offset", "50"), ("max_output_length_offset", -5),
+                  ("max_output_length_offset", 1.5), ("num_beams", "4"), ("num_beams", 0), ("num_beams", 2.5),
+                  ("length_penalty", "x"), ("max_new_tokens", "5"), ("early_stopping", "yes"), ("eos_token_id", "2"),
+                  ("do_sample", "false")]
 ALL = ("from_pretrained", "AutoModel-remote-code", "load_translator")
 # name: (damage, the class from_pretrained raises, what its message names, the doors that refuse it)
 DAMAGED = {
@@ -105,6 +122,10 @@ DAMAGED = {
     "weights-lack-a-tensor": (_tensors(lambda ts: {n: t for n, t in ts.items() if n != FF_BIAS}), ValueError,
                               ["lack 1", f"first: '{FF_BIAS}'"], ALL),
     "config.json-d_ff-unlike-the-weights": (_config(d_ff=48), ValueError, [repr(FF_BIAS), "(32,)", "(48,)"], ALL),
+    **{f"config.json-{f}={v!r}": (_config(**{f: v}, **{"tie_word_embeddings": v} if f == "share_embeddings" else {}),
+                                  ValueError, [f], ["from_pretrained", "config"]) for f, v in WRONG_TYPES},
+    **{f"generation_config.json-{f}={v!r}": (_generation(**{f: v}), ValueError, ["{f}/generation_config.json", f],
+                                             ["from_pretrained"]) for f, v in BAD_GENERATION},
 }
 
 
@@ -121,9 +142,14 @@ def test_a_damaged_folder_never_loads(folder, case, door):
     assert "custom code" not in str(error.value)  # what AutoModel used to say of a folder without model_type
 
 
-def test_weights_unlike_the_config_load_only_when_asked_for(folder):
-    edit_json(folder / "config.json", d_ff=48)  # asked for, the mismatched tensors are re-initialised
+def test_a_caller_may_override_what_does_not_fit(folder):
+    """Asked for, mismatched tensors are re-initialised; a generation config given in code skips the file."""
+    edit_json(folder / "config.json", d_ff=48)
     assert VaswaniForConditionalGeneration.from_pretrained(folder, ignore_mismatched_sizes=True).config.d_ff == 48
+    _generation(num_beams="4")(folder)
+    model = VaswaniForConditionalGeneration.from_pretrained(folder, generation_config=GenerationConfig(num_beams=2),
+                                                            ignore_mismatched_sizes=True)
+    assert model.generation_config.num_beams == 2
 
 
 def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(folder, make_model, tmp_path,
@@ -150,27 +176,7 @@ def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(fol
     _raises(FileNotFoundError, "from_pretrained", folder, W)
 
 
-# --- config.json values of the wrong type, or sizes that would allocate without bound -------------
-# (Invalid values given to VaswaniConfig itself: tests/model/test_configuration.py.)
-
-WRONG_TYPES = [
-    ("layer_norm_eps", None), ("layer_norm_eps", "1e-6"), ("layer_norm_eps", -1.0), ("dropout", "0.1"),
-    ("dropout", True), ("dropout", None), ("attention_dropout", [0.1]), ("label_smoothing", "0.1"),
-    ("num_layers", "2"), ("num_decoder_layers", "1"), ("d_ff", 32.5), ("vocab_size", None),
-    ("max_position_embeddings", "1024"), ("d_k", "8"), ("pad_token_id", "0"), ("eos_token_id", 2.0),
-    ("bos_token_id", True), ("share_embeddings", "yes"), ("scale_embedding", None), ("norm_first", "no"),
-    ("use_cache", "false"), ("init_std", "x"), ("init_std", -0.02), ("positional_encoding", ["sinusoidal"]),
-    ("positional_encoding", None), ("activation_function", 1), ("is_encoder_decoder", False),
-]
-
-
-@pytest.mark.parametrize("door", ["from_pretrained", "config"])
-@pytest.mark.parametrize("field,value", WRONG_TYPES, ids=[f"{f}={v!r}" for f, v in WRONG_TYPES])
-def test_config_json_value_of_the_wrong_type(folder, field, value, door):
-    edit_json(folder / "config.json", **{field: value, **({"tie_word_embeddings": value}
-                                                         if field == "share_embeddings" else {})})
-    _raises(ValueError, door, folder, field)
-
+# --- sizes that would allocate without bound ---------------------------------------------------
 
 HUGE = {"num_layers": {"num_layers": 100_000}, "num_decoder_layers": {"num_decoder_layers": 5_000},
         "max_position_embeddings": {"max_position_embeddings": 10**9}, "d_ff": {"d_ff": 10**9},
@@ -202,23 +208,7 @@ def test_the_bounds_can_be_lifted_on_purpose_and_only_so(folder, monkeypatch, ca
     VaswaniConfig.from_preset("big", vocab_size=250_000, max_position_embeddings=65_536)
 
 
-# --- generation_config.json and tokenizer files mistyped -----------------------------------------
-
-BAD_GENERATION = [("max_output_length_offset", v) for v in ("50", -5, 1.5)] + [("num_beams", v) for v in (
-    "4", 0, 2.5)] + [("length_penalty", "x"), ("max_new_tokens", "5"), ("early_stopping", "yes"),
-                     ("eos_token_id", "2"), ("do_sample", "false")]
-
-
-@pytest.mark.parametrize("field,value", BAD_GENERATION)
-def test_generation_config_json_mistyped(folder, field, value):
-    edit_json(folder / "generation_config.json", **{field: value})
-    with pytest.raises(ValueError) as error:
-        VaswaniForConditionalGeneration.from_pretrained(folder)
-    assert_names(error, folder / "generation_config.json", field)
-    # given in code, the generation config skips the file
-    model = VaswaniForConditionalGeneration.from_pretrained(folder, generation_config=GenerationConfig(num_beams=2))
-    assert model.generation_config.num_beams == 2
-
+# --- tokenizer files that do not parse ----------------------------------------------------------
 
 BAD_TOKENIZER_FILES = {"not-json": b"{", "truncated": "half", "empty": b"", "a-list": b"[]", "empty-object": b"{}",
                        "model-not-an-object": b'{"model": 3}', "binary": bytes(range(256)) * 4,
@@ -240,8 +230,8 @@ SCRIPT_CASES = {  # name: (damage, what the error line names besides the folder)
     "weights-zeros": (DAMAGED["weights-zeros"][0], [W, "truncated or corrupted"]),
     "config-value-of-the-wrong-type": (_config(layer_norm_eps=None), ["layer_norm_eps", "None"]),
     "config-without-model_type": (_config(model_type=DELETE), ["model_type", '"model_type": "vaswani"']),
-    "mistyped-offset": (lambda f: edit_json(f / "generation_config.json", max_output_length_offset="50"),
-                        ["generation_config.json", "max_output_length_offset"]),
+    "mistyped-offset": (_generation(max_output_length_offset="50"), ["generation_config.json",
+                                                                      "max_output_length_offset"]),
     "malformed-tokenizer": (lambda f: (f / "tokenizer.json").write_text('{"model": '),
                             ["tokenizer.json", "is not a valid tokenizer"]),
 }
