@@ -130,19 +130,16 @@ def test_the_diagrams_page_draws_the_promised_diagrams_and_its_charts_hold_the_p
 
 def _definitions(path: Path) -> set[str]:
     """Top-level functions, classes and constants, and Class.method, Class.attribute."""
-    names = set()
-    for node in ast.parse(_text(path)).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
-            else []
-        names.update(target.id for target in targets if isinstance(target, ast.Name))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        for item in node.body if isinstance(node, ast.ClassDef) else []:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(f"{node.name}.{item.name}")
-            elif isinstance(item, ast.Assign):
-                names.update(f"{node.name}.{t.id}" for t in item.targets if isinstance(t, ast.Name))
-    return names
+    def named(nodes, prefix=""):
+        for node in nodes:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            yield from (prefix + target.id for target in targets if isinstance(target, ast.Name))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield prefix + node.name
+            if isinstance(node, ast.ClassDef) and not prefix:
+                yield from named(node.body, f"{node.name}.")
+    return set(named(ast.parse(_text(path)).body))
 
 
 def _anchors(path: Path) -> set[str]:
