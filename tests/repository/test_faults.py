@@ -54,11 +54,9 @@ def run_dir(tmp_path_factory, trained_tokenizer, make_model, english):
             before_state[folder.name] = sorted(os.listdir(folder))
         return original(self, json_path)
 
-    TrainerState.save_to_json = recording_save
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TrainerState, "save_to_json", recording_save)
         _trainer(run, trained_tokenizer, make_model, english, max_steps=2, save_steps=1).train()
-    finally:
-        TrainerState.save_to_json = original
     return run, before_state
 
 
