@@ -1,12 +1,15 @@
-"""Assertions and folder edits shared by the tests (plain functions: `from checks import ...`)."""
+"""Assertions, folder edits and a hostile pickle shared by the tests (`from checks import ...`)."""
 
 import json
+import os
 import runpy
 import shutil
 import sys
 from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+# A child process that imports this checkout, offline and single-threaded.
+CHILD_ENV = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(SCRIPTS.parent))
 DELETE = object()  # edit_json(path, field=DELETE) removes the field
 
 
@@ -36,6 +39,11 @@ def assert_error_line(code, err, *names, alone=False):
     assert code == 2 and "Traceback" not in err and len(errors) == 1, err
     assert err.strip().splitlines()[-1] == errors[0] and (not alone or err.strip() == errors[0]), err
     assert_names(errors[0], *names)
+
+
+def hostile_pickle(marker) -> bytes:
+    """A pickle (protocol 0, by hand) that creates `marker` when unpickled."""
+    return f"cbuiltins\nopen\n(V{marker}\nVw\ntR.".encode()
 
 
 def copy_folder(folder, tmp_path, name="copy") -> Path:

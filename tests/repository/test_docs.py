@@ -16,11 +16,9 @@ from modeling_vaswani.training.optimization import noam_lr
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-DIAGRAMS = REPO / "docs" / "diagrams.md"
 DIAGRAM_TYPES = set("""flowchart graph sequenceDiagram classDiagram stateDiagram stateDiagram-v2 erDiagram journey
     gantt pie quadrantChart requirementDiagram gitGraph mindmap timeline sankey-beta xychart-beta block-beta
     packet-beta architecture-beta""".split())
-OPENING, CLOSING = "([{", ")]}"
 TOP_LEVEL = ("modeling_vaswani", "scripts", "examples", "docs", "tests", "data", "benchmarks", "hub_card")
 PATH_RE = re.compile(r"(?<![\w/.-])((?:%s)/[\w./*-]*[\w*])" % "|".join(TOP_LEVEL))
 SYMBOL_RE = re.compile(r"([\w/.-]+\.py):([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)")
@@ -36,12 +34,10 @@ def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _lines(block: str) -> list[str]:
-    return [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("%%")]
-
-
 def _mermaid(doc):
-    return [_lines(m.group(2)) for m in FENCE_RE.finditer(_text(doc)) if m.group(1) == "mermaid"]
+    """Each mermaid block of doc as its stripped lines, without blank lines and %% comments."""
+    return [[line.strip() for line in m.group(2).splitlines() if line.strip() and not line.strip().startswith("%%")]
+            for m in FENCE_RE.finditer(_text(doc)) if m.group(1) == "mermaid"]
 
 
 def _outside_quotes(line: str) -> str:
@@ -53,10 +49,10 @@ def _check_brackets(lines):
     for line in lines:
         assert line.count('"') % 2 == 0, f"unclosed quote: {line}"
         for char in _outside_quotes(line):
-            if char in OPENING:
+            if char in "([{":
                 stack.append(char)
-            elif char in CLOSING:
-                assert stack and OPENING.index(stack.pop()) == CLOSING.index(char), f"{char!r} closes nothing: {line}"
+            elif char in ")]}":
+                assert stack and "([{".index(stack.pop()) == ")]}".index(char), f"{char!r} closes nothing: {line}"
     assert not stack, f"unclosed {stack}"
 
 
@@ -93,8 +89,7 @@ def _check_sequence(lines):
 def _xychart(lines) -> dict:
     chart = {"series": []}
     for line in lines[1:]:
-        word = line.split()[0]
-        values = re.search(r"\[(.*)\]", line)
+        word, values = line.split()[0], re.search(r"\[(.*)\]", line)
         if word == "title":
             chart["title"] = re.match(r'^title "([^"]+)"$', line).group(1)
         elif word == "x-axis":
@@ -116,46 +111,35 @@ def test_mermaid_blocks_are_well_formed(doc):
          "xychart-beta": _xychart}.get(lines[0].split()[0], len)(lines)
 
 
-def _chart(title_start: str) -> dict:
-    charts = [_xychart(lines) for lines in _mermaid(DIAGRAMS) if lines[0].split()[0] == "xychart-beta"]
-    return next(chart for chart in charts if chart.get("title", "").startswith(title_start))
-
-
 def test_the_diagrams_page_draws_the_promised_diagrams_and_its_charts_hold_the_package_s_numbers():
-    kinds = [lines[0].split()[0] for lines in _mermaid(DIAGRAMS)]
+    blocks = _mermaid(REPO / "docs" / "diagrams.md")
+    kinds = [lines[0].split()[0] for lines in blocks]
     assert kinds.count("flowchart") >= 8 and kinds.count("sequenceDiagram") >= 2 and kinds.count("xychart-beta") >= 2
     assert "](docs/diagrams.md)" in _text(REPO / "README.md")
-    chart = _chart("Eq. (3)")  # the learning rate, two warmups
-    assert chart["series"] == [[round(noam_lr(int(x) * 1000, 512, warmup) * 1e4, 2) for x in chart["x"]]
-                               for warmup in (4000, 8000)]
-    (values,) = _chart("Smoothed target")["series"]
+    charts = [_xychart(lines) for lines, kind in zip(blocks, kinds) if kind == "xychart-beta"]
+    charts = {chart.get("title", ""): chart for chart in charts}
+    (lr,) = [chart for title, chart in charts.items() if title.startswith("Eq. (3)")]  # the learning rate
+    assert lr["series"] == [[round(noam_lr(int(x) * 1000, 512, warmup) * 1e4, 2) for x in lr["x"]]
+                            for warmup in (4000, 8000)]
+    ((values,),) = [chart["series"] for title, chart in charts.items() if title.startswith("Smoothed target")]
     logits = torch.zeros(len(values), requires_grad=True)
     label_smoothed_cross_entropy(logits[None], torch.tensor([3]), 0.1).backward()
     target = torch.softmax(logits.detach(), -1) - logits.grad  # ∂H(q, p)/∂z = p − q
     assert values == [round(v, 4) for v in target.tolist()]
 
 
-def _code_and_links(text: str) -> list[str]:
-    without_fences = FENCE_RE.sub("", text)
-    return [m.group(2) for m in FENCE_RE.finditer(text)] + re.findall(r"`([^`\n]+)`", without_fences) + [
-        target for target in LINK_RE.findall(without_fences) if "://" not in target]
-
-
 def _definitions(path: Path) -> set[str]:
     """Top-level functions, classes and constants, and Class.method, Class.attribute."""
-    names = set()
-    for node in ast.parse(_text(path)).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
-            else []
-        names.update(target.id for target in targets if isinstance(target, ast.Name))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        for item in node.body if isinstance(node, ast.ClassDef) else []:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(f"{node.name}.{item.name}")
-            elif isinstance(item, ast.Assign):
-                names.update(f"{node.name}.{t.id}" for t in item.targets if isinstance(t, ast.Name))
-    return names
+    def named(nodes, prefix=""):
+        for node in nodes:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            yield from (prefix + target.id for target in targets if isinstance(target, ast.Name))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield prefix + node.name
+            if isinstance(node, ast.ClassDef) and not prefix:
+                yield from named(node.body, f"{node.name}.")
+    return set(named(ast.parse(_text(path)).body))
 
 
 def _anchors(path: Path) -> set[str]:
@@ -170,7 +154,10 @@ def _anchors(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_every_path_reference_and_link_exists(doc):
-    pieces = _code_and_links(_text(doc))
+    text, prose = _text(doc), FENCE_RE.sub("", _text(doc))
+    links = LINK_RE.findall(prose)
+    pieces = [m.group(2) for m in FENCE_RE.finditer(text)] + re.findall(r"`([^`\n]+)`", prose) + [
+        target for target in links if "://" not in target]
     paths = {path.rstrip(".") for piece in pieces for path in PATH_RE.findall(piece)}
     if doc.name in ("README.md", "paper_mapping.md", "diagrams.md"):  # many by design: few means the pattern broke
         assert len(paths) > 10, sorted(paths)
@@ -179,7 +166,7 @@ def test_every_path_reference_and_link_exists(doc):
     assert references or doc.name not in ("README.md", "paper_mapping.md")
     assert not [f"{file}:{name}" for file, name in sorted(references)
                 if not (REPO / file).is_file() or name not in _definitions(REPO / file)]
-    for target in LINK_RE.findall(FENCE_RE.sub("", _text(doc))):  # relative to the page
+    for target in links:  # relative to the page
         file, _, anchor = target.partition("#")
         page = (doc.parent / file) if file else doc
         assert "://" in target or page.exists() and (not anchor or anchor in _anchors(page)), target
@@ -203,8 +190,7 @@ def test_readme_keeps_the_quick_start_results_and_examples():
     assert ci[-1] == QUICK_START.splitlines()[-1], "the last command of .ci/run is not the README's test command"
     results = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
     assert "Filled in from measured runs: see hub_card/README.md and benchmarks/RESULTS.md." in results
-    for script in sorted((REPO / "examples").glob("[0-9][0-9]_*.py")):
-        assert f"examples/{script.name}" in readme, script.name
+    assert all(f"examples/{script.name}" in readme for script in (REPO / "examples").glob("[0-9][0-9]_*.py"))
 
 
 def test_the_import_graph_is_current_and_model_imports_only_model(load_module):

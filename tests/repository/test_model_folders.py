@@ -1,6 +1,7 @@
 """A model folder is input from a stranger: every door that reads one refuses a damaged, interrupted,
 mistyped or oversized folder with one error naming the folder, file and field, and never loads a wrong
-model or allocates without bound. (Hostile folders, which would run code or unpickle: test_safety.py.)"""
+model or allocates without bound. (Hostile folders: test_safety.py; JSON that does not parse, in every
+file the package reads: tests/model/test_untrusted_files.py.)"""
 
 import json
 import os
@@ -12,7 +13,7 @@ import transformers.modeling_utils
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForSeq2SeqLM, BertConfig, GenerationConfig
 
-from checks import DELETE, assert_error_line, assert_names, copy_folder, edit_json, run_script
+from checks import DELETE, assert_error_line, assert_names, edit_json, run_script
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.translation import load_translator
 from modeling_vaswani.model.configuration_vaswani import ALLOW_LARGE_MODELS_ENV
@@ -26,9 +27,13 @@ DOORS = {"from_pretrained": VaswaniForConditionalGeneration.from_pretrained,
          "load_tokenizer": load_tokenizer}
 
 
-@pytest.fixture
-def folder(saved_model_dir, tmp_path):
-    return copy_folder(saved_model_dir, tmp_path)
+def _raises(error_class, door, folder, *names):
+    """The door refuses the folder with one line of error_class naming the folder and `names`."""
+    with pytest.raises(error_class) as error:
+        DOORS[door](folder)
+    assert_names(error, folder, *names)
+    assert "\n" not in str(error.value)
+    return error
 
 
 # --- config.json and the weights: missing, cut, damaged or of another model --------------------
@@ -67,20 +72,36 @@ def _extra(name, shape=(16,)):
     return _tensors(lambda tensors: {**tensors, name: torch.zeros(shape)})
 
 
+def _generation(**changes):
+    return lambda folder: edit_json(folder / "generation_config.json", **changes)
+
+
 FF_BIAS = "model.decoder.layers.0.feed_forward.linear_1.bias"
+# Values of the wrong type. (Invalid values given to VaswaniConfig itself: tests/model/test_configuration.py.)
+WRONG_TYPES = [
+    ("layer_norm_eps", None), ("layer_norm_eps", "1e-6"), ("layer_norm_eps", -1.0), ("dropout", "0.1"),
+    ("dropout", True), ("dropout", None), ("attention_dropout", [0.1]), ("label_smoothing", "0.1"),
+    ("num_layers", "2"), ("num_decoder_layers", "1"), ("d_ff", 32.5), ("vocab_size", None),
+    ("max_position_embeddings", "1024"), ("d_k", "8"), ("pad_token_id", "0"), ("eos_token_id", 2.0),
+    ("bos_token_id", True), ("share_embeddings", "yes"), ("scale_embedding", None), ("norm_first", "no"),
+    ("use_cache", "false"), ("init_std", "x"), ("init_std", -0.02), ("positional_encoding", ["sinusoidal"]),
+    ("positional_encoding", None), ("activation_function", 1), ("is_encoder_decoder", False)]
+BAD_GENERATION = [("max_output_length_offset", "50"), ("max_output_length_offset", -5),
+                  ("max_output_length_offset", 1.5), ("num_beams", "4"), ("num_beams", 0), ("num_beams", 2.5),
+                  ("length_penalty", "x"), ("max_new_tokens", "5"), ("early_stopping", "yes"), ("eos_token_id", "2"),
+                  ("do_sample", "false")]
 ALL = ("from_pretrained", "AutoModel-remote-code", "load_translator")
 # name: (damage, the class from_pretrained raises, what its message names, the doors that refuse it)
 DAMAGED = {
-    "no-config.json": (_drop("config.json"), FileNotFoundError, ["config.json", "{f}"], (*ALL, "config")),
+    "no-config.json": (_drop("config.json"), FileNotFoundError, ["config.json"], (*ALL, "config")),
     "config.json-cut": (_cut("config.json", lambda n, h: n // 2), ValueError, ["{f}/config.json", "JSON"], ALL),
     # Hugging Face would build a default config, or one of the fields that share a name
-    "config.json-of-bert": (_bert, ValueError, ["model_type 'bert'", "'vaswani'", "{f}"], ["from_pretrained",
-                                                                                          "config"]),
+    "config.json-of-bert": (_bert, ValueError, ["model_type 'bert'", "'vaswani'"], ["from_pretrained", "config"]),
     # the classes know their model type; only a loader that must find it refuses
-    "config.json-without-model_type": (_config(model_type=DELETE), ValueError, ["has no model_type", "{f}"],
+    "config.json-without-model_type": (_config(model_type=DELETE), ValueError, ["has no model_type"],
                                        ["load_translator"]),
-    "no-weights": (_drop(W), FileNotFoundError, [W, "{f}"], ALL),
-    "no-weights-nor-generation_config": (_drop("generation_config.json", W), FileNotFoundError, [W, "{f}"], ALL),
+    "no-weights": (_drop(W), FileNotFoundError, [W], ALL),
+    "no-weights-nor-generation_config": (_drop("generation_config.json", W), FileNotFoundError, [W], ALL),
     **{f"weights-{name}": (_cut(W, cut), ValueError, ["{f}/" + W, "is truncated or corrupted"], ALL) for name, cut in {
         "0-bytes": lambda n, h: 0, "in-length-field": lambda n, h: 5, "in-header": lambda n, h: h // 2,
         "header-only": lambda n, h: h, "half": lambda n, h: n // 2, "last-byte-missing": lambda n, h: n - 1}.items()},
@@ -101,6 +122,10 @@ DAMAGED = {
     "weights-lack-a-tensor": (_tensors(lambda ts: {n: t for n, t in ts.items() if n != FF_BIAS}), ValueError,
                               ["lack 1", f"first: '{FF_BIAS}'"], ALL),
     "config.json-d_ff-unlike-the-weights": (_config(d_ff=48), ValueError, [repr(FF_BIAS), "(32,)", "(48,)"], ALL),
+    **{f"config.json-{f}={v!r}": (_config(**{f: v}, **{"tie_word_embeddings": v} if f == "share_embeddings" else {}),
+                                  ValueError, [f], ["from_pretrained", "config"]) for f, v in WRONG_TYPES},
+    **{f"generation_config.json-{f}={v!r}": (_generation(**{f: v}), ValueError, ["{f}/generation_config.json", f],
+                                             ["from_pretrained"]) for f, v in BAD_GENERATION},
 }
 
 
@@ -108,21 +133,23 @@ DAMAGED = {
 def test_a_damaged_folder_never_loads(folder, case, door):
     damage, error_class, names, doors = DAMAGED[case]
     damage(folder)
-    ours = door in ("from_pretrained", "config") or len(doors) == 1  # through Auto classes: the folder, at least
-    with pytest.raises(error_class if ours else (OSError, ValueError)) as error:
-        DOORS[door](folder)
-    assert_names(error, folder, *([n.format(f=folder) for n in names] if ours else []))
-    assert not ours or "\n" not in str(error.value)  # one line
+    if door in ("from_pretrained", "config") or len(doors) == 1:  # ours: one line naming what is wrong
+        error = _raises(error_class, door, folder, *[n.format(f=folder) for n in names])
+    else:  # through the Auto classes: the folder, at least
+        with pytest.raises((OSError, ValueError)) as error:
+            DOORS[door](folder)
+        assert_names(error, folder)
     assert "custom code" not in str(error.value)  # what AutoModel used to say of a folder without model_type
 
 
-def test_weights_unlike_the_config_load_only_when_asked_for(folder, make_model, trained_tokenizer, tmp_path):
-    edit_json(folder / "config.json", d_ff=48)  # asked for, the mismatched tensors are re-initialised
+def test_a_caller_may_override_what_does_not_fit(folder):
+    """Asked for, mismatched tensors are re-initialised; a generation config given in code skips the file."""
+    edit_json(folder / "config.json", d_ff=48)
     assert VaswaniForConditionalGeneration.from_pretrained(folder, ignore_mismatched_sizes=True).config.d_ff == 48
-    make_model(vocab_size=len(trained_tokenizer), num_layers=3).save_pretrained(tmp_path / "deeper")
-    edit_json(tmp_path / "deeper" / "config.json", num_layers=2, num_decoder_layers=2)  # transformers drops layer 3
-    with pytest.raises(ValueError, match=r"\(first: 'model\.(de|en)coder\.layers\.2\."):
-        VaswaniForConditionalGeneration.from_pretrained(tmp_path / "deeper")
+    _generation(num_beams="4")(folder)
+    model = VaswaniForConditionalGeneration.from_pretrained(folder, generation_config=GenerationConfig(num_beams=2),
+                                                            ignore_mismatched_sizes=True)
+    assert model.generation_config.num_beams == 2
 
 
 def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(folder, make_model, tmp_path,
@@ -131,8 +158,10 @@ def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(fol
     an earlier model, the folder must not load the old weights under the new config (same shapes here)."""
     original, seen = transformers.modeling_utils.safe_save_file, []
 
-    def recording(tensors, filename, *args, **kwargs):
+    def recording(tensors, filename, *args, **kwargs):  # the second save is killed as it reaches the weights
         seen.append(sorted(os.listdir(os.path.dirname(filename))))
+        if len(seen) > 1:
+            raise KeyboardInterrupt
         return original(tensors, filename, *args, **kwargs)
 
     monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", recording)
@@ -141,43 +170,13 @@ def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(fol
     assert len(seen) == 1 and sorted(os.listdir(tmp_path / "m")) == sorted(seen[0] + [W])
     newer = VaswaniForConditionalGeneration.from_pretrained(folder)
     newer.config.dropout = 0.3
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", killed)
     with pytest.raises(KeyboardInterrupt):
         newer.save_pretrained(folder)
     assert json.loads((folder / "config.json").read_text())["dropout"] == 0.3
-    with pytest.raises(FileNotFoundError) as error:
-        VaswaniForConditionalGeneration.from_pretrained(folder)
-    assert_names(error, W, folder)
+    _raises(FileNotFoundError, "from_pretrained", folder, W)
 
 
-# --- config.json values of the wrong type, or sizes that would allocate without bound -------------
-
-WRONG_TYPES = [
-    ("layer_norm_eps", None), ("layer_norm_eps", "1e-6"), ("layer_norm_eps", -1.0), ("dropout", "0.1"),
-    ("dropout", True), ("dropout", None), ("attention_dropout", [0.1]), ("label_smoothing", "0.1"),
-    ("num_layers", "2"), ("num_layers", 2.0), ("num_decoder_layers", "1"), ("d_model", "16"), ("d_ff", 32.5),
-    ("num_heads", True), ("vocab_size", None), ("max_position_embeddings", "1024"), ("d_k", "8"), ("d_v", 0),
-    ("pad_token_id", "0"), ("eos_token_id", 2.0), ("bos_token_id", True), ("decoder_start_token_id", -1),
-    ("share_embeddings", "yes"), ("scale_embedding", None), ("norm_first", "no"), ("use_cache", "false"),
-    ("init_std", "x"), ("init_std", -0.02), ("positional_encoding", ["sinusoidal"]), ("positional_encoding", None),
-    ("activation_function", 1), ("is_encoder_decoder", False),
-]
-
-
-@pytest.mark.parametrize("door", ["from_pretrained", "config"])
-@pytest.mark.parametrize("field,value", WRONG_TYPES, ids=[f"{f}={v!r}" for f, v in WRONG_TYPES])
-def test_config_json_value_of_the_wrong_type(folder, field, value, door):
-    edit_json(folder / "config.json", **{field: value, **({"tie_word_embeddings": value}
-                                                         if field == "share_embeddings" else {})})
-    with pytest.raises(ValueError, match=rf"\b{field}\b") as error:
-        DOORS[door](folder)
-    assert_names(error, folder)
-    assert "\n" not in str(error.value)
-
+# --- sizes that would allocate without bound ---------------------------------------------------
 
 HUGE = {"num_layers": {"num_layers": 100_000}, "num_decoder_layers": {"num_decoder_layers": 5_000},
         "max_position_embeddings": {"max_position_embeddings": 10**9}, "d_ff": {"d_ff": 10**9},
@@ -203,33 +202,13 @@ def test_the_bounds_can_be_lifted_on_purpose_and_only_so(folder, monkeypatch, ca
     assert getattr(VaswaniConfig.from_pretrained(folder), case) == HUGE[case][case]  # nothing allocated here
     monkeypatch.delenv(ALLOW_LARGE_MODELS_ENV)
     edit_json(folder / "config.json", **{ALLOW_LARGE_MODELS_ENV: 1, "allow_large_models": True})
-    with pytest.raises(ValueError, match=f"{case}={HUGE[case][case]}"):  # a config.json cannot lift them itself
-        VaswaniConfig.from_pretrained(folder)
+    _raises(ValueError, "config", folder, f"{case}={HUGE[case][case]}")  # a config.json cannot lift them itself
     for preset in ("base", "big"):  # the paper's sizes are within the bounds
         VaswaniConfig.from_preset(preset, vocab_size=37000)
     VaswaniConfig.from_preset("big", vocab_size=250_000, max_position_embeddings=65_536)
 
 
-# --- generation_config.json mistyped (more kinds of bad JSON: tests/model/test_untrusted_json.py) --
-
-BAD_GENERATION = {"max_output_length_offset": ["50", -5, 1.5], "num_beams": ["4", 0, 2.5], "length_penalty": ["x"],
-                  "max_new_tokens": ["5"], "early_stopping": ["yes"], "eos_token_id": ["2"], "do_sample": ["false"],
-                  "JSON": ["{bad"]}  # not JSON at all
-
-
-@pytest.mark.parametrize("field,value", [(f, v) for f, values in BAD_GENERATION.items() for v in values])
-def test_generation_config_json_mistyped(folder, field, value):
-    path = folder / "generation_config.json"
-    path.write_text(value) if field == "JSON" else edit_json(path, **{field: value})
-    with pytest.raises(ValueError) as error:
-        VaswaniForConditionalGeneration.from_pretrained(folder)
-    assert_names(error, path, field)
-    # given in code, the generation config skips the file
-    model = VaswaniForConditionalGeneration.from_pretrained(folder, generation_config=GenerationConfig(num_beams=2))
-    assert model.generation_config.num_beams == 2
-
-
-# --- tokenizer files that do not parse, or a tokenizer that panics ---------------------------------
+# --- tokenizer files that do not parse ----------------------------------------------------------
 
 BAD_TOKENIZER_FILES = {"not-json": b"{", "truncated": "half", "empty": b"", "a-list": b"[]", "empty-object": b"{}",
                        "model-not-an-object": b'{"model": 3}', "binary": bytes(range(256)) * 4,
@@ -239,13 +218,10 @@ BAD_TOKENIZER_FILES = {"not-json": b"{", "truncated": "half", "empty": b"", "a-l
 @pytest.mark.parametrize("door", ["load_tokenizer", "load_translator"])
 @pytest.mark.parametrize("case", list(BAD_TOKENIZER_FILES))
 def test_tokenizer_file_that_does_not_parse(folder, case, door):
-    path, data = folder / ("tokenizer_config.json" if case.startswith("config") else "tokenizer.json"), \
-        BAD_TOKENIZER_FILES[case]
+    path = folder / ("tokenizer_config.json" if case.startswith("config") else "tokenizer.json")
+    data = BAD_TOKENIZER_FILES[case]
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if data == "half" else data)
-    with pytest.raises(ValueError, match="is not (a )?valid") as error:
-        DOORS[door](folder)
-    assert_names(error, path)
-    assert "\n" not in str(error.value)
+    _raises(ValueError, door, folder, path, "is not", "valid")
 
 
 # --- the scripts: the same folders give one error line (hostile ones: test_safety.py) ---------------
@@ -254,23 +230,22 @@ SCRIPT_CASES = {  # name: (damage, what the error line names besides the folder)
     "weights-zeros": (DAMAGED["weights-zeros"][0], [W, "truncated or corrupted"]),
     "config-value-of-the-wrong-type": (_config(layer_norm_eps=None), ["layer_norm_eps", "None"]),
     "config-without-model_type": (_config(model_type=DELETE), ["model_type", '"model_type": "vaswani"']),
-    "mistyped-offset": (lambda f: edit_json(f / "generation_config.json", max_output_length_offset="50"),
-                        ["generation_config.json", "max_output_length_offset"]),
+    "mistyped-offset": (_generation(max_output_length_offset="50"), ["generation_config.json",
+                                                                      "max_output_length_offset"]),
     "malformed-tokenizer": (lambda f: (f / "tokenizer.json").write_text('{"model": '),
                             ["tokenizer.json", "is not a valid tokenizer"]),
 }
-SCRIPT_ARGS = {"translate.py": lambda tmp_path: ["A dog."],
-               "evaluate_model.py": lambda tmp_path: ["--source_file", tmp_path / "text.txt", "--reference_file",
-                                                      tmp_path / "text.txt", "--output_dir", tmp_path / "out",
-                                                      "--num_beams", "1", "--max_new_tokens", "2"]}
 
 
-@pytest.mark.parametrize("script", list(SCRIPT_ARGS))
+@pytest.mark.parametrize("script", ["translate.py", "evaluate_model.py"])
 @pytest.mark.parametrize("case", list(SCRIPT_CASES))
 def test_scripts_report_a_damaged_model_folder_in_one_line(folder, tmp_path, monkeypatch, capsys, case, script):
     damage, names = SCRIPT_CASES[case]
     damage(folder)
     (tmp_path / "text.txt").write_text("A dog.\n")
-    code, err = run_script(monkeypatch, capsys, script, "--model", folder, *SCRIPT_ARGS[script](tmp_path))
+    args = ["A dog."] if script == "translate.py" else ["--source_file", tmp_path / "text.txt", "--reference_file",
+                                                        tmp_path / "text.txt", "--output_dir", tmp_path / "out",
+                                                        "--num_beams", "1", "--max_new_tokens", "2"]
+    code, err = run_script(monkeypatch, capsys, script, "--model", folder, *args)
     assert_error_line(code, err, *names, *([] if case == "config-without-model_type" else [folder]))
     assert "custom code" not in err
