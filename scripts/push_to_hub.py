@@ -1,15 +1,13 @@
-#!/usr/bin/env python
 """Share a trained model on the Hugging Face Hub with a model card rendered from its own results.
 
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/vaswani-multi30k-en-de
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/name --dry_run --output_dir /tmp/hub-preview
 
 The model folder must hold results.json (scripts/collect_results.py). The repository is written to
---output_dir (default: a temporary folder) and validated: files, shipped code, card metadata, and a clean
-process that loads it with trust_remote_code and translates. --dry_run stops there (offline); else it is
-uploaded (needs `hf auth login` or --token). A model that translates the example to an empty line passes
---dry_run with a warning and is not uploaded. --space also
-writes, checks and uploads a Gradio Space running the explorer on the model (the [explorer] extra).
+--output_dir and validated: files, shipped code, card metadata, and a clean process that loads it with
+trust_remote_code and translates. --dry_run stops there (offline); else it is uploaded (`hf auth login` or
+--token); a model that translates the example to an empty line is not. --space also writes, checks and
+uploads a Gradio Space running the explorer on the model (the [explorer] extra).
 """
 
 import shlex
@@ -25,20 +23,21 @@ except ModuleNotFoundError:  # run in-process by another program
 
 def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
-    parser.add_argument("--model_dir", required=True, help="Trained model folder with results.json.")
-    parser.add_argument("--repo_id", required=True, help="Hub repository, e.g. user/vaswani-multi30k-en-de.")
-    parser.add_argument("--output_dir", help="Where to write the repository folder (default: a temporary one).")
-    parser.add_argument("--dry_run", action="store_true", help="Write and validate the folder; do not upload.")
-    parser.add_argument("--private", action="store_true", help="Create the Hub repository as private.")
-    parser.add_argument("--commit_message", default="Upload Transformer (Vaswani et al., 2017) trained with modeling_vaswani")
-    parser.add_argument("--space", metavar="SPACE_ID", help="Also write (and upload) a Space running the explorer.")
-    parser.add_argument("--space_dir", help="Where to write the Space folder (default: a temporary one).")
-    parser.add_argument("--token", help="Hub token (default: the stored login, `hf auth login`).")
+    add = parser.add_argument
+    add("--model_dir", required=True, help="Trained model folder with results.json.")
+    add("--repo_id", required=True, help="Hub repository, e.g. user/vaswani-multi30k-en-de.")
+    add("--output_dir", help="Where to write the repository folder (default: a temporary one).")
+    add("--dry_run", action="store_true", help="Write and validate the folder; do not upload.")
+    add("--private", action="store_true", help="Create the Hub repository as private.")
+    add("--commit_message", default="Upload Transformer (Vaswani et al., 2017) trained with modeling_vaswani")
+    add("--space", metavar="SPACE_ID", help="Also write (and upload) a Space running the explorer.")
+    add("--space_dir", help="Where to write the Space folder (default: a temporary one).")
+    add("--token", help="Hub token (default: the stored login, `hf auth login`).")
     return parser.parse_args(argv)
 
 
 def missing_results(model_dir: Path) -> str:
-    """Why `model_dir` cannot be shared yet, without results.json, and the one command to run next."""
+    """Why `model_dir`, without results.json, cannot be shared yet, and the one command to run next."""
     quoted = shlex.quote(str(model_dir))
     if (model_dir / "trainer_state.json").is_file():  # the training run's own folder
         averaged = model_dir / "averaged"
@@ -47,13 +46,11 @@ def missing_results(model_dir: Path) -> str:
                     f"results.json yet; next: python scripts/collect_results.py --run_dir {quoted}")
         return (f"--model_dir {model_dir} is a training run without an averaged model (§6.1) to share; next: "
                 f"python scripts/average_checkpoints.py --run_dir {quoted}")
-    run = model_dir.parent
-    shipped = "" if model_dir.name == "averaged" else f" --shipped {quoted}"
+    run, shipped = model_dir.parent, "" if model_dir.name == "averaged" else f" --shipped {quoted}"
+    missing = f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: python scripts/"
     if (run / "trainer_state.json").is_file():
-        return (f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: "
-                f"python scripts/collect_results.py --run_dir {shlex.quote(str(run))}{shipped}")
-    return (f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: python "
-            f"scripts/collect_results.py --run_dir RUN_DIR --shipped {quoted}, RUN_DIR the output folder of the "
+        return f"{missing}collect_results.py --run_dir {shlex.quote(str(run))}{shipped}"
+    return (f"{missing}collect_results.py --run_dir RUN_DIR --shipped {quoted}, RUN_DIR the output folder of the "
             "scripts/train.py run that made the model")
 
 
