@@ -1,8 +1,7 @@
 """Example 01 — §3.5 positional encoding: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(…).
 
-Draws the PE matrix, a few dimensions against the position, and PE(p)·PE(q), which depends on p − q only;
-checks that PE(pos + k) is a linear function of PE(pos), as §3.5 claims: each (sin, cos) pair at frequency
-ω turns by ω·k, so PE(pos + k) = M_k · PE(pos) with M_k block-diagonal. Code: `model/positional_encoding.py`.
+Draws the PE matrix, a few dimensions, and PE(p)·PE(q), which depends on p − q only; checks §3.5's claim that
+PE(pos + k) = M_k · PE(pos), M_k turning each (sin, cos) pair by ω·k. Code: `model/positional_encoding.py`.
 """
 
 import torch

@@ -1,9 +1,7 @@
 """Example 02 — §3.2.1, Eq. (1): Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, and why it divides by √d_k.
 
-Part 1 works Eq. (1) by hand on 3 queries and 4 keys, every step printed, and compares with the package's
-function. Part 2: with unit-variance components q·k has variance d_k, so unscaled scores spread out as d_k
-grows and the softmax saturates (nearly one-hot, tiny gradients); divided by √d_k they keep unit variance.
-It plots the largest weight and the entropy against d_k. Code: `modeling_vaswani/model/attention.py`.
+Part 1 works Eq. (1) by hand on 3 queries and 4 keys against the package's function. Part 2: q·k has variance
+d_k, so unscaled the softmax saturates as d_k grows (nearly one-hot, tiny gradients). Code: `model/attention.py`.
 """
 
 import math

@@ -1,9 +1,8 @@
 """Example 03 — §3.2.2: MultiHead = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
-On an encoder self-attention layer of the trained model: the shape of every tensor inside; the module's
-"all heads in one Linear, then reshape" equals the paper's h separate projections (the Linear sliced per
-head, Eq. (1) head by head); and every head's map, each different after training (shipped model, layer 2:
-head 2 sends words to an earlier word, head 4 to a later one). Code: `model/attention.py`.
+On a trained encoder layer: every tensor's shape; "all heads in one Linear, then reshape" equals the paper's h
+separate projections; every head's map (shipped model, layer 2: head 2 looks back, head 4 ahead).
+Code: `model/attention.py`.
 """
 
 import math

@@ -1,9 +1,7 @@
 """Example 04 — §3.3, Eq. (2): the position-wise feed-forward network FFN(x) = max(0, x W_1 + b_1) W_2 + b_2.
 
-"Applied to each position separately and identically": the whole sequence gives what each position gives
-alone, shuffled positions give shuffled outputs, equal vectors equal outputs (only attention mixes
-positions); it is also two kernel-size-1 convolutions. Drawn: input, hidden layer after the ReLU (about
-half exactly zero), output. Code: `modeling_vaswani/model/feed_forward.py`.
+"Applied to each position separately and identically" (only attention mixes positions), checked four ways,
+one of them two kernel-size-1 convolutions; drawn with its hidden layer. Code: `model/feed_forward.py`.
 """
 
 import torch

@@ -1,10 +1,8 @@
 """Example 05 — §3.2.3 masks: hiding padding and hiding the future.
 
-No query attends to `<pad>`; in decoder self-attention position i sees only positions ≤ i (auto-regressive);
-padded targets need both. The masks are additive: 0 where allowed, else `torch.finfo(dtype).min` added to
-Q Kᵀ / √d_k (the paper's −∞; the finite value also gives hidden keys weight 0, and a row with nothing
-visible no NaN). Shown for two sentences, with the weights of equal scores and a mask under a key/value
-cache. Code: `modeling_vaswani/model/masking.py`.
+Additive masks: 0 where allowed, else `torch.finfo(dtype).min` (the paper's −∞; finite, so a row with nothing
+visible gives no NaN) added to Q Kᵀ / √d_k; shown for two padded sentences, combined, and under a key/value
+cache. Code: `model/masking.py`.
 """
 
 import numpy as np

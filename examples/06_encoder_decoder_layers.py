@@ -1,9 +1,8 @@
 """Example 06 — §3.1: one encoder layer and one decoder layer, followed tensor by tensor.
 
-A small model runs on 2 padded sentences with a forward hook on every step of its first encoder and decoder
-layer, printing each output shape in the order it finishes: every sub-layer returns (B, length, d_model),
-so the residual can add x + Sublayer(x), and only cross-attention mixes the two lengths. The picture is
-both layers' data flow, post-LN (§3.1, §5.4), with this run's shapes. Code: `model/encoder.py`, `decoder.py`.
+Forward hooks print each step's output shape: every sub-layer returns (B, length, d_model), so the residual
+can add x + Sublayer(x), and only cross-attention mixes the two lengths. The picture: both layers' data flow,
+post-LN (§3.1, §5.4). Code: `model/encoder.py`, `model/decoder.py`.
 """
 
 import torch
@@ -15,16 +14,12 @@ E, D = "model.encoder.layers.0.", "model.decoder.layers.0."
 STEPS = {  # module inside VaswaniForConditionalGeneration: what the step is
     "model.encoder.embed_tokens": "token embedding × √d_model (§3.4)",
     "model.encoder.embed_positions": "positional encoding (§3.5), one row per position",
-    E + "self_attn.q_proj": "self-attention: Q = x W^Q, all heads",
     E + "self_attn": "self-attention output, heads concatenated · W^O",
     E + "self_attn_sublayer": "LayerNorm(x + Dropout(SelfAttn(x)))",
     E + "feed_forward.linear_1": "FFN inner layer x W_1 + b_1 (d_ff wide)",
-    E + "feed_forward": "FFN output (Eq. 2)",
     E + "feed_forward_sublayer": "LayerNorm(x + Dropout(FFN(x)))  = layer 1 output",
     "model.encoder": "encoder output z after N layers (no final LayerNorm in post-LN)",
     "model.decoder.embed_tokens": "target embedding × √d_model (inputs shifted right)",
-    "model.decoder.embed_positions": "positional encoding (§3.5)",
-    D + "self_attn": "masked self-attention (causal mask)",
     D + "self_attn_sublayer": "LayerNorm(y + Dropout(MaskedSelfAttn(y)))",
     D + "cross_attn.q_proj": "cross-attention queries from the decoder",
     D + "cross_attn.k_proj": "cross-attention keys from the encoder output z",

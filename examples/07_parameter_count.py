@@ -1,10 +1,8 @@
 """Example 07 — Table 3: where the parameters of the base (65M) and big (213M) models are.
 
-Built on the "meta" device (shapes, no memory) with §5.1's 37,000-token vocabulary and counted by part:
-the embedding once (shared by both embeddings and the pre-softmax projection, §3.4), attention 4·d_model²
-per layer (no biases), FFN 2·d_model·d_ff + d_ff + d_model. For every Table 3 row with a size it finds the
-vocabulary at which our count rounds to the paper's: about 41,100 rows for all rows from base, 35,900 for
-big, so no one vocabulary gives both. Code: `model/configuration_vaswani.py` (`VaswaniConfig.from_preset`).
+Built on the "meta" device (shapes only) with §5.1's 37,000-token vocabulary and counted by part; for each
+Table 3 row with a size, the vocabulary at which our count rounds to the paper's (about 41,100 for the rows
+from base, 35,900 for big: no one vocabulary gives both). Code: `model/configuration_vaswani.py`.
 """
 
 import math

@@ -1,10 +1,7 @@
 """Example 08 — §5.3, Eq. (3): lrate = d_model^-0.5 · min(step_num^-0.5, step_num · warmup_steps^-1.5).
 
-The rate rises linearly for warmup_steps updates, then falls like 1/√step; it peaks at step_num =
-warmup_steps at (d_model · warmup_steps)^-0.5, about 7.0e-4 for base (512, 4000), lower for wider models.
-Drawn for several warm-ups and widths, each peak checked against the formula, and the rate the scheduler
-of `get_noam_schedule` hands to Adam checked against Eq. (3) step for step.
-Code: `modeling_vaswani/training/optimization.py` (`noam_lr`, `get_noam_schedule`, `create_adam`).
+Linear warm-up, then ∝ 1/√step, peaking at (d_model · warmup_steps)^-0.5 (7.0e-4 for base); the rate that
+`get_noam_schedule` hands to Adam, checked step by step. Code: `training/optimization.py`.
 """
 
 import torch

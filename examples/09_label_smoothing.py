@@ -1,12 +1,8 @@
 """Example 09 — §5.4 label smoothing (ε_ls = 0.1): a softer target, and what it rewards.
 
-The target q keeps 1 − ε on the reference token y and spreads ε over the other V − 1 (as tensor2tensor
-does; the paper does not say); the loss is H(q, p). The script reads q back from the package's loss
-(the gradient with respect to the logits is p − q), shows that a confident prediction beats a hedged
-one (p = q) without smoothing and loses with it, and draws the loss against p(y): its minimum moves
-from 1 to 1 − ε ("the model learns to be more unsure"). PyTorch's `label_smoothing=ε` mixes in a
-uniform distribution over all V instead (minimum at 1 − ε + ε/V), drawn for comparison.
-Code: `modeling_vaswani/model/label_smoothing.py` (`label_smoothed_cross_entropy`, `LABEL_SMOOTHING`).
+The target q keeps 1 − ε on the reference and spreads ε over the other V − 1 (as tensor2tensor does), read
+back from the package's loss; a hedged prediction beats a confident one, and the loss is smallest at
+p(y) = 1 − ε, not 1 (PyTorch's `label_smoothing` at 1 − ε + ε/V). Code: `model/label_smoothing.py`.
 """
 
 import torch

@@ -106,22 +106,19 @@ def exact_match(model, tokenizer, strings: list[str]) -> float:
 
 
 def plot_training(log, config: VaswaniConfig, warmup_steps: int, path: Path) -> None:
-    """The loss against the step (Eq. (3)'s rate itself: example 08)."""
-    from matplotlib.figure import Figure  # no pyplot: no display, no backend to choose
+    """The loss against the step (Eq. (3)'s rate itself: example 08), on a Figure: no pyplot, no display."""
+    from matplotlib.figure import Figure
 
-    steps = [entry["step"] for entry in log]
-    fig = Figure(figsize=(7, 4))
-    axis = fig.subplots()
-    axis.plot(steps, [entry["loss"] for entry in log], marker="o", markersize=3, label="training loss H(q, p) (label-smoothed)")
-    axis.plot(steps, [entry["kl_loss"] for entry in log], linewidth=1, label="H(q, p) − H(q), as tensor2tensor logs it")
+    axis = (fig := Figure(figsize=(7, 4))).subplots()
+    for key, label in (("loss", "training loss H(q, p) (label-smoothed)"), ("kl_loss", "H(q, p) − H(q), as tensor2tensor logs it")):
+        axis.plot([entry["step"] for entry in log], [entry[key] for entry in log], label=label)
     axis.axhline(target_entropy(config.label_smoothing, config.vocab_size), color="grey", linestyle="--",
                  label=f"floor H(q) with ε_ls = {config.label_smoothing}")
     axis.axvline(warmup_steps, color="grey", linestyle=":", label=f"end of Eq. (3)'s warm-up (step {warmup_steps})")
     axis.set(title="copy task: training loss", xlabel="step", ylabel="loss per target token")
     axis.legend()
-    fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
 if __name__ == "__main__":

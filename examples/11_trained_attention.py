@@ -1,10 +1,7 @@
-"""Example 11 — encoder–decoder attention of a trained model, drawn as a word alignment.
+"""Example 11 — encoder–decoder attention of a trained model (§3.2.3), drawn as a word alignment.
 
-In encoder–decoder attention "the queries come from the previous decoder layer, and the memory keys
-and values come from the output of the encoder" (§3.2.3). The script translates a Multi30k validation
-sentence (§6.1 beam search), runs the model again on its own translation with `output_attentions=True`
-(eager attention returns the weights), prints each output token's most-attended source token and draws
-every decoder layer's weights averaged over the heads; trained, they line up like an alignment.
+A validation sentence is translated (§6.1), then run again on its own translation with `output_attentions`;
+each decoder layer's weights, averaged over the heads, line up like an alignment.
 """
 
 import torch

@@ -1,11 +1,7 @@
 """Example 12 — §6.1 decoding: greedy search against beam search (beam 4, length penalty α = 0.6).
 
-Greedy takes the most probable token at every step; beam search keeps the 4 best partial translations and
-picks the best log P(Y | X) / lp(Y), the penalty keeping it from preferring short outputs. Hugging Face's lp
-is |Y|^α; the paper's α belongs to GNMT's ((5 + |Y|) / 6)^α [38], which favours longer outputs less. A few
-validation sentences are decoded both ways and scored with |Y|^α (beam: `sequences_scores`; greedy: the same
-formula over `compute_transition_scores`); then the first --scan with each formula's own search, counting
-where they differ and scoring the first such pair under both formulas.
+A few validation sentences decoded both ways, scored log P(Y | X) / |Y|^α (Hugging Face's lp); then --scan
+sentences with GNMT's ((5 + |Y|) / 6)^α [38], the paper's, against |Y|^α, and the first they decode differently.
 """
 
 import torch
@@ -36,8 +32,8 @@ def decode(model, tokenizer, sources, num_beams, **search):
 def main():
     parser = model_parser(__doc__)
     parser.add_argument("--count", type=int, default=5, help="how many validation sentences (default 5)")
-    parser.add_argument("--scan", type=int, default=100,
-                        help="how many validation sentences to search for a length-penalty difference (default 100)")
+    parser.add_argument("--scan", type=int, default=100, help="how many sentences to decode with each length "
+                        "penalty (default 100)")
     parser.add_argument("--source_lang", default="en", help="the model's source language (default en)")
     parser.add_argument("--target_lang", default="de", help="the model's target language (default de)")
     args = parser.parse_args()
@@ -57,15 +53,11 @@ def main():
                                                 (f"beam {NUM_BEAMS}", beam_texts, beam_logp, beam_len, beam_scores)):
             print(f"    {name + ':':<10} {text[i].strip():<60}  log P {logp[i]:7.3f}  |Y| {int(length[i]):2d}  "
                   f"score {score[i]:7.3f}")
-    # Scored along two code paths (batched beams, a separate greedy pass): float rounding, the tolerance above.
-    better = int((beam_scores >= greedy_scores - 1e-4).sum())
+    better = int((beam_scores >= greedy_scores - 1e-4).sum())  # two code paths: float rounding, as above
     same = sum(g.strip() == b.strip() for g, b in zip(greedy_texts, beam_texts))
     print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences; identical text for {same}.")
 
     # The paper's search (GNMT's penalty) against Hugging Face's (|Y|^α) on the first --scan sentences.
-    print(f"\nlength penalty with α = {ALPHA}:   |Y| " + "".join(f"{n:>7d}" for n in (1, 5, 10, 20, 40)))
-    for name, penalty in PENALTIES.items():
-        print(f"    {name:<4} " + " " * 22 + "".join(f"{penalty(n, ALPHA):7.3f}" for n in (1, 5, 10, 20, 40)))
     scan, eos = validation_lines(args.source_lang)[: args.scan], tokenizer.eos_token_id
     results = {name: ([], [], []) for name in PENALTIES}  # texts, scores, |Y| (up to and including the first </s>)
     for name, (texts, scores, lengths) in results.items():
