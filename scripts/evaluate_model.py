@@ -7,8 +7,7 @@
     python scripts/evaluate_model.py --quantize int8          # int8 Linear layers, BLEU beside the exact float32
 
 Writes <output_dir>/<name>.hyp.txt (one translation per line) and <name>.scores.json (cased sacreBLEU with
-its signature, lowercased tokenized BLEU, the paper's tokenized BLEU, chrF, and the CPU threads used). The
-output folder defaults to ./evaluations/<model name>/ and is never a model folder.
+its signature, lowercased tokenized BLEU, the paper's tokenized BLEU, chrF, and the CPU threads used).
 """
 
 import json

@@ -6,13 +6,10 @@
     python scripts/translate.py --engine ctranslate2 --file news.en   # CTranslate2, converted on first use
     python scripts/translate.py --quantize int8 --file news.en        # int8 Linear layers (CPU)
 
-The model defaults to hub_card/, the shipped English→German Multi30k model. Input (UTF-8, one sentence
-per line) is translated a batch at a time; line i of the output translates line i of the input. --output
-is written beside itself and renamed at the end: stopped by Ctrl-C or SIGTERM it holds the first lines'
-translations (the message says how many); failed, the earlier file stays. Sentences over 512 tokens are
-cut, with a warning. A model under 20M parameters decodes on 1 CPU thread (the fastest), a larger one on
-the idle cores; OMP_NUM_THREADS or --threads choose instead. --dtype, --quantize and --compile trade
-exactness for speed (benchmarks/RESULTS.md).
+The model defaults to hub_card/, the shipped English→German model. Line i of the output translates line i
+of the input (UTF-8). Stopped by Ctrl-C or SIGTERM, --output holds the first lines' translations; failed, the
+earlier file stays. Sentences over 512 tokens are cut, with a warning. --dtype, --quantize and --compile
+trade exactness for speed (benchmarks/RESULTS.md).
 """
 
 import signal
