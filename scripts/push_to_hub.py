@@ -23,16 +23,15 @@ except ModuleNotFoundError:  # run in-process by another program
 
 def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
-    add = parser.add_argument
-    add("--model_dir", required=True, help="Trained model folder with results.json.")
-    add("--repo_id", required=True, help="Hub repository, e.g. user/vaswani-multi30k-en-de.")
-    add("--output_dir", help="Where to write the repository folder (default: a temporary one).")
-    add("--dry_run", action="store_true", help="Write and validate the folder; do not upload.")
-    add("--private", action="store_true", help="Create the Hub repository as private.")
-    add("--commit_message", default="Upload Transformer (Vaswani et al., 2017) trained with modeling_vaswani")
-    add("--space", metavar="SPACE_ID", help="Also write (and upload) a Space running the explorer.")
-    add("--space_dir", help="Where to write the Space folder (default: a temporary one).")
-    add("--token", help="Hub token (default: the stored login, `hf auth login`).")
+    parser.add_argument("--model_dir", required=True, help="Trained model folder with results.json.")
+    parser.add_argument("--repo_id", required=True, help="Hub repository, e.g. user/vaswani-multi30k-en-de.")
+    parser.add_argument("--output_dir", help="Where to write the repository folder (default: a temporary one).")
+    parser.add_argument("--dry_run", action="store_true", help="Write and validate the folder; do not upload.")
+    parser.add_argument("--private", action="store_true", help="Create the Hub repository as private.")
+    parser.add_argument("--commit_message", default="Upload Transformer (Vaswani et al., 2017) trained with modeling_vaswani")
+    parser.add_argument("--space", metavar="SPACE_ID", help="Also write (and upload) a Space running the explorer.")
+    parser.add_argument("--space_dir", help="Where to write the Space folder (default: a temporary one).")
+    parser.add_argument("--token", help="Hub token (default: the stored login, `hf auth login`).")
     return parser.parse_args(argv)
 
 
