@@ -46,29 +46,6 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def load_pairs(args):
-    from modeling_vaswani.training.data import multi30k_pairs, read_lines
-
-    if not args.source_file:
-        return multi30k_pairs(args.split, args.source_lang, args.target_lang, args.max_samples)
-    sources, references = read_lines(args.source_file), read_lines(args.reference_file)
-    if len(sources) != len(references):
-        raise ValueError(f"{args.source_file} has {len(sources)} lines but {args.reference_file} "
-                         f"has {len(references)}; they must be parallel.")
-    return sources[:args.max_samples], references[:args.max_samples]
-
-
-def output_folder(args) -> Path:
-    """--output_dir, or ./evaluations/<model name>; never a model folder (results would mix with, and could
-    overwrite, the model's files), nor a folder holding what is read."""
-    local = Path(args.model)
-    name = local.resolve().name if local.is_dir() else args.model.replace("/", "--")
-    folder = args.output_dir or Path("evaluations") / name
-    reads = [("--model", args.model), ("--ct2_model", args.ct2_model), ("--source_file", args.source_file),
-             ("--reference_file", args.reference_file)]
-    return outputs.claim("--output_dir", folder, reads, folder=True, results=True)
-
-
 def main(argv=None):
     args = parse_args(argv)
     if (args.source_file is None) != (args.reference_file is None):
@@ -83,9 +60,15 @@ def main(argv=None):
     from modeling_vaswani.evaluation.translation import as_one_line, load_for_script
     from modeling_vaswani.model.decoding_checks import check_decoding, decoding_settings
     from modeling_vaswani.model.generation import PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
+    from modeling_vaswani.training.data import multi30k_pairs, read_lines
 
     args.model = args.model or shipped_model_path()
-    out_dir = output_folder(args)
+    # Never a model folder (results would mix with, and could overwrite, its files), nor one holding what is read.
+    local = Path(args.model)
+    reads = [("--model", args.model), ("--ct2_model", args.ct2_model), ("--source_file", args.source_file),
+             ("--reference_file", args.reference_file)]
+    out_dir = outputs.claim("--output_dir", args.output_dir or Path("evaluations") / (
+        local.resolve().name if local.is_dir() else args.model.replace("/", "--")), reads, folder=True, results=True)
     cli.check_engine_arguments(args)
     check_decoding(decoding_settings(vars(args)), "command line", args.batch_size)  # before the model loads
     ct2 = args.engine == "ctranslate2"
@@ -93,7 +76,14 @@ def main(argv=None):
         raise ValueError("--beam_search chooses between the torch engine's searches; CTranslate2 has its own. "
                          "Leave out --beam_search or --engine ctranslate2.")
     fast_path = FastPath(args.dtype, args.quantize, args.compile)  # the torch engine's; exact float32 by default
-    sources, references = load_pairs(args)
+    if args.source_file:
+        sources, references = read_lines(args.source_file), read_lines(args.reference_file)
+        if len(sources) != len(references):
+            raise ValueError(f"{args.source_file} has {len(sources)} lines but {args.reference_file} "
+                             f"has {len(references)}; they must be parallel.")
+        sources, references = sources[:args.max_samples], references[:args.max_samples]
+    else:
+        sources, references = multi30k_pairs(args.split, args.source_lang, args.target_lang, args.max_samples)
     model, tokenizer, threads, threads_chosen_by, engine = load_for_script(args, args.model)
     generate_kwargs = {key: getattr(args, key) for key in ("num_beams", "length_penalty", "max_new_tokens")
                        if getattr(args, key) is not None}

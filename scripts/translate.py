@@ -100,10 +100,10 @@ def main(argv=None):
     written = 0
     # --output is written beside it and renamed into place at the end, or when stopped: a failed run leaves
     # the earlier file as it was.
-    with sigterm_as_interrupt(), source as handle, (
-            outputs.write_file(args.output, encoding="utf-8", newline="\n", keep_on_interrupt=True)
-            if args.output else nullcontext(sys.stdout)) as out:
-        try:
+    try:
+        with sigterm_as_interrupt(), source as handle, (
+                outputs.write_file(args.output, encoding="utf-8", newline="\n", keep_on_interrupt=True)
+                if args.output else nullcontext(sys.stdout)) as out:
             for batch in translate_batches(model, tokenizer, handle if args.sentences else iter_lines(handle, name),
                                            batch_size=args.batch_size, **generate_kwargs,
                                            progress=bar.update if bar is not None else None):
@@ -111,15 +111,15 @@ def main(argv=None):
                     out.write("".join(as_one_line(text) + "\n" for text in batch))
                     out.flush()
                 written += len(batch)
-        except KeyboardInterrupt:
-            if bar is not None:
-                bar.close()
-            if args.output:
-                print(f"stopped: the translations of the first {written} lines are in {args.output}", file=sys.stderr)
-            raise
-        finally:
-            if bar is not None:
-                bar.close()
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()  # before the message, not drawn over it
+        if args.output:
+            print(f"stopped: the translations of the first {written} lines are in {args.output}", file=sys.stderr)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 if __name__ == "__main__":
