@@ -1,10 +1,9 @@
 """What the result scripts compute: collect_results.py's training block (a fine-tuned model's card counts the
-training it started from), plot_training_curve.py's minutes, evaluate_model.py's --beam_search."""
+training it started from), plot_training_curve.py's minutes, evaluate_model.py's searches and threads."""
 
 import json
 import math
 import runpy
-from pathlib import Path
 
 import pytest
 
