@@ -1,8 +1,7 @@
 """Example 01 — §3.5 positional encoding: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(…).
 
-Draws the PE matrix, a few dimensions against the position, and PE(p)·PE(q), which depends on p − q only;
-checks that PE(pos + k) is a linear function of PE(pos), as §3.5 claims: each (sin, cos) pair at frequency
-ω turns by ω·k, so PE(pos + k) = M_k · PE(pos) with M_k block-diagonal. Code: `model/positional_encoding.py`.
+Draws the PE matrix, a few dimensions, and PE(p)·PE(q), which depends on p − q only; checks §3.5's claim that
+PE(pos + k) = M_k · PE(pos), M_k turning each (sin, cos) pair by ω·k. Code: `model/positional_encoding.py`.
 """
 
 import torch
@@ -14,29 +13,23 @@ D_MODEL, POSITIONS = 64, 128
 
 
 def rotation_for_offset(k: int, d_model: int) -> torch.Tensor:
-    """M_k: per pair (2i, 2i+1) the rotation by ω_i·k, ω_i = 10000^(−2i/d_model), the same for every pos:
-    with s = sin(ω·pos), c = cos(ω·pos): sin(ω(pos+k)) = cos(ωk)·s + sin(ωk)·c, cos(ω(pos+k)) = −sin(ωk)·s + cos(ωk)·c
-    """
-    m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for two_i in range(0, d_model, 2):
-        angle = torch.tensor(10000.0 ** (-two_i / d_model) * k, dtype=torch.float64)
-        c, s = torch.cos(angle), torch.sin(angle)
-        m[two_i:two_i + 2, two_i:two_i + 2] = torch.stack([torch.stack([c, s]), torch.stack([-s, c])])
-    return m
+    """M_k: per pair (2i, 2i+1) the rotation by ω_i·k, ω_i = 10000^(−2i/d_model): sin(ω(pos+k)) = cos(ωk)·s +
+    sin(ωk)·c and cos(ω(pos+k)) = −sin(ωk)·s + cos(ωk)·c, with s = sin(ω·pos), c = cos(ω·pos)."""
+    angles = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model) * k
+    c, s = torch.cos(angles), torch.sin(angles)
+    return torch.block_diag(*[torch.stack([torch.stack([ci, si]), torch.stack([-si, ci])]) for ci, si in zip(c, s)])
 
 
 pe = sinusoidal_table(POSITIONS + 64, D_MODEL, dtype=torch.float64)  # (positions, d_model)
 print(f"PE table: {tuple(pe.shape)} (positions × d_model); even columns sin, odd columns cos")
-print(f"PE[0, :6] = {pe[0, :6].numpy().round(3)}   (sin 0 = 0, cos 0 = 1)")
-print(f"every entry lies in [-1, 1]: min {pe.min():.3f}, max {pe.max():.3f}")
+print(f"PE[0, :6] = {pe[0, :6].numpy().round(3)}   (sin 0 = 0, cos 0 = 1); every entry in [{pe.min():.0f}, {pe.max():.0f}]")
 wavelengths = [2 * torch.pi * 10000 ** (two_i / D_MODEL) for two_i in (0, D_MODEL // 2, D_MODEL - 2)]
 print("wavelengths of pairs 0, middle, last: " + ", ".join(f"{w:,.1f}" for w in wavelengths)
       + "  (a geometric progression from 2π towards 10000·2π)")
 
 print("\nPE(pos + k) = M_k · PE(pos), checked for every pos in 0 … 127:")
 for k in (1, 5, 17, 64):
-    predicted = pe[:POSITIONS] @ rotation_for_offset(k, D_MODEL).T  # row pos: M_k · PE(pos)
-    error = (predicted - pe[k:k + POSITIONS]).abs().max().item()
+    error = (pe[:POSITIONS] @ rotation_for_offset(k, D_MODEL).T - pe[k:k + POSITIONS]).abs().max().item()
     print(f"  k = {k:3d}: max |M_k·PE(pos) − PE(pos+k)| = {error:.2e}")
     assert error < 1e-9, "the rotation identity must hold to float64 precision"
 

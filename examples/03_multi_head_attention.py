@@ -1,9 +1,8 @@
 """Example 03 — §3.2.2: MultiHead = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
-On an encoder self-attention layer of the trained model: the shape of every tensor inside; the module's
-"all heads in one Linear, then reshape" equals the paper's h separate projections (the Linear sliced per
-head, Eq. (1) head by head); and every head's map, each looking differently after training (shipped
-model, layer 2: head 2 sends words to an earlier word, head 4 to a later one). Code: `model/attention.py`.
+On a trained encoder layer: every tensor's shape; "all heads in one Linear, then reshape" equals the paper's h
+separate projections; every head's map (shipped model, layer 2: head 2 looks back, head 4 ahead).
+Code: `model/attention.py`.
 """
 
 import math
@@ -27,25 +26,14 @@ def main():
         raise ValueError(f"--layer must be in [1, {len(encoder.layers)}], got {args.layer}")
     attention = encoder.layers[args.layer - 1].self_attn
     h, d_k, d_v = config.num_heads, config.d_k, config.d_v
-    print(f"{config.name_or_path}: d_model = {config.d_model}, h = {h} heads, d_k = d_v = {d_k}  "
-          "(§3.2.2: 512 / 8 = 64 in base)")
+    print(f"{config.name_or_path}: d_model = {config.d_model}, h = {h} heads, d_k = d_v = {d_k}  (§3.2.2: 512 / 8 = 64 in base)")
 
     encoded = tokenizer(SENTENCE, return_tensors="pt")
     words = [token.lstrip("▁") for token in tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])]
-    module_output = []  # what the module itself returns
-    attention.register_forward_hook(lambda module, inputs, output: module_output.append(output[0]))
-    outputs = encoder(**encoded, output_attentions=True, output_hidden_states=True)
+    outputs = encoder(**encoded, output_hidden_states=True)
     x = outputs.hidden_states[args.layer - 1]  # this layer's input (B=1, T, d_model)
-    module_weights = outputs.attentions[args.layer - 1]  # (B, h, T, T)
+    module_output, module_weights = attention(x, attention_mask=None)[:2]  # (B, T, d_model), (B, h, T, T)
     B, T = x.shape[:2]
-
-    print(f"\nShapes inside the self-attention of encoder layer {args.layer} on {SENTENCE!r} (T = {T} tokens):")
-    q = attention.q_proj(x)
-    q_heads = q.view(B, T, h, d_k).transpose(1, 2)  # (B, T, h·d_k) → (B, h, T, d_k): no weights, no arithmetic
-    for name, tensor, note in (("x", x, "(B, T, d_model)"), ("x W^Q (all heads at once)", q, "(B, T, h·d_k)"),
-                               ("split into heads", q_heads, "(B, h, T, d_k)  a reshape: no weights, no arithmetic"),
-                               ("scores Q Kᵀ / √d_k", module_weights, "(B, h, T, T)  one T×T map per head")):
-        print(f"  {name:<26} {tuple(tensor.shape)}   {note}")
 
     def project(linear, rows):  # x W_i: head i's rows of the Linear (and of its bias, if any; §3.2.2 has none)
         return F.linear(x, linear.weight[rows], None if linear.bias is None else linear.bias[rows])
@@ -59,27 +47,27 @@ def main():
         heads.append(weights[-1] @ project(attention.v_proj, rows_v))
     concat = torch.cat(heads, dim=-1)  # Concat(head_1, …, head_h)
     by_hand = attention.out_proj(concat)  # · W^O
-    print(f"  heads' outputs             {tuple(heads[0].shape)} × {h}   (B, T, d_v) each")
-    print(f"  Concat(head_1 … head_h)    {tuple(concat.shape)}   (B, T, h·d_v)")
-    print(f"  · W^O                      {tuple(by_hand.shape)}   (B, T, d_model)")
-    difference = (by_hand - module_output[0]).abs().max().item()
+    q = attention.q_proj(x)
+    print(f"\nShapes inside the self-attention of encoder layer {args.layer} on {SENTENCE!r} (T = {T} tokens):")
+    for name, shape, note in (
+            ("x", x.shape, "(B, T, d_model)"), ("x W^Q (all heads at once)", q.shape, "(B, T, h·d_k)"),
+            ("split into heads", q.view(B, T, h, d_k).transpose(1, 2).shape, "(B, h, T, d_k)  a reshape: no weights"),
+            ("scores Q Kᵀ / √d_k", module_weights.shape, "(B, h, T, T)  one T×T map per head"),
+            ("heads' outputs", heads[0].shape, f"(B, T, d_v) each, × {h}"),
+            ("Concat(head_1 … head_h)", concat.shape, "(B, T, h·d_v)"), ("· W^O", by_hand.shape, "(B, T, d_model)")):
+        print(f"  {name:<26} {str(tuple(shape)):<14} {note}")
+    difference = (by_hand - module_output).abs().max().item()
     weight_difference = (torch.stack(weights, dim=1) - module_weights).abs().max().item()
     print(f"\nhead-by-head formula of §3.2.2 vs the module: max difference {difference:.1e} (output), "
           f"{weight_difference:.1e} (weights)")
     assert difference < 1e-4 and weight_difference < 1e-5
-
-    print(f"Each word's most-attended word, per head of the trained layer {args.layer}:")
-    for i in range(h):
-        top = module_weights[0, i].argmax(-1)
-        print(f"  head {i + 1}: " + ", ".join(f"{words[t]}→{words[j]}" for t, j in enumerate(top.tolist())))
 
     fig, axes = plt.subplots(1, h, figsize=(3.6 * h, 4), squeeze=False)
     for i, axis in enumerate(axes[0]):
         axis.imshow(module_weights[0, i].numpy(), cmap="Blues", vmin=0, vmax=1)
         axis.set_xticks(range(T), words, rotation=90)
         axis.set_yticks(range(T), words)
-        axis.set(title=f"head {i + 1}", xlabel="key (attended to)")
-    axes[0][0].set_ylabel("query")
+        axis.set(title=f"head {i + 1}", xlabel="key (attended to)", ylabel="query" if i == 0 else None)
     fig.suptitle(f"Self-attention weights of the {h} heads of encoder layer {args.layer}, trained model "
                  f"(d_model={config.d_model})")
     save(fig, "03_multi_head_attention.png")

@@ -1,9 +1,8 @@
 """Example 06 — §3.1: one encoder layer and one decoder layer, followed tensor by tensor.
 
-A small model runs on 2 padded sentences with a forward hook on every step of its first encoder and decoder
-layer, printing each output shape in the order it finishes: every sub-layer returns (B, length, d_model),
-so the residual can add x + Sublayer(x), and only cross-attention mixes the two lengths. The picture is
-both layers' data flow, post-LN (§3.1, §5.4), with this run's shapes. Code: `model/encoder.py`, `decoder.py`.
+Forward hooks print each step's output shape: every sub-layer returns (B, length, d_model), so the residual
+can add x + Sublayer(x), and only cross-attention mixes the two lengths. The picture: both layers' data flow,
+post-LN (§3.1, §5.4). Code: `model/encoder.py`, `model/decoder.py`.
 """
 
 import torch
@@ -15,16 +14,12 @@ E, D = "model.encoder.layers.0.", "model.decoder.layers.0."
 STEPS = {  # module inside VaswaniForConditionalGeneration: what the step is
     "model.encoder.embed_tokens": "token embedding × √d_model (§3.4)",
     "model.encoder.embed_positions": "positional encoding (§3.5), one row per position",
-    E + "self_attn.q_proj": "self-attention: Q = x W^Q, all heads",
     E + "self_attn": "self-attention output, heads concatenated · W^O",
     E + "self_attn_sublayer": "LayerNorm(x + Dropout(SelfAttn(x)))",
     E + "feed_forward.linear_1": "FFN inner layer x W_1 + b_1 (d_ff wide)",
-    E + "feed_forward": "FFN output (Eq. 2)",
     E + "feed_forward_sublayer": "LayerNorm(x + Dropout(FFN(x)))  = layer 1 output",
     "model.encoder": "encoder output z after N layers (no final LayerNorm in post-LN)",
     "model.decoder.embed_tokens": "target embedding × √d_model (inputs shifted right)",
-    "model.decoder.embed_positions": "positional encoding (§3.5)",
-    D + "self_attn": "masked self-attention (causal mask)",
     D + "self_attn_sublayer": "LayerNorm(y + Dropout(MaskedSelfAttn(y)))",
     D + "cross_attn.q_proj": "cross-attention queries from the decoder",
     D + "cross_attn.k_proj": "cross-attention keys from the encoder output z",
@@ -35,97 +30,62 @@ STEPS = {  # module inside VaswaniForConditionalGeneration: what the step is
     "lm_head": "pre-softmax projection to the vocabulary (tied, §3.4)",
 }
 
-
-def node(axis, x, y, text, color="white"):  # a box of text centred on (x, y)
-    return axis.text(x, y, text, ha="center", va="center", fontsize=8.5,
-                     bbox=dict(boxstyle="round,pad=0.4", fc=color, ec="0.3", alpha=0.9))
-
-
-def link(axis, lower, upper):  # an arrow from the top of one box to the bottom of the next
-    axis.annotate("", xy=(0.5, 0), xycoords=upper, xytext=(0.5, 1), textcoords=lower,
-                  arrowprops=dict(arrowstyle="-|>", color="0.2"))
-
-
-def sublayer(axis, x, y, below, text, color, side, memory=None):
-    """Sub-layer → Dropout → + (the residual from `below`) → LayerNorm, from height y + 1.4 up (§3.1, §5.4)."""
-    inner = node(axis, x, y + 1.4, text, color)
-    dropout = node(axis, x, y + 2.3, "Dropout (P_drop)", "0.9")
-    add = axis.text(x, y + 3.0, "+", ha="center", va="center", fontsize=11, bbox=dict(boxstyle="circle", fc="white"))
-    norm = node(axis, x, y + 3.7, "LayerNorm", "gold")
-    for lower, upper in ((below, inner), (inner, dropout), (dropout, add), (add, norm)):
-        link(axis, lower, upper)
-    # The residual: the sub-layer's input goes around it to the sum.
-    branch, around = y + 0.7, x + side * 2.4
-    axis.plot([x, around, around], [branch, branch, y + 3.0], color="tab:blue", lw=1.2)
-    axis.plot([x], [branch], "o", color="tab:blue", ms=3)
-    axis.annotate("", xy=(0 if side < 0 else 1, 0.5), xycoords=add, xytext=(around, y + 3.0), textcoords="data",
-                  arrowprops=dict(arrowstyle="-|>", color="tab:blue"))
-    axis.text(around, y + 1.9, "residual", rotation=90, ha="center", va="center", fontsize=8, color="tab:blue",
-              bbox=dict(fc="white", ec="none"))
-    if memory is not None:  # encoder–decoder attention: keys and values are the encoder output z
-        turn = x - 2.75  # the z path runs down between the two columns
-        axis.annotate("", xy=(turn, memory.get_position()[1]), xytext=(1, 0.5), textcoords=memory,
-                      arrowprops=dict(arrowstyle="-", color="tab:red"))
-        axis.plot([turn, turn], [memory.get_position()[1], y + 1.4], color="tab:red")
-        axis.annotate("", xy=(0, 0.5), xycoords=inner, xytext=(turn, y + 1.4), textcoords="data",
-                      arrowprops=dict(arrowstyle="-|>", color="tab:red"))
-        axis.text(turn, y + 2.4, "z: keys and values", rotation=90, ha="center", va="center", fontsize=8,
-                  color="tab:red", bbox=dict(fc="white", ec="none"))
-    return norm
-
-
 torch.manual_seed(0)
 config = VaswaniConfig(vocab_size=100, d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.1)
 model = VaswaniForConditionalGeneration(config).eval()
 print(f"config: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
       f"d_k=d_v={config.d_k}, vocabulary {config.vocab_size}")
-
-# Two source sentences (S = 7, the first padded) and their targets (T = 5).
-input_ids = torch.tensor([[15, 27, 33, 48, 2, 0, 0], [12, 19, 44, 51, 66, 70, 2]])
-attention_mask = (input_ids != config.pad_token_id).long()
-labels = torch.tensor([[21, 34, 55, 2, 0], [17, 28, 39, 61, 2]])
+input_ids = torch.tensor([[15, 27, 33, 48, 2, 0, 0], [12, 19, 44, 51, 66, 70, 2]])  # S = 7, the first padded
+labels = torch.tensor([[21, 34, 55, 2, 0], [17, 28, 39, 61, 2]])  # T = 5
 decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)  # [<s>, y_1, …, y_{T−1}]
-print(f"input_ids {tuple(input_ids.shape)} (B, S); decoder_input_ids {tuple(decoder_input_ids.shape)} (B, T)")
-print(f"labels[0]            = {labels[0].tolist()}\n"
-      f"decoder_input_ids[0] = {decoder_input_ids[0].tolist()}   (shifted right, starts with <s> = 1)")
+print(f"input_ids {tuple(input_ids.shape)} (B, S); decoder_input_ids {tuple(decoder_input_ids.shape)} (B, T)\n"
+      f"labels[0]            = {labels[0].tolist()}\ndecoder_input_ids[0] = {decoder_input_ids[0].tolist()}   "
+      "(shifted right, starts with <s> = 1)")
 
 trace = []  # (name, output shape) in the order the modules finish
 for name in STEPS:  # an output is a tensor, a tuple (output first) or a model output (last_hidden_state)
     model.get_submodule(name).register_forward_hook(lambda module, inputs, out, name=name: trace.append((name, tuple(
         (out[0] if isinstance(out, tuple) else getattr(out, "last_hidden_state", out)).shape))))
 with torch.no_grad():
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids).logits
-
+    logits = model(input_ids=input_ids, attention_mask=(input_ids != config.pad_token_id).long(),
+                   decoder_input_ids=decoder_input_ids).logits
 print("\nstep by step (B = 2, S = 7 source positions, T = 5 target positions):")
 for name, shape in trace:
     print(f"  {str(shape):>13}  {STEPS[name]:<66} [{name}]")
 print(f"\nlogits {tuple(logits.shape)} = (B, T, vocabulary): one next-token distribution per target position")
 shapes = dict(trace)
-assert shapes["model.encoder"] == (2, 7, config.d_model)
-assert shapes[D + "cross_attn"] == (2, 5, config.d_model)
+assert shapes["model.encoder"] == (2, 7, config.d_model) and shapes[D + "cross_attn"] == (2, 5, config.d_model)
 assert shapes[D + "cross_attn.k_proj"] == (2, 7, config.num_heads * config.d_k)
 
-# The picture: the data flow of encoder layer 1 and decoder layer 1 (Figure 1), with the shapes above.
+# The picture (Figure 1's layers): boxes bottom-up, each sub-layer followed by Dropout, + its input, LayerNorm.
+ADD_NORM = ("Dropout, + input (residual), LayerNorm", "gold")
+columns = {2.5: [(f"x: embeddings × √d_model + PE, dropout\n{shapes[E[:-9] + 'embed_tokens']} (B, S, d_model)", "white"),
+                 ("multi-head self-attention\nQ = K = V = x, padding mask", "tab:orange"), ADD_NORM,
+                 (f"feed-forward (Eq. 2)\ninner {shapes[E + 'feed_forward.linear_1']} (B, S, d_ff)", "tab:green"),
+                 ADD_NORM, (f"layer output {shapes[E + 'feed_forward_sublayer']}\n→ layer 2 … N; after N: z", "white")],
+           8: [(f"y: target embeddings (shifted right) × √d_model\n+ PE, dropout {shapes[D[:-9] + 'embed_tokens']}",
+                "white"), ("masked multi-head self-attention\nQ = K = V = y, causal mask", "tab:orange"), ADD_NORM,
+               (f"encoder–decoder attention\nQ from y {shapes[D + 'cross_attn.q_proj']}, K, V from z "
+                f"{shapes[D + 'cross_attn.k_proj']}", "tab:orange"), ADD_NORM,
+               (f"feed-forward (Eq. 2)\ninner {shapes[D + 'feed_forward.linear_1']} (B, T, d_ff)", "tab:green"), ADD_NORM,
+               (f"layer output {shapes[D + 'feed_forward_sublayer']}\n→ layer 2 … N; after N: lm_head → logits", "white")]}
 fig, axis = plt.subplots(figsize=(12, 10))
-x = node(axis, 2.5, 0, "x: embeddings × √d_model + PE, dropout\n"
-                       f"{shapes['model.encoder.embed_tokens']} (B, S, d_model)")
-x = sublayer(axis, 2.5, 0, x, "multi-head self-attention\nQ = K = V = x, padding mask", "tab:orange", -1)
-x = sublayer(axis, 2.5, 4, x, f"feed-forward (Eq. 2)\ninner {shapes[E + 'feed_forward.linear_1']} (B, S, d_ff)",
-             "tab:green", -1)
-z = node(axis, 2.5, 8.8, f"layer output {shapes[E + 'feed_forward_sublayer']}\n→ layer 2 … N; after N layers: z")
-link(axis, x, z)
-y = node(axis, 8, 0, f"y: target embeddings (shifted right) × √d_model + PE,\n"
-                     f"dropout {shapes['model.decoder.embed_tokens']} (B, T, d_model)")
-y = sublayer(axis, 8, 0, y, "masked multi-head self-attention\nQ = K = V = y, causal mask", "tab:orange", 1)
-y = sublayer(axis, 8, 4, y, f"encoder–decoder attention\nQ from y {shapes[D + 'cross_attn.q_proj']}, "
-                            f"K, V from z {shapes[D + 'cross_attn.k_proj']}", "tab:orange", 1, memory=z)
-y = sublayer(axis, 8, 8, y, f"feed-forward (Eq. 2)\ninner {shapes[D + 'feed_forward.linear_1']} (B, T, d_ff)",
-             "tab:green", 1)
-link(axis, y, node(axis, 8, 12.8, f"layer output {shapes[D + 'feed_forward_sublayer']}\n"
-                                  "→ layer 2 … N; after N: lm_head → logits"))
-axis.set(xlim=(-0.5, 11), ylim=(-0.6, 13.3))
+boxes = {}
+for x, steps in columns.items():
+    boxes[x] = [axis.text(x, 1.7 * y, text, ha="center", va="center", fontsize=8.5, bbox=dict(
+        boxstyle="round,pad=0.4", fc=color, ec="0.3", alpha=0.9)) for y, (text, color) in enumerate(steps)]
+    for y, box in enumerate(boxes[x][1:], start=1):
+        axis.annotate("", xy=(0.5, 0), xycoords=box, xytext=(0.5, 1), textcoords=boxes[x][y - 1],
+                      arrowprops=dict(arrowstyle="-|>", color="0.2"))
+        if steps[y] is ADD_NORM:  # the residual: the sub-layer's input goes around it to the sum
+            side = 1 if x > 5 else 0
+            axis.annotate("", xy=(side, 0.5), xycoords=box, xytext=(side, 0.5), textcoords=boxes[x][y - 2],
+                          arrowprops=dict(arrowstyle="-|>", color="tab:blue", connectionstyle=f"arc3,rad={1.2 * side - 0.6}"))
+axis.annotate("", xy=(0, 0.5), xycoords=boxes[8][3], xytext=(1, 0.5), textcoords=boxes[2.5][-1],
+              arrowprops=dict(arrowstyle="-|>", color="tab:red"))
+axis.text(5.4, 6.8, "z: keys and values", color="tab:red", fontsize=8, rotation=-33, ha="center")
+axis.set(xlim=(-0.5, 11), ylim=(-0.8, 1.7 * 7 + 0.8))
 axis.axis("off")
-fig.suptitle("Encoder layer (left) and decoder layer (right), post-LN as in §3.1: "
-             "LayerNorm(x + Dropout(Sublayer(x)))\n"
+fig.suptitle("Encoder layer (left) and decoder layer (right), post-LN as in §3.1: LayerNorm(x + Dropout(Sublayer(x)))\n"
              f"shapes of this run: B = 2, S = 7, T = 5, d_model = {config.d_model}, d_ff = {config.d_ff}")
 save(fig, "06_encoder_decoder_layers.png")

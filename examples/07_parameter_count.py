@@ -1,10 +1,8 @@
 """Example 07 — Table 3: where the parameters of the base (65M) and big (213M) models are.
 
-Built on the "meta" device (shapes, no memory) with §5.1's 37,000-token vocabulary and counted by part:
-the embedding once (shared by both embeddings and the pre-softmax projection, §3.4), attention 4·d_model²
-per layer (no biases), FFN 2·d_model·d_ff + d_ff + d_model. For every Table 3 row with a size it finds the
-vocabulary at which our count rounds to the paper's: about 41,100 rows for all rows from base, 35,900 for
-big, so no one vocabulary gives both. Code: `model/configuration_vaswani.py` (`VaswaniConfig.from_preset`).
+Built on the "meta" device (shapes only) with §5.1's 37,000-token vocabulary and counted by part; for each
+Table 3 row with a size, the vocabulary at which our count rounds to the paper's (about 41,100 for the rows
+from base, 35,900 for big: no one vocabulary gives both). Code: `model/configuration_vaswani.py`.
 """
 
 import math
@@ -15,92 +13,74 @@ from common import plt, save
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 
 VOCAB = 37000  # §5.1: "a shared source-target vocabulary of about 37000 tokens"
-
 # Table 3 rows with a reported size: (label, changes from base (None: big), millions of parameters in the paper)
 TABLE_3_ROWS = [("base", {}, 65), ("(B) d_k=16", {"d_k": 16}, 58), ("(B) d_k=32", {"d_k": 32}, 60),
-                ("(C) N=2", {"num_layers": 2}, 36), ("(C) N=4", {"num_layers": 4}, 50),
-                ("(C) N=8", {"num_layers": 8}, 80),
+                ("(C) N=2", {"num_layers": 2}, 36), ("(C) N=4", {"num_layers": 4}, 50), ("(C) N=8", {"num_layers": 8}, 80),
                 ("(C) d_model=256", {"d_model": 256, "d_k": 32, "d_v": 32}, 28),
                 ("(C) d_model=1024", {"d_model": 1024, "d_k": 128, "d_v": 128}, 168),
                 ("(C) d_ff=1024", {"d_ff": 1024}, 53), ("(C) d_ff=4096", {"d_ff": 4096}, 90), ("big", None, 213)]
 
 
-def build_on_meta(config):
+def build_on_meta(preset, **changes):
     with torch.device("meta"):  # shapes only: no memory is allocated, no initialisation is computed
-        return VaswaniForConditionalGeneration(config)
+        return VaswaniForConditionalGeneration(VaswaniConfig.from_preset(preset, vocab_size=VOCAB, **changes))
 
 
 def count(module) -> int:
     return sum(p.numel() for p in module.parameters())  # parameters() lists a shared tensor once
 
 
-def components(model) -> dict:
-    enc, dec = model.model.encoder.layers, model.model.decoder.layers
-    parts = {"embeddings (shared ×3)": count(model.model.shared)}
-    for name, layers, kind in (("encoder self-attention", enc, "self_attn"), ("encoder FFN", enc, "feed_forward"),
-                               ("decoder self-attention", dec, "self_attn"),
-                               ("decoder enc–dec attention", dec, "cross_attn"), ("decoder FFN", dec, "feed_forward")):
-        parts[name] = sum(count(getattr(layer, kind)) for layer in layers)
-    parts["LayerNorms"] = sum(count(m) for layer in [*enc, *dec] for m in layer.modules()
-                              if isinstance(m, torch.nn.LayerNorm))
-    assert model.lm_head.weight is model.model.shared.weight, "§3.4: the projection is the embedding matrix"
-    assert sum(parts.values()) == count(model), "the components must add up to the whole model"
-    return parts
-
-
-breakdowns, vectors = {}, {}
+breakdowns = {}
 for preset, paper in (("base", 65), ("big", 213)):
-    config = VaswaniConfig.from_preset(preset, vocab_size=VOCAB)
-    model = build_on_meta(config)
-    parts = breakdowns[preset] = components(model)
-    total = count(model)
+    model = build_on_meta(preset)
+    config, enc, dec, total = model.config, model.model.encoder.layers, model.model.decoder.layers, count(model)
+    parts = breakdowns[preset] = {"embeddings (shared ×3)": count(model.model.shared), **{
+        name: sum(count(getattr(layer, kind)) for layer in layers) for name, layers, kind in (
+            ("encoder self-attention", enc, "self_attn"), ("encoder FFN", enc, "feed_forward"),
+            ("decoder self-attention", dec, "self_attn"), ("decoder enc–dec attention", dec, "cross_attn"),
+            ("decoder FFN", dec, "feed_forward"))},
+        "LayerNorms": sum(count(m) for m in model.modules() if isinstance(m, torch.nn.LayerNorm))}
+    assert model.lm_head.weight is model.model.shared.weight, "§3.4: the projection is the embedding matrix"
+    assert sum(parts.values()) == total and not config.attention_bias  # §3.2.2: W^Q, W^K, W^V, W^O have no biases
     print(f"{preset}: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
           f"V={VOCAB:,} → {total:,} parameters ({total / 1e6:.1f}M; Table 3: {paper}M, "
           f"{100 * (total / 1e6 - paper) / paper:+.1f}%)")
-    for name, value in parts.items():
+    for name, value in [*parts.items(), ("lm_head (tied, no extra)", 0)]:
         print(f"    {name:<28} {value:>12,}  {100 * value / total:5.1f}%")
-    print(f"    {'lm_head (tied, no extra)':<28} {0:>12,}")
-    assert not config.attention_bias, "§3.2.2: W^Q, W^K, W^V and W^O have no biases"
-    vectors[preset] = sum(p.numel() for p in model.parameters() if p.dim() == 1)  # biases, LayerNorms
+    print(f"    biases and LayerNorms are too few to matter: {sum(p.numel() for p in model.parameters() if p.dim() == 1):,}")
 
 # Which vocabulary would make each row's count round to the paper's? Layers + V·d_model within ±0.5M.
 print("\nTable 3 rows with a reported size (same V), and the V at which ours gives the paper's count:")
 fits, totals = {}, {}
 for label, changes, paper in TABLE_3_ROWS:
-    config = (VaswaniConfig.from_preset("big", vocab_size=VOCAB) if changes is None
-              else VaswaniConfig.from_preset("base", vocab_size=VOCAB, **changes))
-    total = totals[label] = count(build_on_meta(config))
-    layers = total - VOCAB * config.d_model
-    fits[label] = [math.ceil(((paper - 0.5) * 1e6 - layers) / config.d_model),
-                   math.floor(((paper + 0.5) * 1e6 - layers) / config.d_model)]
+    model = build_on_meta("big") if changes is None else build_on_meta("base", **changes)
+    total, d_model = count(model), model.config.d_model
+    totals[label] = total
+    layers = total - VOCAB * d_model
+    fits[label] = [math.ceil(((paper - 0.5) * 1e6 - layers) / d_model), math.floor(((paper + 0.5) * 1e6 - layers) / d_model)]
     print(f"    {label:<18} ours {total / 1e6:6.1f}M   paper {paper:4d}M   difference {total / 1e6 - paper:+5.1f}M"
           f"   fits V = {fits[label][0]:,}–{fits[label][1]:,}")
 from_base = [fits[label] for label, changes, _ in TABLE_3_ROWS if changes is not None]
 shared_fit = [max(low for low, _ in from_base), min(high for _, high in from_base)]
-big_step = (totals["big"] - totals["(C) d_model=1024"]) / 1e6  # the same but d_ff doubled
-print(f"    Biases and LayerNorms are too few to matter: {vectors['base']:,} in base, {vectors['big']:,} in big.\n"
-      f"    Every row derived from base fits one shared embedding of {shared_fit[0]:,}–{shared_fit[1]:,} rows: the\n"
-      f"    layers are counted alike, and the paper counts more embedding rows than the {VOCAB:,} here.\n"
-      f"    The big row fits only {fits['big'][0]:,}–{fits['big'][1]:,} rows: no one vocabulary gives 65M and\n"
-      f"    213M. Big adds {big_step:.1f}M to row (C) d_model=1024 here (d_ff doubled), {213 - 168}M in the paper.")
+print(f"    Every row derived from base fits one shared embedding of {shared_fit[0]:,}–{shared_fit[1]:,} rows (the paper\n"
+      f"    counts more embedding rows than the {VOCAB:,} here); big fits only {fits['big'][0]:,}–{fits['big'][1]:,}: no one\n"
+      f"    vocabulary gives 65M and 213M. Big adds {(totals['big'] - totals['(C) d_model=1024']) / 1e6:.1f}M to "
+      f"(C) d_model=1024 here (d_ff doubled), {213 - 168}M in the paper.")
 
 fig, axes = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 2]})
-names = list(breakdowns["base"])
 bottoms = [0.0, 0.0]
-for name in names:
+for name in breakdowns["base"]:
     values = [breakdowns[p][name] / 1e6 for p in ("base", "big")]
     axes[0].bar(["base", "big"], values, bottom=bottoms, label=name)
     bottoms = [b + v for b, v in zip(bottoms, values)]
 axes[0].scatter(["base", "big"], [65, 213], color="black", marker="_", s=900, zorder=3, label="Table 3")
 axes[0].set(ylabel="parameters (millions)", title=f"by component (V = {VOCAB:,})")
 axes[0].legend(fontsize=8, markerscale=0.3)
-labels = list(fits)
-for position, label in enumerate(labels):
-    low, high = fits[label]
+for position, (label, (low, high)) in enumerate(fits.items()):
     axes[1].plot([position, position], [low, high], color="tab:red" if label == "big" else "tab:blue", lw=6)
 axes[1].axhspan(*shared_fit, color="tab:blue", alpha=0.15, label="fits every row derived from base")
 axes[1].axhline(VOCAB, color="black", linestyle="--", label=f"§5.1: about {VOCAB:,}")
-axes[1].set_xticks(range(len(labels)), labels, rotation=35, ha="right")
+axes[1].set_xticks(range(len(fits)), list(fits), rotation=35, ha="right")
 axes[1].set(ylabel="vocabulary size V", title="V at which our count rounds to the paper's (one shared embedding)")
 axes[1].legend()
 save(fig, "07_parameter_count.png")

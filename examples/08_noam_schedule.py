@@ -1,10 +1,7 @@
 """Example 08 — §5.3, Eq. (3): lrate = d_model^-0.5 · min(step_num^-0.5, step_num · warmup_steps^-1.5).
 
-The rate rises linearly for warmup_steps updates, then falls like 1/√step; it peaks at step_num =
-warmup_steps at (d_model · warmup_steps)^-0.5, about 7.0e-4 for base (512, 4000), lower for wider models.
-Drawn for several warm-ups and widths, each peak checked against the formula, and the rate the scheduler
-of `get_noam_schedule` hands to Adam checked against Eq. (3) step for step.
-Code: `modeling_vaswani/training/optimization.py` (`noam_lr`, `get_noam_schedule`, `create_adam`).
+Linear warm-up, then ∝ 1/√step, peaking at (d_model · warmup_steps)^-0.5 (7.0e-4 for base); the rate that
+`get_noam_schedule` hands to Adam, checked step by step. Code: `training/optimization.py`.
 """
 
 import torch
@@ -13,22 +10,19 @@ from common import plt, save
 from modeling_vaswani.training.optimization import create_adam, get_noam_schedule, noam_lr
 
 STEPS = range(1, 40_001)
-# (d_model, warmup_steps): the base model first, the big one fourth
-SETTINGS = [(512, 4000), (512, 8000), (512, 2000), (1024, 4000), (256, 4000)]
+SETTINGS = [(512, 4000), (512, 8000), (512, 2000), (1024, 4000), (256, 4000)]  # (d_model, warmup): base, ..., big
 
 print(f"{'d_model':>7} {'warmup':>7} {'peak step':>9} {'peak rate':>10} {'(d·w)^-0.5':>11} {'rate @ 40k':>10}")
 curves = {}
 for d_model, warmup in SETTINGS:
     rates = curves[(d_model, warmup)] = [noam_lr(step, d_model, warmup) for step in STEPS]
-    peak = max(range(len(rates)), key=rates.__getitem__)
-    expected = (d_model * warmup) ** -0.5
+    peak, expected = max(range(len(rates)), key=rates.__getitem__), (d_model * warmup) ** -0.5
     print(f"{d_model:>7} {warmup:>7} {STEPS[peak]:>9} {rates[peak]:>10.2e} {expected:>11.2e} {rates[-1]:>10.2e}")
     assert STEPS[peak] == warmup and abs(rates[peak] - expected) < 1e-12
 
 # The scheduler that training uses: after k updates Adam's rate must be Eq. (3) at step k + 1.
 optimizer = create_adam([torch.nn.Parameter(torch.zeros(1))])
-scheduler = get_noam_schedule(optimizer, d_model=512, warmup_steps=4000)
-seen = []
+scheduler, seen = get_noam_schedule(optimizer, d_model=512, warmup_steps=4000), []
 for _ in range(6000):
     seen.append(optimizer.param_groups[0]["lr"])
     optimizer.step()
@@ -46,8 +40,7 @@ for (d_model, warmup), rates in curves.items():
                   label=f"d_model={d_model}, warmup={warmup}" + ("  (base)" if base else ""))
     axes[0].plot(warmup, (d_model * warmup) ** -0.5, "ko", ms=4)
 axes[0].set(title="Eq. (3): linear warm-up, then ∝ 1/√step (dots: peaks)", xlabel="step", ylabel="learning rate")
-axes[1].set(title="the same, log–log: slopes +1 and −½", xlabel="step", ylabel="learning rate",
-            xscale="log", yscale="log")
+axes[1].set(title="the same, log–log: slopes +1 and −½", xlabel="step", ylabel="learning rate", xscale="log", yscale="log")
 for axis in axes:
     axis.grid(alpha=0.3)
 axes[0].legend(fontsize=8)

@@ -1,76 +1,67 @@
 """Example 09 — §5.4 label smoothing (ε_ls = 0.1): a softer target, and what it rewards.
 
-The target q keeps 1 − ε on the reference token y and spreads ε over the other V − 1 (as tensor2tensor
-does; the paper does not say); the loss is H(q, p). The script reads q back from the package's loss
-(the gradient with respect to the logits is p − q), shows that a confident prediction beats a hedged
-one (p = q) without smoothing and loses with it, and draws the loss against p(y): its minimum moves
-from 1 to 1 − ε ("the model learns to be more unsure"). PyTorch's `label_smoothing=ε` mixes in a
-uniform distribution over all V instead (minimum at 1 − ε + ε/V), drawn for comparison.
-Code: `modeling_vaswani/model/label_smoothing.py` (`label_smoothed_cross_entropy`, `LABEL_SMOOTHING`).
+The target q keeps 1 − ε on the reference and spreads ε over the other V − 1 (as tensor2tensor does), read
+back from the package's loss; a hedged prediction beats a confident one, and the loss is smallest at
+p(y) = 1 − ε, not 1 (PyTorch's `label_smoothing` at 1 − ε + ε/V). Code: `model/label_smoothing.py`.
 """
 
 import torch
 import torch.nn.functional as F
 
 from common import plt, save
-from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
+from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING as EPS, label_smoothed_cross_entropy
 
 V, GOLD = 8, 3  # a toy vocabulary of 8 tokens; the reference token is id 3
-eps, labels = LABEL_SMOOTHING, torch.tensor([GOLD])
+labels = torch.tensor([GOLD])
 
 
 def logits_with_gold_probability(p_gold: float) -> torch.Tensor:
-    """Logits whose softmax puts p_gold on GOLD and spreads the rest evenly over the others."""
+    """(1, V) logits whose softmax puts p_gold on GOLD and spreads the rest evenly over the others."""
     probabilities = torch.full((V,), (1 - p_gold) / (V - 1), dtype=torch.float64)
     probabilities[GOLD] = p_gold
-    return probabilities.log()
+    return probabilities.log()[None]
 
 
 # q recovered from the loss: ∂H(q, softmax(z))/∂z = softmax(z) − q, evaluated at z = 0.
 logits = torch.zeros(V, requires_grad=True)
-label_smoothed_cross_entropy(logits[None], labels, eps).backward()
+label_smoothed_cross_entropy(logits[None], labels, EPS).backward()
 q = torch.softmax(logits.detach(), -1) - logits.grad
-print(f"ε_ls = {eps}, V = {V}, reference token y = {GOLD}\nsmoothed target q = {q.numpy().round(4)}")
-print(f"  q(y) = {q[GOLD]:.4f} = 1 − ε;  every other q(j) = {q[0]:.4f} = ε/(V−1) = {eps / (V - 1):.4f};"
-      f"  Σ q = {q.sum():.4f}")
-assert abs(q[GOLD] - (1 - eps)) < 1e-6 and abs(q[0] - eps / (V - 1)) < 1e-6
+print(f"ε_ls = {EPS}, V = {V}, reference token y = {GOLD}\nsmoothed target q = {q.numpy().round(4)}\n"
+      f"  q(y) = {q[GOLD]:.4f} = 1 − ε;  every other q(j) = {q[0]:.4f} = ε/(V−1) = {EPS / (V - 1):.4f};  Σ q = {q.sum():.4f}")
+assert abs(q[GOLD] - (1 - EPS)) < 1e-6 and abs(q[0] - EPS / (V - 1)) < 1e-6
 
-print("\nloss of two predictions:")
-print(f"  {'prediction':<32} {'ε = 0 (plain CE)':>17} {'ε = 0.1':>9}")
-losses = []
-for name, p_gold in (("confident, p(y) = 0.999", 0.999), ("hedged,    p = q (p(y) = 0.9)", 1 - eps)):
-    logits = logits_with_gold_probability(p_gold)[None]
-    losses.append([label_smoothed_cross_entropy(logits, labels, e).item() for e in (0.0, eps)])
-    print(f"  {name:<32} {losses[-1][0]:>17.4f} {losses[-1][1]:>9.4f}")
-(confident_plain, confident_smooth), (hedged_plain, hedged_smooth) = losses
-assert confident_plain < hedged_plain and hedged_smooth < confident_smooth
-print("  without smoothing the confident prediction wins; with ε = 0.1 the hedged one does,")
-print(f"  and the smallest possible smoothed loss is the entropy of q: {-(q * q.log()).sum():.4f} (reached at p = q)")
+print(f"\nloss of two predictions:\n  {'prediction':<32} {'ε = 0 (plain CE)':>17} {'ε = 0.1':>9}")
+losses = [[label_smoothed_cross_entropy(logits_with_gold_probability(p), labels, e).item() for e in (0.0, EPS)]
+          for p in (0.999, 1 - EPS)]
+for name, (plain, smooth) in zip(("confident, p(y) = 0.999", "hedged,    p = q (p(y) = 0.9)"), losses):
+    print(f"  {name:<32} {plain:>17.4f} {smooth:>9.4f}")
+assert losses[0][0] < losses[1][0] and losses[1][1] < losses[0][1]
+print(f"  without smoothing the confident prediction wins; with ε = 0.1 the hedged one does,\n  and the smallest "
+      f"possible smoothed loss is the entropy of q: {-(q * q.log()).sum():.4f} (reached at p = q)")
 
 grid = torch.linspace(0.3, 0.9999, 400, dtype=torch.float64)
-ours = f"ε = {eps} (this package, over V−1)"
-losses = {"ε = 0": lambda z: label_smoothed_cross_entropy(z, labels, 0.0),
-          ours: lambda z: label_smoothed_cross_entropy(z, labels, eps),
-          f"ε = {eps}, F.cross_entropy (uniform over V)": lambda z: F.cross_entropy(z, labels, label_smoothing=eps)}
-curves = {name: [loss(logits_with_gold_probability(p)[None]).item() for p in grid.tolist()]
-          for name, loss in losses.items()}
+ours = f"ε = {EPS} (this package, over V−1)"
+loss_functions = {"ε = 0": lambda z: label_smoothed_cross_entropy(z, labels, 0.0),
+                  ours: lambda z: label_smoothed_cross_entropy(z, labels, EPS),
+                  f"ε = {EPS}, F.cross_entropy (uniform over V)": lambda z: F.cross_entropy(z, labels, label_smoothing=EPS)}
+curves = {name: torch.tensor([loss(logits_with_gold_probability(p)).item() for p in grid.tolist()])
+          for name, loss in loss_functions.items()}
+minima = {name: grid[values.argmin()].item() for name, values in curves.items()}
 print("\nwhere each loss is smallest, as p(y) varies (the rest spread evenly):")
-minima = {name: grid[min(range(len(values)), key=values.__getitem__)].item() for name, values in curves.items()}
 for name, p_best in minima.items():
     print(f"  {name:<45} at p(y) = {p_best:.3f}")
-print(f"  expected: 1, 1 − ε = {1 - eps:.3f}, and 1 − ε + ε/V = {1 - eps + eps / V:.3f}")
-assert abs(minima[ours] - (1 - eps)) < 0.005
+print(f"  expected: 1, 1 − ε = {1 - EPS:.3f}, and 1 − ε + ε/V = {1 - EPS + EPS / V:.3f}")
+assert abs(minima[ours] - (1 - EPS)) < 0.005
 
 fig, axes = plt.subplots(1, 2, figsize=(14, 4.5))
 for shift, target, label in ((-0.2, [float(i == GOLD) for i in range(V)], "one-hot target (ε = 0)"),
-                             (0.2, q.numpy(), f"smoothed target q (ε = {eps})")):
+                             (0.2, q.numpy(), f"smoothed target q (ε = {EPS})")):
     axes[0].bar([i + shift for i in range(V)], target, width=0.4, label=label)
-axes[0].set(xlabel="token id", ylabel="target probability", title=f"target for reference token {GOLD}")
-axes[0].set_xticks(range(V))
+axes[0].set(xlabel="token id", ylabel="target probability", title=f"target for reference token {GOLD}", xticks=range(V))
 axes[0].legend()
 for (name, values), style in zip(curves.items(), ("-", "-", ":")):
-    axes[1].plot(grid.numpy(), values, style, label=name)
-    axes[1].plot(minima[name], min(values), "ko", ms=4)
+    axes[1].plot(grid.numpy(), values.numpy(), style, label=name)
+    axes[1].plot(minima[name], values.min(), "ko", ms=4)
 axes[1].set(xlabel="probability the model gives the reference token, p(y)", ylabel="loss",
             title="the smoothed loss is smallest at p(y) = 1 − ε, not at 1", ylim=(0, 1.6))
 axes[1].grid(alpha=0.3)

@@ -1,12 +1,9 @@
 """Example 10 — the copy task: the first experiment to run on a new Transformer.
 
-A model that cannot copy random digit strings ("3 1 4 1 5 9", then </s>) cannot translate. Copying needs
-all of §3: cross-attention must find source position i through the positional encodings, and the causal
-mask and right shift keep the decoder from peeking. It trains as §5 says, by `training/paper_loop.py`
-(token-budget batches, Adam, Eq. (3), label smoothing, §6.1's average of the last 5 checkpoints), then
-copies held-out strings with `generate`. The loss stops near H(q) = 0.58, the smoothed target's entropy
-(tensor2tensor logs H(q, p) − H(q), which reaches 0). Under 60,000 parameters: one CPU thread
-(`threads.py`) is fastest, 30 to 50 s on a busy 2-core machine, and ends the same way on every rerun.
+A model that cannot copy random digit strings ("3 1 4 1 5 9", then </s>) cannot translate: copying needs all
+of §3 (cross-attention finds source position i through the positional encodings; the causal mask and right
+shift keep the decoder from peeking). It trains as §5 says, by `training/paper_loop.py`, then copies held-out
+strings with `generate`. The loss stops near H(q) = 0.58, the smoothed target's entropy. One CPU thread, 30–50 s.
 """
 
 import os
@@ -14,10 +11,6 @@ import random
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # draw to files; no display needed
-import matplotlib.pyplot as plt
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast
@@ -26,15 +19,12 @@ from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.label_smoothing import target_entropy
 from modeling_vaswani.threads import choose_threads, use_threads
 from modeling_vaswani.training import paper_loop
-from modeling_vaswani.training.optimization import noam_lr
 
 DIGITS, MIN_LENGTH, MAX_LENGTH = "0123456789", 4, 10
-WARMUP_STEPS = 100  # Eq. (3); the paper's 4000 is for 100,000 steps, this task takes 600
-STEPS = 600
+WARMUP_STEPS, STEPS = 100, 600  # Eq. (3); the paper's 4000 is for 100,000 steps
 MAX_TOKENS = 1024  # §5.1's budget per side, scaled down: about 125 strings a batch
 TRAINING_STRINGS = 76_800  # about 610 batches of MAX_TOKENS: no string is seen twice in 600 steps
-# §6.1's average of the last 5 checkpoints (one every 10 steps) smooths batches of one length each (§5.1) out.
-AVERAGE_LAST, CHECKPOINT_EVERY = 5, 10
+AVERAGE_LAST, CHECKPOINT_EVERY = 5, 10  # §6.1's average smooths out batches of one length each (§5.1)
 
 
 def digit_tokenizer() -> PreTrainedTokenizerFast:
@@ -64,14 +54,13 @@ def training_strings(seed: int, count: int = TRAINING_STRINGS) -> list[str]:
 
 
 def held_out_strings(count: int, train_strings: list[str], seed: int = 12345) -> list[str]:
-    """Strings not among `train_strings`: a test of copying, not of memory."""
-    return random_strings(count, seed=seed, exclude=frozenset(train_strings))
+    return random_strings(count, seed=seed, exclude=frozenset(train_strings))  # a test of copying, not of memory
 
 
 def train_copy_model(seed: int = 0, steps: int = STEPS, max_tokens: int = MAX_TOKENS, d_model: int = 32,
                      warmup_steps: int = WARMUP_STEPS):
-    """A two-layer post-LN model trained on `training_strings(seed)` by §5's loop, ending on §6.1's average;
-    (model in eval mode, tokenizer, the loop's log: a dict every 10 steps). PyTorch's thread count is restored."""
+    """(model in eval mode, tokenizer, the loop's log: a dict every 10 steps): a two-layer post-LN model trained
+    on `training_strings(seed)` by §5's loop, ending on §6.1's average. PyTorch's thread count is restored."""
     torch.manual_seed(seed)
     tokenizer = digit_tokenizer()
     model = VaswaniForConditionalGeneration(VaswaniConfig(
@@ -100,7 +89,6 @@ def generate(model, tokenizer, strings: list[str]):
 
 
 def copy_strings(model, tokenizer, strings: list[str]) -> list[str]:
-    """The decoded copies (digits separated by spaces)."""
     return [text.strip() for text in tokenizer.batch_decode(generate(model, tokenizer, strings)[1],
                                                              skip_special_tokens=True)]
 
@@ -118,24 +106,19 @@ def exact_match(model, tokenizer, strings: list[str]) -> float:
 
 
 def plot_training(log, config: VaswaniConfig, warmup_steps: int, path: Path) -> None:
-    steps = [entry["step"] for entry in log]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    axes[0].plot(steps, [entry["loss"] for entry in log], marker="o", markersize=3,
-                 label="training loss H(q, p) (label-smoothed)")
-    axes[0].plot(steps, [entry["kl_loss"] for entry in log], linewidth=1,
-                 label="H(q, p) − H(q), as tensor2tensor logs it")
-    axes[0].axhline(target_entropy(config.label_smoothing, config.vocab_size), color="grey", linestyle="--",
-                    label=f"floor H(q) with ε_ls = {config.label_smoothing}")
-    axes[0].set(title="copy task: training loss", xlabel="step", ylabel="loss per target token")
-    axes[0].legend()
-    every_step = range(1, steps[-1] + 1)
-    axes[1].plot(every_step, [noam_lr(step, config.d_model, warmup_steps) for step in every_step])
-    axes[1].set(title=f"Eq. (3) learning rate (d_model {config.d_model}, warmup {warmup_steps})",
-                xlabel="step", ylabel="learning rate")
-    fig.tight_layout()
+    """The loss against the step (Eq. (3)'s rate itself: example 08), on a Figure: no pyplot, no display."""
+    from matplotlib.figure import Figure
+
+    axis = (fig := Figure(figsize=(7, 4))).subplots()
+    for key, label in (("loss", "training loss H(q, p) (label-smoothed)"), ("kl_loss", "H(q, p) − H(q), as tensor2tensor logs it")):
+        axis.plot([entry["step"] for entry in log], [entry[key] for entry in log], label=label)
+    axis.axhline(target_entropy(config.label_smoothing, config.vocab_size), color="grey", linestyle="--",
+                 label=f"floor H(q) with ε_ls = {config.label_smoothing}")
+    axis.axvline(warmup_steps, color="grey", linestyle=":", label=f"end of Eq. (3)'s warm-up (step {warmup_steps})")
+    axis.set(title="copy task: training loss", xlabel="step", ylabel="loss per target token")
+    axis.legend()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
 if __name__ == "__main__":
@@ -143,17 +126,14 @@ if __name__ == "__main__":
     model, tokenizer, log = train_copy_model()
     threads, why = choose_threads(model.num_parameters(), training=True)  # what training used
     config, first, last = model.config, log[0], log[-1]
-    print(f"model: {model.num_parameters():,} parameters (d_model {config.d_model}, d_ff {config.d_ff}, "
-          f"h {config.num_heads}, N {config.num_layers}), {STEPS} steps of at most {MAX_TOKENS} tokens a side "
-          f"in {time.monotonic() - began:.0f} s on {threads} CPU thread{'s' * (threads > 1)} ({why})")
-    print(f"training loss H(q, p): {first['loss']:.3f} (step {first['step']}) → {last['loss']:.3f} "
-          f"(step {last['step']}); floor H(q) with ε_ls = {config.label_smoothing}: "
-          f"{target_entropy(config.label_smoothing, config.vocab_size):.3f}; H(q, p) − H(q) (kl_loss): "
-          f"{last['kl_loss']:.3f}")
+    print(f"model: {model.num_parameters():,} parameters (d_model {config.d_model}, N {config.num_layers}), {STEPS} "
+          f"steps of ≤ {MAX_TOKENS} tokens a side in {time.monotonic() - began:.0f} s on {threads} CPU thread"
+          f"{'s' * (threads > 1)} ({why})\ntraining loss H(q, p): {first['loss']:.3f} (step {first['step']}) → "
+          f"{last['loss']:.3f} (step {last['step']}); floor H(q): {target_entropy(config.label_smoothing, config.vocab_size):.3f}")
     held_out = held_out_strings(200, training_strings(0))
-    print("\nheld-out strings and their copies:")
-    for source, copy in zip(held_out[:6], copy_strings(model, tokenizer, held_out[:6])):
-        print(f"  {source:<20} → {copy:<20} {'ok' if copy == source else 'WRONG'}")
+    print("\nheld-out strings and their copies:\n" + "\n".join(
+        f"  {source:<20} → {copy:<20} {'ok' if copy == source else 'WRONG'}"
+        for source, copy in zip(held_out[:6], copy_strings(model, tokenizer, held_out[:6]))))
     print(f"\nexact match on {len(held_out)} held-out strings: {exact_match(model, tokenizer, held_out):.1%}")
     path = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent)) / "10_toy_copy_task.png"
     plot_training(log, config, WARMUP_STEPS, path)

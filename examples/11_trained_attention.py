@@ -1,10 +1,7 @@
-"""Example 11 — encoder–decoder attention of a trained model, drawn as a word alignment.
+"""Example 11 — encoder–decoder attention of a trained model (§3.2.3), drawn as a word alignment.
 
-In encoder–decoder attention "the queries come from the previous decoder layer, and the memory keys
-and values come from the output of the encoder" (§3.2.3). The script translates a Multi30k validation
-sentence (§6.1 beam search), runs the model again on its own translation with `output_attentions=True`
-(eager attention returns the weights), prints each output token's most-attended source token and draws
-every decoder layer's weights averaged over the heads; trained, they line up like an alignment.
+A validation sentence is translated (§6.1), then run again on its own translation with `output_attentions`;
+each decoder layer's weights, averaged over the heads, line up like an alignment.
 """
 
 import torch
@@ -12,6 +9,7 @@ import torch
 from common import load_trained, model_parser, plt, run, save, validation_lines
 
 
+@torch.no_grad()
 def main():
     parser = model_parser(__doc__)
     parser.add_argument("--index", type=int, default=6, help="which Multi30k validation sentence (default 6)")
@@ -21,36 +19,30 @@ def main():
     sentences = validation_lines(args.source_lang)
     if not 0 <= args.index < len(sentences):
         raise ValueError(f"--index must be in [0, {len(sentences)}), got {args.index}")
-    sentence = sentences[args.index]
-
-    encoded = tokenizer(sentence, return_tensors="pt")
-    with torch.no_grad():
-        generated = model.generate(**encoded)  # the model's own decoding settings (§6.1)
-        # Decoder input = [<s>, y_1, …, y_m−1]; row t of the attention belongs to predicting y_t.
-        outputs = model(**encoded, decoder_input_ids=generated[:, :-1], output_attentions=True)
-    source_tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
-    target_tokens = tokenizer.convert_ids_to_tokens(generated[0, 1:])
-    print(f"source (validation #{args.index}): {sentence}")
-    print(f"translation: {tokenizer.decode(generated[0], skip_special_tokens=True).strip()}")
-    print(f"source tokens ({len(source_tokens)}): {' '.join(source_tokens)}")
-    print(f"output tokens ({len(target_tokens)}): {' '.join(target_tokens)}")
-
+    encoded = tokenizer(sentences[args.index], return_tensors="pt")
+    generated = model.generate(**encoded)  # the model's own decoding settings (§6.1)
+    # Decoder input = [<s>, y_1, …, y_m−1]; row t of the attention belongs to predicting y_t.
+    outputs = model(**encoded, decoder_input_ids=generated[:, :-1], output_attentions=True)
+    source, target = (tokenizer.convert_ids_to_tokens(ids) for ids in (encoded["input_ids"][0], generated[0, 1:]))
+    print(f"source (validation #{args.index}): {sentences[args.index]}\n"
+          f"translation: {tokenizer.decode(generated[0], skip_special_tokens=True).strip()}\n"
+          f"source tokens ({len(source)}): {' '.join(source)}\noutput tokens ({len(target)}): {' '.join(target)}")
     layers = [weights[0].mean(0) for weights in outputs.cross_attentions]  # per layer (B=1, h, T, S) → (T, S)
-    print(f"\ncross-attention: {len(layers)} layers × {outputs.cross_attentions[0].shape[1]} heads, "
-          f"each (T={len(target_tokens)}, S={len(source_tokens)}); every row sums to 1")
-    print("most-attended source token per output token (last layer, mean over heads):")
-    for t, token in enumerate(target_tokens):
+    print(f"\ncross-attention: {len(layers)} layers × {outputs.cross_attentions[0].shape[1]} heads, each "
+          f"(T={len(target)}, S={len(source)}); every row sums to 1\n"
+          "most-attended source token per output token (last layer, mean over heads):")
+    for t, token in enumerate(target):
         s = int(layers[-1][t].argmax())
-        print(f"  {token:>14} ← {source_tokens[s]:<14} ({layers[-1][t, s]:.2f})")
+        print(f"  {token:>14} ← {source[s]:<14} ({layers[-1][t, s]:.2f})")
 
-    width = min(24.0, 0.45 * len(source_tokens) * len(layers) + 3)  # deep models: narrower panels
-    fig, axes = plt.subplots(1, len(layers), figsize=(width, 0.38 * len(target_tokens) + 2.5), squeeze=False)
+    width = min(24.0, 0.45 * len(source) * len(layers) + 3)  # deep models: narrower panels
+    fig, axes = plt.subplots(1, len(layers), figsize=(width, 0.38 * len(target) + 2.5), squeeze=False)
     for layer, (axis, weights) in enumerate(zip(axes[0], layers), start=1):
         axis.imshow(weights.numpy(), cmap="Greys", vmin=0, vmax=1)
-        axis.set_xticks(range(len(source_tokens)), source_tokens, rotation=90, fontsize=8)
-        axis.set_yticks(range(len(target_tokens)), target_tokens, fontsize=8)
-        axis.set(title=f"decoder layer {layer}", xlabel="source token (keys)")
-    axes[0][0].set_ylabel("output token (queries)")
+        axis.set_xticks(range(len(source)), source, rotation=90, fontsize=8)
+        axis.set_yticks(range(len(target)), target, fontsize=8)
+        axis.set(title=f"decoder layer {layer}", xlabel="source token (keys)",
+                 ylabel="output token (queries)" if layer == 1 else None)
     fig.suptitle("Encoder–decoder attention, mean over heads (§3.2.3)")
     save(fig, "11_trained_attention.png")
 

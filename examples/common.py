@@ -2,7 +2,6 @@
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: F401  (the examples draw with it)
 from transformers.utils import logging as hf_logging
 
 from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
-from modeling_vaswani.cli import run_main
+from modeling_vaswani.cli import run_main as run  # noqa: F401  (a user error ends in one `error:` line)
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
 
@@ -20,7 +19,6 @@ OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve()
 
 
 def save(fig, name: str) -> None:
-    """Lay out `fig` and write it as OUTPUT_DIR/name."""
     fig.tight_layout()
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     fig.savefig(OUTPUT_DIR / name, dpi=110, bbox_inches="tight")
@@ -46,9 +44,3 @@ def load_trained(folder: str | None, **kwargs):
 
 def validation_lines(language: str) -> list[str]:
     return read_lines(DEFAULT_DATA_DIR / f"{MULTI30K_SPLITS['validation']}.{language}.gz")
-
-
-def run(main) -> None:
-    """`main()`, a user error (a missing model, a bad flag value) ending in one `error:` line."""
-    run_main(main)
-    sys.exit(0)

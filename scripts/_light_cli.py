@@ -1,6 +1,5 @@
-"""modeling_vaswani.cli and .outputs loaded without the package, whose __init__ imports torch: a script
-parses its flags (--help and a wrong flag answer at once) before the work imports the package. Run as
-`python scripts/<name>.py`, a script finds this file first on sys.path."""
+"""modeling_vaswani.cli and .outputs loaded by file, without the package's __init__ (which imports torch): a
+script run as `python scripts/<name>.py` finds this file first on sys.path, so --help answers at once."""
 
 import importlib.util
 import sys
@@ -8,8 +7,8 @@ from pathlib import Path
 
 
 def load_light(name: str):
-    """The package's module `name`, loaded by file without any package `__init__`; it may import only the
-    standard library and modules already loaded this way (registered under their own names)."""
+    """The package's module `name` without any package `__init__`: it may import only the standard library
+    and modules already loaded this way (registered under their own names)."""
     if name in sys.modules:
         return sys.modules[name]
     package = importlib.util.find_spec("modeling_vaswani")  # finds the package; does not import it
@@ -18,8 +17,7 @@ def load_light(name: str):
                                   "in the repository", name="modeling_vaswani")
     root = Path(list(package.submodule_search_locations)[0])
     spec = importlib.util.spec_from_file_location(name, root.joinpath(*name.split(".")[1:]).with_suffix(".py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    sys.modules[name] = module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except BaseException:

@@ -17,10 +17,7 @@ try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --h
 except ModuleNotFoundError:  # run in-process by another program
     from modeling_vaswani import cli
 
-# §6.1: the base models average the last 5 checkpoints (training/checkpoint_averaging.py's
-# BASE_CHECKPOINTS, written here so that --help does not import the package; a test keeps them equal).
-BASE_CHECKPOINTS = 5
-
+BASE_CHECKPOINTS = 5  # §6.1; checkpoint_averaging's, here so --help skips torch (a test keeps them equal)
 MORE_CHECKPOINTS = "train longer, or save more often (train.py --save_every_minutes N or --save_strategy steps --save_steps N)"
 
 
@@ -29,11 +26,10 @@ def build_parser() -> cli.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoints", nargs="+", metavar="DIR", help="checkpoint folders to average")
     source.add_argument("--run_dir", metavar="DIR", help="a Trainer output folder holding checkpoint-<step> folders")
-    parser.add_argument("--last", type=cli.positive_int, default=None, metavar="K",
-                        help=f"with --run_dir: how many of the latest checkpoints to average (default "
-                        f"{BASE_CHECKPOINTS}, the paper's base models, or all there are if fewer; the big models used 20)")
-    parser.add_argument("--output_dir", metavar="DIR",
-                        help="folder to write the averaged model to (default with --run_dir: <run_dir>/averaged)")
+    parser.add_argument("--last", type=cli.positive_int, metavar="K", help=f"with --run_dir: how many of the latest "
+                        f"checkpoints (default {BASE_CHECKPOINTS}, or all if fewer; the big models used 20)")
+    parser.add_argument("--output_dir", metavar="DIR", help="where to write the averaged model (default with "
+                        "--run_dir: <run_dir>/averaged)")
     return parser
 
 
@@ -72,11 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     from modeling_vaswani.training.checkpoint_averaging import average_checkpoints
 
     weights = average_checkpoints(checkpoints, output_dir, flag="--output_dir")
-    print(f"averaged {len(checkpoints)} checkpoints:")
-    for path in checkpoints:
-        print(f"  {path}")
-    print(f"wrote {weights}")
-    print(f"next: python scripts/evaluate_model.py --model {shlex.quote(str(output_dir))} --split test")
+    print(f"averaged {len(checkpoints)} checkpoints:\n" + "".join(f"  {path}\n" for path in checkpoints) + f"wrote "
+          f"{weights}\nnext: python scripts/evaluate_model.py --model {shlex.quote(str(output_dir))} --split test")
 
 
 if __name__ == "__main__":

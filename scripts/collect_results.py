@@ -1,13 +1,10 @@
-#!/usr/bin/env python
 """Measure what a model card reports and write it to <shipped model>/results.json.
 
     python scripts/collect_results.py --run_dir outputs/multi30k-en-de
 
-Decodes the val and test splits with the final and the averaged weights (§6.1), each greedy, with
-§6.1's beam 4 and with --also_beams (default 5), scores each with sacreBLEU, measures the loss on the
-references (training/loss_report.py) and adds how the model was trained (run_info.json,
-trainer_state.json); --speed_from adds a benchmark's speeds. Translations go to --output_dir (default
-./evaluations/<run folder name>/). scripts/push_to_hub.py renders the card from the file.
+Decodes val and test with the final and the averaged weights (§6.1), greedy, with §6.1's beam 4 and with
+--also_beams; scores each with sacreBLEU, measures the loss on the references and adds how the model was
+trained (run_info.json, trainer_state.json). scripts/push_to_hub.py renders the card from the file.
 """
 
 import json
@@ -19,36 +16,31 @@ try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --h
 except ModuleNotFoundError:  # run in-process by another program
     from modeling_vaswani import cli, outputs
 
-# The Multi30k splits, training/data.py's SPLIT_NAMES, written here so that --help does not import
-# the package (a test keeps them equal).
-SPLITS = ("test", "train", "validation")
+SPLITS = ("test", "train", "validation")  # data.SPLIT_NAMES, here so --help skips torch (a test keeps them equal)
 
 
 def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
-    parser.add_argument("--run_dir", required=True, help="Output folder of scripts/train.py.")
-    parser.add_argument("--shipped", help="The model to ship (default: <run_dir>/averaged).")
-    parser.add_argument("--splits", nargs="+", default=["validation", "test"], choices=SPLITS)
-    parser.add_argument("--source_lang", default="en")
-    parser.add_argument("--target_lang", default="de")
-    parser.add_argument("--batch_size", type=cli.positive_int, default=100)
-    parser.add_argument("--procedure", default="", help="One paragraph on how and why it was trained so.")
-    parser.add_argument("--started_from", help="The model folder the run fine-tuned (its --model_name_or_path), if "
-                        "it holds a results.json: its commands, minutes, steps and curve come first in the card's.")
-    parser.add_argument("--output_dir", help="Where to write the translations (default: ./evaluations/<run folder "
-                        "name>); never a model folder.")
-    parser.add_argument("--also_beams", nargs="*", type=cli.positive_int, default=[5],
-                        help="Beam sizes decoded besides §6.1's 4 and greedy (default: 5; none: --also_beams).")
-    parser.add_argument("--speed_from", help="A benchmark's results.json (benchmarks/run.py): its test-set "
-                        "translation speeds go into the card.")
-    parser.add_argument("--threads", type=cli.positive_int,
-                        help="CPU threads (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters, "
-                        "else the idle cores).")
+    add = parser.add_argument
+    add("--run_dir", required=True, help="Output folder of scripts/train.py.")
+    add("--shipped", help="The model to ship (default: <run_dir>/averaged).")
+    add("--splits", nargs="+", default=["validation", "test"], choices=SPLITS)
+    add("--source_lang", default="en")
+    add("--target_lang", default="de")
+    add("--batch_size", type=cli.positive_int, default=100)
+    add("--procedure", default="", help="One paragraph on how and why it was trained so.")
+    add("--started_from", help="The fine-tuned model folder, with a results.json: its training comes first.")
+    add("--output_dir", help="Where the translations go (default: ./evaluations/<run folder name>).")
+    add("--also_beams", nargs="*", type=cli.positive_int, default=[5],
+        help="Beam sizes decoded besides §6.1's 4 and greedy (default: 5; none: --also_beams).")
+    add("--speed_from", help="A benchmark's results.json (benchmarks/run.py): its speeds go into the card.")
+    add("--threads", type=cli.positive_int, help="CPU threads (default: OMP_NUM_THREADS, else 1 for a model under "
+        "20M parameters, else the idle cores).")
     return parser.parse_args(argv)
 
 
 def earlier_training(model_dir: Path) -> dict:
-    """The training record in a model folder's results.json (written by this script for that model)."""
+    """The training record in a model folder's results.json, written by this script."""
     from modeling_vaswani.model.strict_json import read_json
 
     path = model_dir / "results.json"
@@ -64,40 +56,32 @@ def earlier_training(model_dir: Path) -> dict:
 
 
 def training_summary(run_dir: Path, procedure: str, started_from: dict | None = None) -> dict:
-    """The card's training block. With `started_from` (earlier_training's record of the model the run
-    fine-tuned) the whole history: its segments first, steps and epochs added, its curve then this
-    run's, whose steps and epochs go on from where it ended."""
+    """The card's training block; with `started_from` (the fine-tuned model's record) that history first,
+    this run's steps and epochs going on from where it ended."""
     from modeling_vaswani.model.strict_json import read_json
     from modeling_vaswani.training.run_folder import read_run_info, summarize
 
     state_path = run_dir / "trainer_state.json"
     if not state_path.is_file():
         raise FileNotFoundError(f"{state_path}: not found; is {run_dir} a finished scripts/train.py run?")
-    info = read_run_info(run_dir)
-    state = read_json(state_path)
-    if info["segments"][-1].get("minutes") is None:  # a record from before segments kept their minutes
-        runtime = next((e["train_runtime"] for e in reversed(state["log_history"]) if "train_runtime" in e), None)
-        info["segments"][-1]["minutes"] = runtime / 60 if runtime is not None else None
+    info, state = read_run_info(run_dir), read_json(state_path)
     steps, epochs, history = state["global_step"], state["epoch"], state["log_history"]
+    if info["segments"][-1].get("minutes") is None:  # a record from before segments kept their minutes
+        runtime = next((e["train_runtime"] for e in reversed(history) if "train_runtime" in e), None)
+        info["segments"][-1]["minutes"] = runtime / 60 if runtime is not None else None
     if started_from is not None:
         earlier_steps, earlier_epochs = started_from["steps"], started_from["epochs"]
         info["segments"] = started_from["segments"] + info["segments"]
         history = started_from["log_history"] + [
-            {**entry, "step": entry["step"] + earlier_steps,
-             **({"epoch": entry["epoch"] + earlier_epochs} if "epoch" in entry else {})}
-            for entry in history]
+            {**entry, "step": entry["step"] + earlier_steps, **({"epoch": entry["epoch"] + earlier_epochs}
+                                                                  if "epoch" in entry else {})} for entry in history]
         steps, epochs = steps + earlier_steps, epochs + earlier_epochs
-    return {
-        **summarize(info),
-        "steps": steps,
-        "epochs": round(epochs, 1),
-        "procedure": procedure,
-        "log_history": history,
-    }
+    return {**summarize(info), "steps": steps, "epochs": round(epochs, 1), "procedure": procedure,
+            "log_history": history}
 
 
 def loss_entry(model, tokenizer, split, sources, references, weights: str, averaged: bool, batch_size: int) -> dict:
-    """results.json's record of the loss on one split's references, each number others report named; printed too."""
+    """results.json's record of the loss on one split's references, printed too."""
     from modeling_vaswani.training.data import SPLIT_NAMES
     from modeling_vaswani.training.loss_report import reference_losses
 
@@ -118,64 +102,51 @@ def main(argv=None):
              ("--speed_from", args.speed_from)]
     out_dir = outputs.claim("--output_dir", args.output_dir or Path("evaluations") / run_dir.resolve().name, reads,
                             folder=True, results=True)
-    # results.json is written into the shipped model folder, by design; of what is read, only these could be it.
-    outputs.claim("--shipped", shipped / "results.json", reads[2:])
+    outputs.claim("--shipped", shipped / "results.json", reads[2:])  # by design; only these reads could be it
     speed_path = Path(args.speed_from) if args.speed_from else None
     if speed_path is not None and not speed_path.is_file():
         raise FileNotFoundError(f"--speed_from {speed_path}: no such file; pass a benchmark's results.json, e.g. "
                                 "benchmarks/recorded/<date>-translation/results.json.")
     started_from = earlier_training(Path(args.started_from)) if args.started_from else None
     # Only now the package, torch and transformers: --help, a wrong flag and the checks above answer at once.
-    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.scoring import score_model
     from modeling_vaswani.evaluation.translation import as_one_line, load_translator
-    from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
     from modeling_vaswani.hub.model_card import speed_from_benchmark
+    from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
     from modeling_vaswani.model.strict_json import read_json
+    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
 
-    speed = (speed_from_benchmark(read_json(speed_path), str(speed_path))
-             if speed_path is not None else None)
-
+    speed = speed_from_benchmark(read_json(speed_path), str(speed_path)) if speed_path is not None else None
     training = training_summary(run_dir, args.procedure, started_from)
-    candidates = [(shipped, True, f"average of the last checkpoints ({shipped.name})"),
-                  (run_dir, False, "final weights, no averaging")]
     evaluations, losses = [], []
-    for folder, averaged, weights in candidates:
+    for folder, averaged, weights in [(shipped, True, f"average of the last checkpoints ({shipped.name})"),
+                                      (run_dir, False, "final weights, no averaging")]:
         model, tokenizer = load_translator(str(folder))
         threads, _ = use_threads(model, args.threads)
         for split in args.splits:
             sources, references = multi30k_pairs(split, args.source_lang, args.target_lang)
             losses.append(loss_entry(model, tokenizer, split, sources, references, weights, averaged, args.batch_size))
             for num_beams in dict.fromkeys([NUM_BEAMS, *args.also_beams, 1]):
-                decoding = {"num_beams": num_beams, **({"length_penalty": LENGTH_PENALTY} if num_beams > 1 else {})}
                 hypotheses, scores = score_model(model, tokenizer, sources, references, batch_size=args.batch_size,
-                                                 **decoding)
+                                                 num_beams=num_beams, **({"length_penalty": LENGTH_PENALTY}
+                                                                         if num_beams > 1 else {}))
                 name = f"{split}-{'averaged' if averaged else 'final'}-beam{num_beams}"
                 with outputs.write_file(out_dir / f"{name}.hyp.txt", encoding="utf-8") as handle:
                     handle.write("".join(as_one_line(h) + "\n" for h in hypotheses))
                 evaluations.append({"split": split, "split_name": SPLIT_NAMES[split], "sentences": len(sources),
-                                    "weights": weights, "averaged": averaged, "num_beams": num_beams,
-                                    "scores": scores})
+                                    "weights": weights, "averaged": averaged, "num_beams": num_beams, "scores": scores})
                 print(f"{name}: BLEU {scores['bleu']:.2f} | lc-tok {scores['bleu_lowercase_tokenized']:.2f} | "
                       f"chrF {scores['chrf']:.2f} ({scores['translate_seconds']} s, {threads} thread"
                       f"{'s' * (threads != 1)})", flush=True)
-    results = {
-        "source_lang": args.source_lang,
-        "target_lang": args.target_lang,
-        "example_source": "Two dogs are playing in the snow.",
-        "decoding": PAPER_DECODING_TEXT,
-        "evaluations": evaluations,
-        "training": training,
-        "losses": losses,
-        **({"speed": speed} if speed else {}),
-    }
+    results = {"source_lang": args.source_lang, "target_lang": args.target_lang,
+               "example_source": "Two dogs are playing in the snow.", "decoding": PAPER_DECODING_TEXT,
+               "evaluations": evaluations, "training": training, "losses": losses, **({"speed": speed} if speed else {})}
     # results.json ships with the model (push_to_hub.py renders the card from it): written whole or not at all.
     with outputs.write_file(shipped / "results.json", encoding="utf-8") as handle:
         handle.write(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    print(f"wrote {shipped / 'results.json'}; translations in {out_dir}")
-    print(f"next: python scripts/push_to_hub.py --model_dir {shlex.quote(str(shipped))} "
-          f"--repo_id {shlex.quote('you/' + run_dir.resolve().name)} --dry_run")
+    print(f"wrote {shipped / 'results.json'}; translations in {out_dir}\nnext: python scripts/push_to_hub.py "
+          f"--model_dir {shlex.quote(str(shipped))} --repo_id {shlex.quote('you/' + run_dir.resolve().name)} --dry_run")
 
 
 if __name__ == "__main__":

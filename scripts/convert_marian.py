@@ -1,10 +1,9 @@
-#!/usr/bin/env python
 """Bring in a Marian model (MarianMTModel, e.g. an Opus-MT model) as a model of this package.
 
     python scripts/convert_marian.py --model Helsinki-NLP/opus-mt-en-de --output_dir opus-mt-en-de-vaswani
 
-The folder holds our model with Marian's tokenizer (needs sentencepiece) and decoding settings; its
-logits equal Marian's to float rounding. A setting ours cannot represent ends it with one line naming it.
+Our model with Marian's tokenizer (needs sentencepiece) and decoding settings; logits equal Marian's to float
+rounding. A setting ours cannot represent ends it with one line naming it.
 """
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once
@@ -26,8 +25,8 @@ def main(argv=None):
     cli.require_model("--model", args.model)
     from modeling_vaswani.conversion.marian import convert_marian  # the package, torch and transformers: only now
 
-    kwargs = {"revision": args.revision} if args.revision else {}
-    output = convert_marian(args.model, args.output_dir, **kwargs, flag="--output_dir")
+    output = convert_marian(args.model, args.output_dir, **({"revision": args.revision} if args.revision else {}),
+                            flag="--output_dir")
     print(f"converted {args.model} → {output}")
 
 

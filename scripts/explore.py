@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Watch a trained model translate, in the browser: BPE pieces, §6.1's beam search step by step,
 Eq. (1)'s attention weights, §3.5's positional encoding and §3.2.3's masks.
 
@@ -32,16 +31,15 @@ def main(argv=None):
     except ModuleNotFoundError:
         raise SystemExit('The explorer needs gradio: pip install -e ".[explorer]"') from None
     from modeling_vaswani import shipped_model_path
-    from modeling_vaswani.threads import use_threads
     from modeling_vaswani.evaluation.translation import load_translator
     from modeling_vaswani.explorer.app import build_app
+    from modeling_vaswani.threads import use_threads
 
     model, tokenizer = load_translator(args.model or shipped_model_path(), args.device)
     use_threads(model)
-    page = build_app(model, tokenizer)
-    # The queue runs one sentence at a time: the CPU is shared, and the model is not thread-safe to switch.
-    page.queue(default_concurrency_limit=1).launch(server_name=args.host, server_port=args.port,
-                                                   show_error=False, share=False)
+    # One sentence at a time: the CPU is shared, and the model is not thread-safe to switch.
+    build_app(model, tokenizer).queue(default_concurrency_limit=1).launch(
+        server_name=args.host, server_port=args.port, show_error=False, share=False)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,10 @@
-#!/usr/bin/env python
 """Take a model of this package out as a Marian folder (MarianMTModel), for tools that know Marian only.
 
     python scripts/export_marian.py --model hub_card --output_dir hub_card-marian
 
-The folder loads with `MarianMTModel.from_pretrained`, with the model's tokenizer and decoding settings.
-MarianMTModel ignores our layer_norm_eps (it uses 1e-5; ours 1e-6): the program warns that logits then
-differ slightly. Settings Marian cannot represent end it with one line naming the setting.
+It loads with `MarianMTModel.from_pretrained`, with our tokenizer and decoding settings. Marian ignores our
+layer_norm_eps (it uses 1e-5; ours 1e-6), so logits differ slightly (a warning says so). Settings Marian
+cannot represent end it with one line naming the setting.
 """
 
 try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --help answers at once

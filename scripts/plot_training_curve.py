@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Draw a training run's curve: training loss and validation BLEU against the step; or, with
 --time_to_quality, the validation BLEU of several runs against wall-clock minutes.
 
@@ -46,25 +45,27 @@ def bleu_by_minute(source: Path) -> list[tuple[float, float]]:
     return [(e.get("run_minutes", e["step"] * minutes / steps), e["eval_bleu"]) for e in history if "eval_bleu" in e]
 
 
+def save(figure, output: str) -> None:
+    figure.tight_layout()
+    with outputs.write_file(output, "wb") as handle:  # a file object: the format is named, not guessed
+        figure.savefig(handle, dpi=110, format=Path(output).suffix.lstrip(".") or "png")
+
+
 def plot_time_to_quality(args) -> None:
     sources = [Path(run) for run in args.time_to_quality]
     outputs.claim("--output", args.output, [("--time_to_quality", source) for source in sources])
     curves = [bleu_by_minute(source) for source in sources]
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: no display, no backend to choose
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(8, 4.5))
+    figure = Figure(figsize=(8, 4.5))
+    axis = figure.subplots()
     for curve, label in zip(curves, args.labels or [source.name for source in sources]):
         axis.plot(*zip(*curve), "o-", label=label)
-    axis.set_xlabel("wall-clock minutes of training (evaluations included)")
-    axis.set_ylabel("val BLEU (greedy, cased sacreBLEU)")
+    axis.set(xlabel="wall-clock minutes of training (evaluations included)",
+             ylabel="val BLEU (greedy, cased sacreBLEU)")
     axis.legend()
     axis.grid(alpha=0.3)
-    figure.tight_layout()
-    with outputs.write_file(args.output, "wb") as handle:
-        figure.savefig(handle, dpi=110, format=Path(args.output).suffix.lstrip(".") or "png")
+    save(figure, args.output)
     print(f"wrote {args.output}: {sum(map(len, curves))} BLEU points from {len(curves)} runs")
 
 
@@ -79,34 +80,27 @@ def main(argv=None):
     from modeling_vaswani.model.strict_json import read_json
 
     state = read_json(state_path)
-    history = state["log_history"]
-    train = [(e["step"], e["loss"]) for e in history if "loss" in e]
-    bleu = [(e["step"], e["eval_bleu"]) for e in history if "eval_bleu" in e]
+    train = [(e["step"], e["loss"]) for e in state["log_history"] if "loss" in e]
+    bleu = [(e["step"], e["eval_bleu"]) for e in state["log_history"] if "eval_bleu" in e]
     if not train:
         steps, every = state.get("global_step", 0), state.get("logging_steps")
         took = f"the run took {steps} steps and logged the loss every {every}" if every else f"the run took {steps} steps"
         raise ValueError(f"{state_path} logs no training loss ({took}); train with --logging_steps N, "
                          f"N at most {max(1, steps)}, to draw a curve.")
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, loss_axis = plt.subplots(figsize=(8, 4.5))
+    figure = Figure(figsize=(8, 4.5))
+    loss_axis = figure.subplots()
     loss_axis.plot(*zip(*train), color="tab:blue", label="training loss (label-smoothed, §5.4)")
-    loss_axis.set_xlabel("step")
+    loss_axis.set(xlabel="step", title=f"Training run {Path(args.run_dir).name}")
     loss_axis.set_ylabel("training loss", color="tab:blue")
     if bleu:
         bleu_axis = loss_axis.twinx()
         bleu_axis.plot(*zip(*bleu), "o-", color="tab:red", label="val BLEU (greedy, cased sacreBLEU)")
         bleu_axis.set_ylabel("val BLEU", color="tab:red")
-        for step, value in bleu[-1:]:
-            bleu_axis.annotate(f"{value:.1f}", (step, value), textcoords="offset points", xytext=(-10, 8))
+        bleu_axis.annotate(f"{bleu[-1][1]:.1f}", bleu[-1], textcoords="offset points", xytext=(-10, 8))
     figure.legend(loc="center right", bbox_to_anchor=(0.88, 0.55), fontsize=8)
-    loss_axis.set_title(f"Training run {Path(args.run_dir).name}")
-    figure.tight_layout()
-    with outputs.write_file(args.output, "wb") as handle:  # a file object: the format is named, not guessed
-        figure.savefig(handle, dpi=110, format=Path(args.output).suffix.lstrip(".") or "png")
+    save(figure, args.output)
     print(f"wrote {args.output}: {len(train)} loss points, {len(bleu)} BLEU points")
 
 

@@ -1,15 +1,13 @@
-#!/usr/bin/env python
 """Share a trained model on the Hugging Face Hub with a model card rendered from its own results.
 
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/vaswani-multi30k-en-de
     python scripts/push_to_hub.py --model_dir outputs/multi30k-en-de/averaged --repo_id you/name --dry_run --output_dir /tmp/hub-preview
 
 The model folder must hold results.json (scripts/collect_results.py). The repository is written to
---output_dir (default: a temporary folder) and validated: files, shipped code, card metadata, and a clean
-process that loads it with trust_remote_code and translates. --dry_run stops there (offline); else it is
-uploaded (needs `hf auth login` or --token). A model that translates the example to an empty line passes
---dry_run with a warning and is not uploaded. --space also
-writes, checks and uploads a Gradio Space running the explorer on the model (the [explorer] extra).
+--output_dir and validated: files, shipped code, card metadata, and a clean process that loads it with
+trust_remote_code and translates. --dry_run stops there (offline); else it is uploaded (`hf auth login` or
+--token); a model that translates the example to an empty line is not. --space also writes, checks and
+uploads a Gradio Space running the explorer on the model (the [explorer] extra).
 """
 
 import shlex
@@ -38,7 +36,7 @@ def parse_args(argv=None):
 
 
 def missing_results(model_dir: Path) -> str:
-    """Why `model_dir` cannot be shared yet, without results.json, and the one command to run next."""
+    """Why `model_dir`, without results.json, cannot be shared yet, and the one command to run next."""
     quoted = shlex.quote(str(model_dir))
     if (model_dir / "trainer_state.json").is_file():  # the training run's own folder
         averaged = model_dir / "averaged"
@@ -47,13 +45,11 @@ def missing_results(model_dir: Path) -> str:
                     f"results.json yet; next: python scripts/collect_results.py --run_dir {quoted}")
         return (f"--model_dir {model_dir} is a training run without an averaged model (§6.1) to share; next: "
                 f"python scripts/average_checkpoints.py --run_dir {quoted}")
-    run = model_dir.parent
-    shipped = "" if model_dir.name == "averaged" else f" --shipped {quoted}"
+    run, shipped = model_dir.parent, "" if model_dir.name == "averaged" else f" --shipped {quoted}"
+    missing = f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: python scripts/"
     if (run / "trainer_state.json").is_file():
-        return (f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: "
-                f"python scripts/collect_results.py --run_dir {shlex.quote(str(run))}{shipped}")
-    return (f"{model_dir / 'results.json'}: not found (the scores the model card reports); next: python "
-            f"scripts/collect_results.py --run_dir RUN_DIR --shipped {quoted}, RUN_DIR the output folder of the "
+        return f"{missing}collect_results.py --run_dir {shlex.quote(str(run))}{shipped}"
+    return (f"{missing}collect_results.py --run_dir RUN_DIR --shipped {quoted}, RUN_DIR the output folder of the "
             "scripts/train.py run that made the model")
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Translate sentences with a trained model (§6.1 decoding: beam 4, α = 0.6, length ≤ input + 50).
 
     python scripts/translate.py "Two dogs are playing in the snow."
@@ -7,13 +6,10 @@
     python scripts/translate.py --engine ctranslate2 --file news.en   # CTranslate2, converted on first use
     python scripts/translate.py --quantize int8 --file news.en        # int8 Linear layers (CPU)
 
-The model defaults to hub_card/, the shipped English→German Multi30k model. Input (UTF-8, one sentence
-per line) is translated a batch at a time; line i of the output translates line i of the input. --output
-is written beside itself and renamed at the end: stopped by Ctrl-C or SIGTERM it holds the first lines'
-translations (the message says how many); failed, the earlier file stays. Sentences over 512 tokens are
-cut, with a warning. A model under 20M parameters decodes on 1 CPU thread (the fastest), a larger one on
-the idle cores; OMP_NUM_THREADS or --threads choose instead. --dtype, --quantize and --compile trade
-exactness for speed (benchmarks/RESULTS.md).
+The model defaults to hub_card/, the shipped English→German model. Line i of the output translates line i
+of the input (UTF-8). Stopped by Ctrl-C or SIGTERM, --output holds the first lines' translations; failed, the
+earlier file stays. Sentences over 512 tokens are cut, with a warning. --dtype, --quantize and --compile
+trade exactness for speed (benchmarks/RESULTS.md).
 """
 
 import signal
@@ -29,43 +25,26 @@ except ModuleNotFoundError:  # run in-process by another program
 
 def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
-    parser.add_argument("sentences", nargs="*", help="Sentences to translate (else --file, else stdin).")
-    parser.add_argument("--model", help="Model folder or Hub id (default: the shipped model, the repository's hub_card/).")
-    parser.add_argument("--file", help="Translate this file, one sentence per line.")
-    parser.add_argument("--output", help="Write translations here (default: stdout).")
-    parser.add_argument("--batch_size", type=cli.positive_int, default=64)
-    parser.add_argument("--num_beams", type=cli.positive_int, help="Beam size (default: the model's, 4 in the paper).")
-    parser.add_argument("--max_new_tokens", type=cli.positive_int, help="Length limit (default: input length + 50).")
-    parser.add_argument("--device", help="cpu, cuda, cuda:1, mps, ... (default: cuda if available).")
-    parser.add_argument("--threads", type=cli.positive_int,
-                        help="CPU threads (default: OMP_NUM_THREADS if set, else 1 for a model under 20M parameters, "
-                        "else the idle cores).")
-    parser.add_argument("--quiet", action="store_true", help="No progress bar.")
+    add = parser.add_argument
+    add("sentences", nargs="*", help="Sentences to translate (else --file, else stdin).")
+    add("--model", help="Model folder or Hub id (default: the shipped model, the repository's hub_card/).")
+    add("--file", help="Translate this file, one sentence per line.")
+    add("--output", help="Write translations here (default: stdout).")
+    add("--batch_size", type=cli.positive_int, default=64)
+    add("--num_beams", type=cli.positive_int, help="Beam size (default: the model's, 4 in the paper).")
+    add("--max_new_tokens", type=cli.positive_int, help="Length limit (default: input length + 50).")
+    add("--device", help="cpu, cuda, cuda:1, mps, ... (default: cuda if available).")
+    add("--threads", type=cli.positive_int, help="CPU threads (default: OMP_NUM_THREADS, else 1 for a model under "
+        "20M parameters, else the idle cores).")
+    add("--quiet", action="store_true", help="No progress bar.")
     cli.add_engine_arguments(parser)
     return parser.parse_args(argv)
 
 
-def check_paths(args) -> None:
-    """Refuse a missing input file, and an output that would write over what is read (opening it for
-    writing would empty it)."""
-    if args.sentences and args.file:
-        raise ValueError("Give sentences as arguments or --file, not both.")
-    if args.file and not Path(args.file).is_file():
-        raise FileNotFoundError(f"--file {args.file}: no such file.")
-    reads = [("--file", args.file), ("--model", args.model), ("--ct2_model", args.ct2_model)]
-    if args.output:
-        outputs.claim("--output", args.output, reads)
-    else:
-        outputs.claim("standard output", outputs.STDOUT, reads)
-
-
 @contextmanager
 def sigterm_as_interrupt():
-    """While inside, SIGTERM (a `kill`, a job scheduler's stop) ends the program as Ctrl-C does."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    """While inside, SIGTERM (a `kill`, a job scheduler's stop) raises KeyboardInterrupt, as Ctrl-C does."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         yield
     finally:
@@ -87,7 +66,13 @@ def signals_deferred():
 
 def main(argv=None):
     args = parse_args(argv)
-    check_paths(args)
+    if args.sentences and args.file:
+        raise ValueError("Give sentences as arguments or --file, not both.")
+    if args.file and not Path(args.file).is_file():
+        raise FileNotFoundError(f"--file {args.file}: no such file.")
+    # Opening what is read for writing would empty it.
+    reads = [("--file", args.file), ("--model", args.model), ("--ct2_model", args.ct2_model)]
+    outputs.claim(*(("--output", args.output) if args.output else ("standard output", outputs.STDOUT)), reads)
     if args.model is not None:
         cli.require_model("--model", args.model)
     # Only now the package, torch and transformers: --help and the checks above answer at once.
@@ -97,13 +82,10 @@ def main(argv=None):
     from modeling_vaswani.training.data import iter_lines
     from modeling_vaswani.model.generation import check_decoding, decoding_settings
 
-    model_name = args.model or shipped_model_path()
     cli.check_engine_arguments(args)
     check_decoding(decoding_settings(vars(args)), "command line", args.batch_size)  # before the model loads
-    model, tokenizer, _, _, engine = load_for_script(args, model_name, args.device)
-    generate_kwargs = {k: v for k, v in (("num_beams", args.num_beams), ("max_new_tokens", args.max_new_tokens))
-                       if v is not None}
-
+    model, tokenizer, _, _, engine = load_for_script(args, args.model or shipped_model_path(), args.device)
+    generate_kwargs = {key: getattr(args, key) for key in ("num_beams", "max_new_tokens") if getattr(args, key)}
     if args.sentences:
         source, name = nullcontext(args.sentences), "arguments"
     elif args.file:
@@ -113,31 +95,31 @@ def main(argv=None):
     # A bar for a file or stdin, unless the translations are written to the terminal it would be drawn on.
     bar = None
     if not args.sentences and (args.output or not sys.stdout.isatty()):
-        total = (lambda: count_lines(args.file)) if args.file else None
-        bar = progress_bar(total, f"translating ({engine})", quiet=args.quiet)
+        bar = progress_bar((lambda: count_lines(args.file)) if args.file else None, f"translating ({engine})",
+                           quiet=args.quiet)
     written = 0
-    with sigterm_as_interrupt(), source as handle:
-        lines = handle if args.sentences else iter_lines(handle, name)
-        # --output is written beside it and renamed into place at the end, or when stopped: a failed run
-        # leaves the earlier file as it was.
-        with (outputs.write_file(args.output, encoding="utf-8", newline="\n", keep_on_interrupt=True) if args.output
-              else nullcontext(sys.stdout)) as out:
-            try:
-                for batch in translate_batches(model, tokenizer, lines, batch_size=args.batch_size,
-                                               progress=bar.update if bar is not None else None, **generate_kwargs):
-                    with signals_deferred():
-                        out.write("".join(as_one_line(text) + "\n" for text in batch))
-                        out.flush()
-                    written += len(batch)
-            except KeyboardInterrupt:
-                if bar is not None:
-                    bar.close()
-                if args.output:
-                    print(f"stopped: the translations of the first {written} lines are in {args.output}", file=sys.stderr)
-                raise
-            finally:
-                if bar is not None:
-                    bar.close()
+    # --output is written beside it and renamed into place at the end, or when stopped: a failed run leaves
+    # the earlier file as it was.
+    try:
+        with sigterm_as_interrupt(), source as handle, (
+                outputs.write_file(args.output, encoding="utf-8", newline="\n", keep_on_interrupt=True)
+                if args.output else nullcontext(sys.stdout)) as out:
+            for batch in translate_batches(model, tokenizer, handle if args.sentences else iter_lines(handle, name),
+                                           batch_size=args.batch_size, **generate_kwargs,
+                                           progress=bar.update if bar is not None else None):
+                with signals_deferred():
+                    out.write("".join(as_one_line(text) + "\n" for text in batch))
+                    out.flush()
+                written += len(batch)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()  # before the message, not drawn over it
+        if args.output:
+            print(f"stopped: the translations of the first {written} lines are in {args.output}", file=sys.stderr)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 if __name__ == "__main__":

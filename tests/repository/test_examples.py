@@ -1,7 +1,6 @@
 """Each numbered example, run as `__main__` with `EXAMPLES_OUTPUT_DIR` a fresh folder, exits 0, prints and
-leaves a real PNG there. One runner process (this file as a script) imports torch once, which costs more than
-most examples, and forks a child per example. 03, 11 and 12 read hub_card/'s model, or else a tiny one
-trained here; a missing model must end in one `error:` line."""
+leaves a real PNG there (03, 11 and 12 read hub_card/'s model); a missing model ends in one `error:` line.
+One runner process (this file as a script) imports torch once and forks a child per example."""
 
 import json
 import multiprocessing
@@ -13,31 +12,8 @@ import traceback
 from pathlib import Path
 
 import pytest
-import torch
 
-from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
-
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((REPO / "examples").glob("[0-9][0-9]_*.py"))
-NEEDS_MODEL = ("03_", "11_", "12_")
-
-
-def _train_tiny_model(folder: Path, tokenizer, make_model) -> Path:
-    """The "tiny" preset over the shared test vocabulary, trained for 40 steps of 10 pairs."""
-    sources, targets = (read_lines(DEFAULT_DATA_DIR / f"train.{lang}.gz")[:400] for lang in ("en", "de"))
-    model = make_model(preset="tiny", vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                       decoder_start_token_id=tokenizer.bos_token_id).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98), eps=1e-9)
-    for at in range(0, 400, 10):
-        encoded = tokenizer(sources[at:at + 10], text_target=targets[at:at + 10], return_tensors="pt", padding=True)
-        labels = encoded["labels"].masked_fill(encoded["labels"] == tokenizer.pad_token_id, -100)
-        model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], labels=labels).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    model.eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("[0-9][0-9]_*.py"))
 
 
 def _run(job: dict) -> int:
@@ -54,7 +30,7 @@ def _run(job: dict) -> int:
         return 0
     except SystemExit as exit_:
         if not isinstance(exit_.code, (int, type(None))):
-            print(exit_.code, file=sys.stderr)
+            print(exit_.code, file=sys.stderr)  # as Python does
         return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
     except BaseException:
         traceback.print_exc()
@@ -65,15 +41,10 @@ def _run(job: dict) -> int:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, request):
-    """Every example, and 11 without a model: {name: (exit status, stdout, stderr, folder)}."""
-    model_args = []  # the scripts' default: hub_card/
-    if not (REPO / "hub_card" / "model.safetensors").is_file():
-        tokenizer, make_model = (request.getfixturevalue(name) for name in ("trained_tokenizer", "make_model"))
-        model_args = ["--model", str(_train_tiny_model(tmp_path_factory.mktemp("tiny_model"), tokenizer, make_model))]
+def runs(tmp_path_factory):
+    """Every example, and 11 given an empty folder as its model: {name: (exit status, stdout, stderr, folder)}."""
     root = tmp_path_factory.mktemp("examples")
-    jobs = {s.name: {"script": str(s), "output_dir": str(root / s.stem),
-                     "args": model_args if s.name.startswith(NEEDS_MODEL) else []} for s in EXAMPLES}
+    jobs = {s.name: {"script": str(s), "output_dir": str(root / s.stem), "args": []} for s in EXAMPLES}
     jobs["missing-model"] = {**jobs[next(s.name for s in EXAMPLES if s.name.startswith("11_"))],
                              "output_dir": str(root / "missing-model"),
                              "args": ["--model", str(tmp_path_factory.mktemp("empty_model"))]}
@@ -107,9 +78,8 @@ def test_example_runs_and_draws(runs, script):
 def test_model_examples_report_a_missing_model_in_one_line(runs):
     status, _, stderr, output_dir = runs["missing-model"]
     assert status != 0 and "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: no trained model in"), stderr
-    assert not list(output_dir.glob("*.png"))
+    assert [line for line in stderr.splitlines() if line.strip()][0].startswith("error: no trained model in"), stderr
+    assert len(stderr.strip().splitlines()) == 1 and not list(output_dir.glob("*.png"))
 
 
 if __name__ == "__main__":  # the runner: import once, then one fresh child per example (maxtasksperchild=1)
