@@ -21,12 +21,13 @@ from transformers.utils.deprecation import deprecate_kwarg
 
 from .configuration_vaswani import VaswaniConfig
 from .embeddings import ScaledEmbedding
+from .fast_loss import fast_label_smoothed_cross_entropy
 from .generation import (
     check_decoding, choose_decoding, decoding_settings, length_limit_chosen, max_new_tokens_for, paper_generation_config,
 )
 from .generation_cache import new_cache, source_length_varies
 from .inputs import check_attention_mask, check_batch, check_inputs, check_labels
-from .label_smoothing import fast_label_smoothed_cross_entropy, label_smoothed_cross_entropy
+from .label_smoothing import label_smoothed_cross_entropy
 from .masking import attention_dtype, padding_mask
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
 from .pretrained import VaswaniPreTrainedModel

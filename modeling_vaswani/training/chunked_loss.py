@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from ..model.label_smoothing import smoothed_gradient_
+from ..model.fast_loss import smoothed_gradient_
 
 IGNORE_INDEX = -100
 # exp() below this is clamped: exp(z) in (−103, −87) gives subnormals, some 30× slower on a CPU;
