@@ -10,8 +10,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = str(REPO / "scripts" / "train.py")
 # Single-threaded subprocesses: reproducible float sums, and two ranks of torchrun share 2 cores.
+# PYTHONPATH: the subprocess imports this checkout's package, whatever copy is installed.
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-       "TOKENIZERS_PARALLELISM": "false"}
+       "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
 TIMEOUT = 300
 # The newest recorded test-set translation benchmark: the model card's speed section comes from one.
 RECORDED_BENCHMARK = sorted(REPO.glob("benchmarks/recorded/*-translation/results.json"))[-1]
