@@ -134,10 +134,17 @@ def _locate_once(found: dict, done: list) -> None:
 
 def _locate(files, suffix, source_lang, target_lang) -> None:
     for path in files:
+        if suffix == ".json" and _is_json_array(path):
+            continue  # datasets reads one JSON array as rows: its row number, not a line, names the place
         for number, row in _rows(path, suffix):
             where = f"{path}, line {number}"
             layout = pair_columns(list(row), where, source_lang, target_lang)
             _text_pair(row["translation"] if layout == "translation" else row, where, source_lang, target_lang)
+
+
+def _is_json_array(path: str) -> bool:
+    first = next((line for _, line in data_lines(path) if line.strip()), "")
+    return first.lstrip("\ufeff \t").startswith("[")
 
 
 def _rows(path: str, suffix: str) -> Iterator[tuple[int, dict]]:

@@ -169,6 +169,14 @@ def test_a_malformed_row_names_file_and_line(tmp_path, case, streaming):
     assert_names(error, *words)
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["dataset", "stream"])
+def test_a_bad_row_of_a_json_array_is_named_by_its_row(tmp_path, streaming):
+    path = write(tmp_path / "p.json", ['[{"en": "a", "de": "b"},', ' {"en": "c"}]'])  # one array, as datasets reads it
+    with pytest.raises(DataError) as error:
+        list(load_data_files(path, "en", "de", streaming=streaming))
+    assert_names(error, path, "row 2", "'de'")
+
+
 def test_a_file_changed_in_place_is_read_again(tmp_path):
     path = write(tmp_path / "p.jsonl", ['{"en": "a", "de": "b"}'])
     assert load_data_files(path, "en", "de")[0]["translation"] == {"en": "a", "de": "b"}
