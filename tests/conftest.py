@@ -6,6 +6,8 @@ configs, models and `tokenizer` reach each test as objects of its own.
 
 import copy
 import importlib.util
+import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -115,3 +117,24 @@ def load_module():
         return module
 
     return load
+
+
+@pytest.fixture
+def folder(saved_model_dir, tmp_path):
+    """A copy of saved_model_dir of the test's own."""
+    return Path(shutil.copytree(saved_model_dir, tmp_path / "copy"))
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Every connection refused; the attempts (host and port, or name) recorded."""
+    attempts = []
+
+    def refused(*args, **kwargs):
+        attempts.append(args[1:2] or args[:1])
+        raise OSError("network access attempted")
+
+    for target, name in ((socket.socket, "connect"), (socket.socket, "connect_ex"), (socket, "create_connection"),
+                         (socket, "getaddrinfo")):
+        monkeypatch.setattr(target, name, refused)
+    return attempts

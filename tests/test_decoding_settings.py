@@ -3,20 +3,16 @@ an argument to generate(), the generation config given to it or set on the model
 and the scripts' flags. A new door is one more line of DOORS."""
 
 import json
-import runpy
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 from transformers import GenerationConfig
 
+from checks import run_script
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.ctranslate2_engine import GENERATE_SETTINGS
 from modeling_vaswani.model.generation import MAX_DECODING_POSITIONS, check_decoding
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SOURCE = torch.tensor([[5, 6, 7, 2]])
 
 
@@ -49,15 +45,14 @@ def _config_file(folder, setting, value):
     VaswaniForConditionalGeneration.from_pretrained(folder)
 
 
-def _script(name, *flags):
-    def run(folder, setting, value):
-        sys.argv = [str(SCRIPTS / name), "--model", str(folder), f"--{setting}", str(value), *flags[-1:]]
-        with pytest.raises(SystemExit) as stop:
-            runpy.run_path(str(SCRIPTS / name), run_name="__main__")
-        assert stop.value.code == 2
-        raise ValueError  # the error line is checked by the test
-    run.settings = {flag[2:] for flag in flags if flag.startswith("--") and "=" not in flag}  # the flags it has
-    return run
+def _script(folder, setting, value, monkeypatch, capsys):
+    """translate.py, as the one script door: its flags reach the same check as generate()'s arguments."""
+    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", folder, f"--{setting}", value, "Hello")
+    assert code == 2
+    raise ValueError(err)
+
+
+_script.settings = {"num_beams", "max_new_tokens"}  # the decoding flags it has
 
 
 def _ctranslate2(folder, setting, value, in_file=False):
@@ -86,9 +81,7 @@ DOORS = {
     "the model's generation config": _model_config,
     "generation_config.json": _file,
     "config.json without generation_config.json": _config_file,
-    "evaluate_model.py flag": _script("evaluate_model.py", "--num_beams", "--length_penalty", "--max_new_tokens",
-                                      "--split=validation"),
-    "translate.py flag": _script("translate.py", "--num_beams", "--max_new_tokens", "Hello"),
+    "translate.py flag": _script,
     "ctranslate2 generate() argument": _ctranslate2_argument,
     "ctranslate2 generation_config.json": lambda folder, setting, value: _ctranslate2(folder, setting, value, True),
 }
@@ -102,24 +95,17 @@ BAD_SETTINGS = {
 }
 
 
-@pytest.fixture
-def model_folder(saved_model_dir, tmp_path):
-    return Path(shutil.copytree(saved_model_dir, tmp_path / "model"))
-
-
 # Every door with every bad setting it can be given (a script has only some decoding flags).
 PAIRS = [(door, case) for door, run in DOORS.items() for case, (setting, _) in BAD_SETTINGS.items()
          if setting in getattr(run, "settings", {setting})]
 
 
 @pytest.mark.parametrize("door, case", PAIRS)
-def test_every_door_refuses_a_bad_decoding_setting_naming_it(model_folder, door, case, monkeypatch, capsys):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(sys, "argv", sys.argv)
+def test_every_door_refuses_a_bad_decoding_setting_naming_it(folder, door, case, monkeypatch, capsys):
     setting, value = BAD_SETTINGS[case]
     with pytest.raises(ValueError) as error:
-        DOORS[door](model_folder, setting, value)
-    message = str(error.value) or capsys.readouterr().err
+        DOORS[door](folder, setting, value, *([monkeypatch, capsys] if door.endswith("flag") else []))
+    message = str(error.value)
     assert setting in message or (setting == "max_new_tokens" and "length" in message), message
 
 
@@ -131,6 +117,6 @@ def test_the_bound_counts_beams_batch_and_length():
         check_decoding(settings, "here", batch_size=batch + 1, input_length=10)
 
 
-def test_the_papers_settings_pass(model_folder):
-    model = VaswaniForConditionalGeneration.from_pretrained(model_folder)
+def test_the_papers_settings_pass(saved_model_dir):
+    model = VaswaniForConditionalGeneration.from_pretrained(saved_model_dir)
     assert model.generate(SOURCE, num_beams=4, length_penalty=0.6).shape[0] == 1

@@ -4,7 +4,6 @@ every spelling and at the shipped model: one `error:` line naming the flag and p
 
 import json
 import os
-import runpy
 import shutil
 import subprocess
 import sys
@@ -12,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from checks import CHILD_ENV, SCRIPTS, run_script
 from modeling_vaswani import outputs
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _model(tmp_path, model):
@@ -99,13 +97,6 @@ def _snapshot(path: Path) -> dict:
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
-def _run(script, argv, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", [str(REPO / "scripts" / script), *map(str, argv)])
-    with pytest.raises(SystemExit) as stop:
-        runpy.run_path(str(REPO / "scripts" / script), run_name="__main__")
-    return stop.value.code, capsys.readouterr().err
-
-
 def _cases():
     for door, (folder, make, _) in DOORS.items():
         reads_folder = make not in (_text, _trainer_state)
@@ -120,13 +111,12 @@ def _cases():
 def test_an_output_never_writes_over_what_the_run_reads(door, spelling, saved_model_dir, tmp_path, monkeypatch,
                                                          capsys):
     script, flag, _, make, command = _door(door)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     source = make(tmp_path, saved_model_dir)
     other_model = Path(shutil.copytree(saved_model_dir, tmp_path / "other" / "model"))
     before = _snapshot(source)
     output = SPELLINGS[spelling](source)
-    code, err = _run(script, command(source, output, other_model), monkeypatch, capsys)
+    code, err = run_script(monkeypatch, capsys, script, *command(source, output, other_model))
     last = err.strip().splitlines()[-1]
     assert code == 2 and last.startswith("error: ") and "Traceback" not in err, err
     assert f"{flag} {output}" in last, last
@@ -138,13 +128,12 @@ def test_an_output_never_writes_into_the_shipped_model(door, saved_model_dir, tm
     script, flag, folder, make, command = _door(door)
     shipped = Path(shutil.copytree(saved_model_dir, tmp_path / "hub_card"))
     monkeypatch.setattr(outputs, "SHIPPED_MODEL", shipped)  # the real one is never pointed at
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "elsewhere").mkdir()
     source = make(tmp_path / "elsewhere", saved_model_dir)
     before = _snapshot(shipped)
     output = shipped if folder else shipped / "out.txt"
-    code, err = _run(script, command(source, output, saved_model_dir), monkeypatch, capsys)
+    code, err = run_script(monkeypatch, capsys, script, *command(source, output, saved_model_dir))
     last = err.strip().splitlines()[-1]
     assert code == 2 and f"{flag} {output}" in last and "shipped model" in last, err
     assert _snapshot(shipped) == before
@@ -159,10 +148,10 @@ def test_standard_streams_count_as_what_is_read_and_written(tmp_path, redirect):
     with open(text, "r+b") as stream:
         if redirect == "stdout":
             stream.seek(0, os.SEEK_END)  # appended to, so the file the shell would have emptied stays readable
-        result = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), *args],
+        result = subprocess.run([sys.executable, str(SCRIPTS / "translate.py"), *args],
                                 stdin=stream if redirect == "stdin" else subprocess.DEVNULL,
                                 stdout=stream if redirect == "stdout" else subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+                                stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
     assert result.returncode == 2 and result.stderr.startswith("error: "), result.stderr
     assert ("--output" if redirect == "stdin" else "standard output") in result.stderr
     assert text.read_text(encoding="utf-8") == "A dog runs.\n"

@@ -8,8 +8,8 @@ from transformers.models.marian.modeling_marian import MarianSinusoidalPositiona
 
 from marian_models import SENTENCES, TINY_MARIAN, TOLERANCE, VARIANTS, assert_same_state, random_marian
 from modeling_vaswani import VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian import from_marian, marian_order, to_marian
-from modeling_vaswani.conversion.marian import MarianConversionError, config_from_marian, config_to_marian
+from modeling_vaswani.conversion.marian import (MarianConversionError, config_from_marian, config_to_marian,
+                                                from_marian, marian_order, to_marian)
 from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 from modeling_vaswani.model.positional_encoding import sinusoidal_table
 

@@ -1,5 +1,5 @@
-"""Marian model folders through the scripts: convert_marian.py, export_marian.py, then our translate and
-evaluate scripts, and the converted folder loaded with remote code where the package is not installed."""
+"""Marian model folders through the scripts: convert_marian.py, export_marian.py, then translate() and
+evaluate_model.py, and the converted folder loaded with remote code where the package is not installed."""
 
 import json
 import os
@@ -8,15 +8,12 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from transformers import AutoTokenizer, MarianMTModel, MarianTokenizer
 
 from marian_models import SENTENCES, assert_same_state, random_marian
 from modeling_vaswani import VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian import convert_marian, export_marian
-from modeling_vaswani.conversion.marian import MarianConversionError
+from modeling_vaswani.conversion.marian import MarianConversionError, convert_marian, export_marian
 from modeling_vaswani.evaluation.translation import load_translator, translate
-from modeling_vaswani.model.generation import TRANSFORMERS_BEAM_SEARCH
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -38,7 +35,7 @@ def converted_folder(tmp_path_factory, marian_folder, load_module, repo_root):
 
 
 def test_converted_folder_translates_like_marian_with_our_tools(converted_folder, marian_folder, load_module,
-                                                                repo_root, capsys, tmp_path):
+                                                                repo_root, tmp_path):
     model, tokenizer = load_translator(str(converted_folder), device="cpu")
     assert isinstance(model, VaswaniForConditionalGeneration) and isinstance(tokenizer, MarianTokenizer)
     marian = MarianMTModel.from_pretrained(marian_folder).eval()
@@ -46,11 +43,6 @@ def test_converted_folder_translates_like_marian_with_our_tools(converted_folder
     expected = translate(marian, marian_tokenizer, SENTENCES, max_new_tokens=12)
     assert translate(model, tokenizer, SENTENCES, max_new_tokens=12) == expected
     assert any(expected)
-
-    load_module(repo_root / "scripts" / "translate.py").main(
-        ["--model", str(converted_folder), "--device", "cpu", "--max_new_tokens", "12", *SENTENCES])
-    assert capsys.readouterr().out.splitlines() == expected
-
     load_module(repo_root / "scripts" / "evaluate_model.py").main(
         ["--model", str(converted_folder), "--split", "validation", "--max_samples", "4", "--num_beams", "1",
          "--max_new_tokens", "8", "--output_dir", str(tmp_path), "--name", "val"])
@@ -67,15 +59,10 @@ def test_exported_folder_is_a_marian_model_that_comes_back_bit_for_bit(saved_mod
             ["--model", str(saved_model_dir), "--output_dir", str(exported)])
     assert json.loads((exported / "config.json").read_text())["model_type"] == "marian"
     assert not list(exported.glob("*.py"))  # transformers' own class, no remote code
-    marian, info = MarianMTModel.from_pretrained(exported, output_loading_info=True)
+    # Logits and outputs of an exported model: tests/conversion/test_marian.py.
+    _, info = MarianMTModel.from_pretrained(exported, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]
-    tokenizer = AutoTokenizer.from_pretrained(exported)
-    ours = VaswaniForConditionalGeneration.from_pretrained(saved_model_dir).eval()
-    inputs = tokenizer(SENTENCES, return_tensors="pt", padding=True)
-    settings = dict(num_beams=4, max_new_tokens=8)
-    assert torch.equal(marian.eval().generate(**inputs, **settings),
-                       ours.generate(**inputs, **settings, **TRANSFORMERS_BEAM_SEARCH))
-
+    assert AutoTokenizer.from_pretrained(exported)(SENTENCES)["input_ids"]
     convert_marian(exported, back)
     assert_same_state(VaswaniForConditionalGeneration.from_pretrained(back),
                       VaswaniForConditionalGeneration.from_pretrained(saved_model_dir))

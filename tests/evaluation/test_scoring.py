@@ -1,6 +1,5 @@
 """The BLEU metric of §6.1: cased sacreBLEU, lowercased BLEU, the paper's tokenized BLEU, chrF."""
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -68,10 +67,7 @@ def test_bad_inputs_are_rejected():
         compute_bleu("a b", "a b")
 
 
-def test_metric_loads_without_network(monkeypatch):
-    attempts = []
-    for target, name in ((socket.socket, "connect"), (socket, "create_connection"), (socket, "getaddrinfo")):
-        monkeypatch.setattr(target, name, lambda *args, **kwargs: attempts.append(args) or 1 / 0)
+def test_metric_loads_without_network(no_network):
     metric = load_bleu_metric(keep_in_memory=True)
     assert metric.compute(predictions=["a b c d"], references=["a b c d"])["bleu"] == pytest.approx(100.0)
-    assert attempts == []
+    assert no_network == []

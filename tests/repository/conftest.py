@@ -1,8 +1,7 @@
-"""The tiny training run the end-to-end tests read, run once; a model folder a test may damage."""
+"""The tiny training run the end-to-end tests read, run once."""
 
 import pytest
 
-from checks import copy_folder
 from training_runs import RUN, STEPS, train
 
 
@@ -13,8 +12,3 @@ def base_run(tmp_path_factory):
     result = train(*RUN, "--max_steps", STEPS, "--average_last", "2", "--output_dir", output)
     return output, result.stderr
 
-
-@pytest.fixture
-def folder(saved_model_dir, tmp_path):
-    """A copy of saved_model_dir of the test's own."""
-    return copy_folder(saved_model_dir, tmp_path)

@@ -4,14 +4,13 @@ output line per input line. (Damaged model folders given to a script: test_model
 
 import importlib.util
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from checks import SCRIPTS, assert_error_line, run_script
+from checks import CHILD_ENV, SCRIPTS, assert_error_line, run_script
 
 REPO = SCRIPTS.parent
 
@@ -123,10 +122,8 @@ def test_translate_script_warns_about_cut_sentences(monkeypatch, capsys, caplog,
 
 
 def run_process(*args, timeout=300):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONIOENCODING="utf-8", OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, encoding="utf-8",
-                          env=env, timeout=timeout)
+                          env={**CHILD_ENV, "PYTHONIOENCODING": "utf-8"}, timeout=timeout)
 
 
 ODD_TEXT = ["Ein Hund 🐕 läuft über die Wiese.", "一只狗在雪地里奔跑。", "كلب يجري في الثلج",

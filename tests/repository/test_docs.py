@@ -181,7 +181,7 @@ def test_paper_mapping_covers_every_section_the_code_realises():
     assert len([line for line in deviations if line.startswith("| ") and not line.startswith("| Topic")]) >= 10
 
 
-def test_readme_keeps_the_quick_start_results_and_examples():
+def test_readme_keeps_the_quick_start_results_examples_and_names_the_shipped_model():
     readme = _text(REPO / "README.md")
     quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     assert f"```bash\n{QUICK_START}```" in quick_start
@@ -191,6 +191,8 @@ def test_readme_keeps_the_quick_start_results_and_examples():
     results = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
     assert "Filled in from measured runs: see hub_card/README.md and benchmarks/RESULTS.md." in results
     assert all(f"examples/{script.name}" in readme for script in (REPO / "examples").glob("[0-9][0-9]_*.py"))
+    python = "\n".join(m.group(2) for m in FENCE_RE.finditer(readme) if m.group(1) == "python")
+    assert "shipped_model_path()" in python and not re.search(r"""["']hub_card["']""", python)  # from any folder
 
 
 def test_the_import_graph_is_current_and_model_imports_only_model(load_module):

@@ -1,10 +1,6 @@
-"""Interrupted jobs and bad input text: no half-written checkpoint is averaged or resumed, resuming
-unpickles only through torch's weights_only loader, translate.py streams a file a batch at a time and,
-stopped, keeps every finished line; results never go into a model folder; a tokenizer that panics on a
-line ends in one error. (An interrupted save_pretrained: test_model_folders.py; an output written over
-an input: tests/test_outputs.py; a hostile pickle in a checkpoint: tests/model/test_untrusted_files.py.)"""
+"""Interrupted jobs and bad input text: no half-written checkpoint is averaged or resumed, a stopped
+translation keeps its finished lines, results never go into a model folder, a tokenizer panic is one error."""
 
-import io
 import json
 import os
 import runpy
@@ -223,15 +219,9 @@ def test_run_main_turns_a_tokenizer_panic_and_no_other_base_exception_into_one_l
     assert type(error.value).__name__ == "Unexpected"
 
 
-@pytest.mark.parametrize("source", ["argument", "file", "stdin", "evaluate_model.py"])
-def test_scripts_report_a_tokenizer_panic_in_one_line(panicking_folder, tmp_path, monkeypatch, capsys, source):
+def test_a_script_reports_a_tokenizer_panic_in_one_line(panicking_folder, tmp_path, monkeypatch, capsys):
+    """A file is read as a stream (translate_stream); translate() and run_main are tested above."""
     (tmp_path / "in.txt").write_text(f"fine\n{PANIC_LINE}\n")
-    args = {"argument": [PANIC_LINE], "stdin": [], "file": ["--file", tmp_path / "in.txt", "--output",
-                                                            tmp_path / "o.txt"],
-            "evaluate_model.py": ["--source_file", tmp_path / "in.txt", "--reference_file", tmp_path / "in.txt",
-                                  "--output_dir", tmp_path / "out"]}[source]
-    if source == "stdin":
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(f"{PANIC_LINE}\n".encode())))
-    code, err = run_script(monkeypatch, capsys, source if source.endswith(".py") else "translate.py", "--model",
-                           panicking_folder, "--num_beams", "1", "--max_new_tokens", "2", *args)
+    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", panicking_folder, "--num_beams", "1",
+                           "--max_new_tokens", "2", "--file", tmp_path / "in.txt", "--output", tmp_path / "o.txt")
     assert_error_line(code, err, "The tokenizer failed", "tokenizer.json")

@@ -5,7 +5,6 @@ once, without the Hub; push_to_hub.py names the command that makes what is missi
 
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -194,8 +193,3 @@ def test_dry_run_warns_about_a_model_that_translates_to_an_empty_line(tmp_path, 
     code, err = run_script(monkeypatch, capsys, *push, tmp_path / "repo2")  # without --dry_run: refused, not uploaded
     assert code == 2 and "to an empty string" in err
 
-
-def test_the_readme_snippets_name_the_shipped_model_not_a_relative_folder():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    python = "\n".join(re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M))
-    assert "shipped_model_path()" in python and not re.search(r"""["']hub_card["']""", python)

@@ -46,8 +46,10 @@ def test_the_paper_s_architecture_and_decoding(shipped):
     assert "max_length" not in generation and "max_new_tokens" not in generation
 
 
-def test_card_metadata_carries_the_numbers_of_results_json():
-    metadata = ModelCard.load(HUB_CARD / "README.md").data.to_dict()
+def test_card_metadata_carries_the_numbers_and_example_of_results_json():
+    card = ModelCard.load(HUB_CARD / "README.md", ignore_metadata_errors=False)
+    assert [entry["text"] for entry in card.data.widget] == [_json("results.json")["example_source"]]
+    metadata = card.data.to_dict()
     reported = {(r["dataset"]["split"], m["name"]): m["value"]
                 for r in metadata["model-index"][0]["results"] for m in r["metrics"]}
     shipped = [e for e in _json("results.json")["evaluations"] if e["averaged"] and e["num_beams"] == 4]
