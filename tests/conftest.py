@@ -1,8 +1,5 @@
-"""Shared fixtures: tiny configs and models, one small BPE vocabulary, a saved model folder.
-
-Session-wide objects (trained_tokenizer, saved_model_dir) are shared: copy them before changing them;
-configs, models and `tokenizer` reach each test as objects of its own.
-"""
+"""Shared fixtures. Session-wide objects (trained_tokenizer, saved_model_dir) are shared: copy them before
+changing them; configs, models and `tokenizer` reach each test as objects of its own."""
 
 import copy
 import importlib.util

@@ -1,6 +1,5 @@
-"""One check of the decoding settings (model/generation.py), whichever door they come through:
-an argument to generate(), the generation config given to it or set on the model, generation_config.json,
-and the scripts' flags. A new door is one more line of DOORS."""
+"""One check of the decoding settings (model/generation.py), whichever door they come through. A new door
+is one more line of DOORS."""
 
 import json
 

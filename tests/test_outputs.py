@@ -1,6 +1,5 @@
 """modeling_vaswani/outputs.py: no script writes over what it reads, and no output is left half-written.
-`DOORS` lists every output flag of every script (a new one is one more line), each pointed at its input in
-every spelling and at the shipped model: one `error:` line naming the flag and path, the input unchanged."""
+`DOORS` lists every output flag of every script: a new one is one more line."""
 
 import json
 import os

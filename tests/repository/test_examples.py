@@ -1,6 +1,5 @@
-"""Each numbered example, run as `__main__` with `EXAMPLES_OUTPUT_DIR` a fresh folder, exits 0, prints and
-leaves a real PNG there (03, 11 and 12 read hub_card/'s model); a missing model ends in one `error:` line.
-One runner process (this file as a script) imports torch once and forks a child per example."""
+"""Each numbered example exits 0, prints and leaves a real PNG in EXAMPLES_OUTPUT_DIR. One runner
+process (this file as a script) imports torch once and forks a child per example."""
 
 import json
 import multiprocessing

@@ -1,7 +1,5 @@
-"""What a newcomer runs from the README answers promptly and quietly and names the right next step: --help
-and every flag mistake answer in one `error:` line before torch or transformers are imported; the shipped
-model is found from any directory; a name that can only be a local path and is not there is refused at
-once, without the Hub; push_to_hub.py names the command that makes what is missing."""
+"""What a newcomer runs from the README answers at once, in one `error:` line before torch is imported
+where it can, and names the right next step."""
 
 import json
 import os

@@ -93,7 +93,6 @@ ALL = ("from_pretrained", "AutoModel-remote-code", "load_translator")
 # name: (damage, the class from_pretrained raises, what its message names, the doors that refuse it)
 DAMAGED = {
     "no-config.json": (_drop("config.json"), FileNotFoundError, ["config.json"], (*ALL, "config")),
-    "config.json-cut": (_cut("config.json", lambda n, h: n // 2), ValueError, ["{f}/config.json", "JSON"], ALL),
     # Hugging Face would build a default config, or one of the fields that share a name
     "config.json-of-bert": (_bert, ValueError, ["model_type 'bert'", "'vaswani'"], ["from_pretrained", "config"]),
     # the classes know their model type; only a loader that must find it refuses
