@@ -103,19 +103,6 @@ def saved_model_dir(tmp_path_factory, make_model, trained_tokenizer) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def load_module():
-    """load_module(path, name=None): a Python file (a script, an example) run as a module of its own."""
-
-    def load(path, name=None):
-        spec = importlib.util.spec_from_file_location(name or f"{Path(path).stem}_under_test", path)
-        module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
-        spec.loader.exec_module(module)
-        return module
-
-    return load
-
-
 @pytest.fixture
 def folder(saved_model_dir, tmp_path):
     """A copy of saved_model_dir of the test's own."""
@@ -135,3 +122,17 @@ def no_network(monkeypatch):
                          (socket, "getaddrinfo")):
         monkeypatch.setattr(target, name, refused)
     return attempts
+
+
+@pytest.fixture(scope="session")
+def load_module():
+    """load_module(path, name=None): a Python file (a script, an example) run as a module of its own."""
+
+    def load(path, name=None):
+        spec = importlib.util.spec_from_file_location(name or f"{Path(path).stem}_under_test", path)
+        module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
