@@ -190,19 +190,19 @@ BACKTRACKING = {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Is
 PANIC_LINE = "a" * 40 + "b"
 
 
-@pytest.fixture
-def panicking_folder(folder):
+def test_a_tokenizer_panic_is_a_value_error_and_through_a_script_one_line(folder, tmp_path, monkeypatch, capsys):
+    """translate(), then translate.py reading a file as a stream (translate_stream)."""
     edit_json(folder / "tokenizer.json", pre_tokenizer=BACKTRACKING)
-    return folder
-
-
-def test_a_tokenizer_panic_becomes_a_value_error(panicking_folder):
-    model, tokenizer = load_translator(str(panicking_folder), device="cpu")
+    model, tokenizer = load_translator(str(folder), device="cpu")
     with pytest.raises(ValueError) as error:
         translate(model, tokenizer, ["fine", PANIC_LINE], num_beams=1, max_new_tokens=2)
     assert_names(error, "tokenizer failed", "2 sentences", "retry-limit")
     assert "\n" not in str(error.value)
     assert tokenizer(["A dog.", "bbb"], return_tensors="pt", padding=True)["input_ids"].shape[0] == 2  # other text
+    (tmp_path / "in.txt").write_text(f"fine\n{PANIC_LINE}\n")
+    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", folder, "--num_beams", "1",
+                           "--max_new_tokens", "2", "--file", tmp_path / "in.txt", "--output", tmp_path / "o.txt")
+    assert_error_line(code, err, "The tokenizer failed", "tokenizer.json")
 
 
 def test_run_main_turns_a_tokenizer_panic_and_no_other_base_exception_into_one_line(capsys):
@@ -217,11 +217,3 @@ def test_run_main_turns_a_tokenizer_panic_and_no_other_base_exception_into_one_l
     with pytest.raises(BaseException) as error:
         run_main(raising("Unexpected", "unexpected"))
     assert type(error.value).__name__ == "Unexpected"
-
-
-def test_a_script_reports_a_tokenizer_panic_in_one_line(panicking_folder, tmp_path, monkeypatch, capsys):
-    """A file is read as a stream (translate_stream); translate() and run_main are tested above."""
-    (tmp_path / "in.txt").write_text(f"fine\n{PANIC_LINE}\n")
-    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", panicking_folder, "--num_beams", "1",
-                           "--max_new_tokens", "2", "--file", tmp_path / "in.txt", "--output", tmp_path / "o.txt")
-    assert_error_line(code, err, "The tokenizer failed", "tokenizer.json")
