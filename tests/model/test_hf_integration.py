@@ -1,4 +1,4 @@
-"""The model inside transformers: Auto classes, auto_map, tuple outputs, get_encoder(modality), shared and
+"""The model inside transformers: Auto classes, auto_map, tuple outputs, shared and
 untied matrices (a deviation from §3.4, whose sharing is the default), the pipeline, the Trainer."""
 
 import json
@@ -76,15 +76,6 @@ def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
     assert type(model(**inputs)) is tuple
     assert model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=1, max_new_tokens=3).shape == (2, 4)
 
-
-def test_get_encoder_takes_the_modality_argument(make_model):
-    from transformers.exporters.utils import is_multimodal
-
-    model = make_model()
-    for module in (model, model.model):
-        assert module.get_encoder() is module.get_encoder(modality=None) is model.model.encoder
-        assert module.get_encoder(modality="image") is module.get_encoder(modality="audio") is module  # none
-    assert not is_multimodal(model) and model.get_decoder() is model.model.decoder
 
 def shared_groups(model):
     groups = {}
