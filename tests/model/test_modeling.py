@@ -10,7 +10,6 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
 from modeling_vaswani.model.generation import MAX_OUTPUT_LENGTH_OFFSET
-from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
 
 EOS = 2
 
@@ -50,7 +49,6 @@ def test_loss_is_label_smoothed_and_ignores_padding(tiny_model, make_model):
     labels = torch.tensor([[5, 6, EOS, -100], [7, 8, 9, EOS]])
     shifted = torch.tensor([[1, 5, 6, EOS], [1, 7, 8, 9]])  # "shifted right" (Figure 1), -100 as padding
     assert torch.equal(tiny_model.prepare_decoder_input_ids_from_labels(labels), shifted)
-    assert torch.equal(shift_tokens_right(labels, 0, 1), shifted)
     out = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels)
     torch.testing.assert_close(out.loss, label_smoothed_cross_entropy(out.logits, labels, 0.1))
     explicit = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels, decoder_input_ids=shifted)
