@@ -150,12 +150,6 @@ def test_translation_pipeline_from_a_model_object(translation_model, tokenizer):
     assert results[:4] == [[{"translation_text": ""}]] * 4 and results[4][0].keys() == {"translation_text"}
 
 
-def test_translation_pipeline_from_a_folder_with_remote_code(saved_model_dir):
-    translator = pipeline("translation", model=str(saved_model_dir), trust_remote_code=True, dtype=torch.bfloat16)
-    assert translator.model.dtype == torch.bfloat16
-    assert list(translator("A man is riding a bicycle.", num_beams=1, max_new_tokens=4)[0]) == ["translation_text"]
-
-
 def test_trainer_predictions_leave_the_returned_cache_out(make_model, tmp_path):
     from transformers import Trainer, TrainingArguments
 
