@@ -39,20 +39,15 @@ def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_pat
     # A folder of the base model loads as the full model: the projection is the shared matrix.
     head = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "base")
     assert torch.equal(head(**inputs).logits, full(**inputs).logits)
-
-
-@pytest.mark.parametrize("saved", ["VaswaniForConditionalGeneration", "VaswaniModel"])
-def test_config_json_names_both_model_classes_and_the_pipeline(make_model, tmp_path, saved):
-    model = make_model()
-    (model if saved == "VaswaniForConditionalGeneration" else model.model).save_pretrained(tmp_path)
-    config = json.loads((tmp_path / "config.json").read_text())
-    assert config["auto_map"] == {
-        "AutoConfig": "configuration_vaswani.VaswaniConfig",
-        "AutoModel": "modeling_vaswani.VaswaniModel",
-        "AutoModelForSeq2SeqLM": "modeling_vaswani.VaswaniForConditionalGeneration",
-    }
-    assert config["custom_pipelines"] == {"translation": {
-        "impl": "pipeline_vaswani.VaswaniTranslationPipeline", "pt": ["AutoModelForSeq2SeqLM"], "type": "text"}}
+    for folder in ("full", "base"):  # either names both model classes and the pipeline, for trust_remote_code
+        config = json.loads((tmp_path / folder / "config.json").read_text())
+        assert config["auto_map"] == {
+            "AutoConfig": "configuration_vaswani.VaswaniConfig",
+            "AutoModel": "modeling_vaswani.VaswaniModel",
+            "AutoModelForSeq2SeqLM": "modeling_vaswani.VaswaniForConditionalGeneration",
+        }
+        assert config["custom_pipelines"] == {"translation": {
+            "impl": "pipeline_vaswani.VaswaniTranslationPipeline", "pt": ["AutoModelForSeq2SeqLM"], "type": "text"}}
 
 
 def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
