@@ -26,7 +26,7 @@ from .generation import (
     check_decoding, choose_decoding, decoding_settings, length_limit_chosen, max_new_tokens_for, paper_generation_config,
 )
 from .generation_cache import new_cache, source_length_varies
-from .inputs import check_inputs, check_labels
+from .inputs import check_batch, check_inputs, check_labels
 from .label_smoothing import label_smoothed_cross_entropy
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
 from .pretrained import VaswaniPreTrainedModel
@@ -114,6 +114,8 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         longest input of a padded batch) when the caller sets none, and §6.1's beam search (beam_search.py)
         when the generation config asks for it (generation.py). `beam_trace=[]` records it step by step."""
         source = inputs if inputs is not None else kwargs.get("input_ids")
+        if source is not None:
+            check_batch(source, "input_ids")  # its shape is read below, before generate() runs the encoder
         config = generation_config if generation_config is not None else self.generation_config
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
         if source is not None and not length_given and not length_limit_chosen(config):
