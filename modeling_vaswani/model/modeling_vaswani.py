@@ -110,9 +110,8 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
 
     @torch.no_grad()
     def generate(self, inputs=None, generation_config=None, **kwargs):
-        """`GenerationMixin.generate` with §6.1's length limit (input length + `max_output_length_offset`, the
-        longest input of a padded batch) when the caller sets none, and §6.1's beam search (beam_search.py)
-        when the generation config asks for it (generation.py). `beam_trace=[]` records it step by step."""
+        """`GenerationMixin.generate` with §6.1's length limit when the caller sets none, and §6.1's beam search
+        (beam_search.py) when the generation config asks for it. `beam_trace=[]` records it step by step."""
         source = inputs if inputs is not None else kwargs.get("input_ids")
         if source is not None:
             check_batch(source, "input_ids")  # its shape is read below, before generate() runs the encoder

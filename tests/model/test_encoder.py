@@ -1,4 +1,5 @@
-"""The encoder stack of §3.1 (shapes, and that padding changes nothing, for random configurations: test_properties.py)."""
+"""The encoder stack of §3.1 (shapes, and that padding changes nothing, for random configurations:
+test_properties.py)."""
 
 import pytest
 import torch
