@@ -24,12 +24,13 @@ unless a dict is returned or logits processors run. `beam_trace=[]` records each
 """
 
 import torch
-from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.generation import GenerateBeamEncoderDecoderOutput
 from transformers.generation.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
 from transformers.modeling_outputs import BaseModelOutput
 
 from .beam_trace import record
+from .generation_cache import new_cache
+from .masking import attention_dtype, padding_mask
 
 EXCLUDED = -1.0e9  # the score of empty places and excluded candidates (as transformers' beam search)
 
@@ -71,7 +72,8 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     if decoder_mask is not None:
         decoder_mask = torch.nn.functional.pad(decoder_mask, (0, limit), value=1)  # (B·k, max_length)
     if memory_mask is not None:
-        memory_mask = model.encoder_decoder_attention_mask(memory_mask)  # (B·k, 1, 1, S), built once
+        # §3.2.3's padding mask for encoder–decoder attention, (B·k, 1, 1, S), built once for every step.
+        memory_mask = padding_mask(memory_mask, attention_dtype(model.model.decoder.embed_tokens.weight))
     compact = not return_dict and not logits_processor and (cache is None or not cache.is_compileable)
 
     # The active sentences: row i is sentence[i]. Sequences (A, k, max_length), the rest (A, k).
@@ -148,7 +150,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         return sequences
     if cache is not None:  # for generate() to go on from: the returned sequences but their last token
         first_n = (torch.arange(batch, device=device)[:, None] * k + torch.arange(n, device=device)).view(-1)
-        cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
+        cache = new_cache(model.config)
         model.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder_outputs.last_hidden_state[first_n]),
                     attention_mask=None if memory_mask is None else memory_mask[first_n],
                     decoder_input_ids=sequences[:, :-1], cache=cache, use_cache=True, decoder_attention_mask=None

@@ -93,9 +93,8 @@ def drop_generate_fallbacks(generation_config: GenerationConfig) -> None:
 
 
 def choose_decoding(model, generation_config, kwargs: dict):
-    """The `custom_generate` of a generate() call: `decode` (the paper's search) when the call, else the
-    generation config passed, else the model's sets `length_penalty_formula` or `beam_termination`;
-    None (transformers' own decoding) when both are None. Takes the two settings out of `kwargs`."""
+    """The `custom_generate` of a generate() call: `decode` once a PAPER_SEARCH setting is set (the call's
+    over the configs'), else None (transformers' own decoding). Takes the two settings out of `kwargs`."""
     chosen = False
     for name, paper in PAPER_SEARCH.items():
         if name in kwargs:
@@ -113,8 +112,7 @@ def choose_decoding(model, generation_config, kwargs: dict):
 
 def decode(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus=False,
            beam_trace=None, **model_kwargs):
-    """generate()'s decoding method when the paper's search is chosen: beam_search.py for beam search,
-    transformers' own method for greedy search and sampling."""
+    """generate()'s decoding method once the paper's search is chosen: beam_search.py, or transformers' own."""
     mode = generation_config.get_generation_mode()
     if mode == GenerationMode.BEAM_SEARCH:
         return beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
@@ -174,8 +172,7 @@ def decoding_settings(*sources) -> dict:
 
 
 def check_decoding(values: dict, where: str, batch_size: int = 1, input_length: int = 1) -> None:
-    """Refuse, naming `where` and the setting, a wrong field of `values` (of the wrong type, out of range or
-    not finite), and a search of `batch_size` inputs of `input_length` tokens too large to allocate."""
+    """Refuse, naming `where` and the setting, a wrong field of `values` or a search too large to allocate."""
     for name, (accepts, wanted) in DECODING_FIELDS.items():
         if name in values and not accepts(values[name]):
             raise ValueError(f"{where}: {name} must be {wanted}, got {values[name]!r}.")

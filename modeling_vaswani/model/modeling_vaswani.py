@@ -26,9 +26,8 @@ from .generation import (
     check_decoding, choose_decoding, decoding_settings, length_limit_chosen, max_new_tokens_for, paper_generation_config,
 )
 from .generation_cache import new_cache, source_length_varies
-from .inputs import check_attention_mask, check_batch, check_inputs, check_labels
+from .inputs import check_batch, check_inputs, check_labels
 from .label_smoothing import label_smoothed_cross_entropy
-from .masking import attention_dtype, padding_mask
 from .pipeline_vaswani import VaswaniTranslationPipeline  # noqa: F401  (copied into checkpoints for pipeline())
 from .pretrained import VaswaniPreTrainedModel
 from .stacks import VaswaniDecoder, VaswaniEncoder
@@ -111,14 +110,11 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
 
     @torch.no_grad()
     def generate(self, inputs=None, generation_config=None, **kwargs):
-        """`GenerationMixin.generate` with §6.1's length limit (input length + `max_output_length_offset`, the
-        longest input of a padded batch) when the caller sets none, and §6.1's beam search (beam_search.py)
-        when the generation config asks for it (generation.py). `beam_trace=[]` records it step by step."""
+        """`GenerationMixin.generate` with §6.1's length limit when the caller sets none, and §6.1's beam search
+        (beam_search.py) when the generation config asks for it. `beam_trace=[]` records it step by step."""
         source = inputs if inputs is not None else kwargs.get("input_ids")
         if source is not None:
-            # generate() runs the encoder itself, bypassing forward(); check the batch here.
-            check_batch(source, "input_ids")
-        check_attention_mask(kwargs.get("attention_mask"), "attention_mask")
+            check_batch(source, "input_ids")  # its shape is read below, before generate() runs the encoder
         config = generation_config if generation_config is not None else self.generation_config
         length_given = any(kwargs.get(k) is not None for k in ("max_new_tokens", "max_length"))
         if source is not None and not length_given and not length_limit_chosen(config):
@@ -129,11 +125,6 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         if decoding is not None and kwargs.get("custom_generate") is None:
             kwargs["custom_generate"] = decoding
         return super().generate(inputs, generation_config=generation_config, **kwargs)
-
-    def encoder_decoder_attention_mask(self, attention_mask: torch.Tensor) -> torch.Tensor:
-        """§3.2.3's padding mask for encoder–decoder attention, additive (B, 1, 1, S), in the dtype of
-        the attention scores; beam search builds it once and the decoder takes it as it is."""
-        return padding_mask(attention_mask, attention_dtype(self.model.decoder.embed_tokens.weight))
 
 
 class VaswaniModel(VaswaniPreTrainedModel):

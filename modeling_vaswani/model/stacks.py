@@ -125,8 +125,7 @@ def cross_attention_mask(encoder_attention_mask, dtype):
 
 
 def as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A ready-made (B, 1, T, K) mask → additive in `dtype`: a boolean one is True where attention is allowed;
-    an additive one is cast, with −∞ (or a value beyond the dtype's range) clamped to finfo(dtype).min."""
+    """A ready-made (B, 1, T, K) mask (boolean: True = attend) → additive in `dtype`, clamped to finfo.min."""
     if mask.dtype == torch.bool:
         return to_additive(~mask, dtype)
     return mask.to(dtype).clamp(min=torch.finfo(dtype).min)

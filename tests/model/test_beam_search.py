@@ -50,13 +50,6 @@ def calls(monkeypatch):
     return ran
 
 
-def test_gnmt_length_penalty_by_hand():
-    assert gnmt_length_penalty(1, 0.6) == 1.0  # ((5 + 1) / 6)^α
-    assert gnmt_length_penalty(7, 0.6) == pytest.approx(2.0 ** 0.6)  # ((5 + 7) / 6)^α = 2^α
-    assert gnmt_length_penalty(13, 0.5) == pytest.approx(math.sqrt(3.0))
-    assert gnmt_length_penalty(40, 0.0) == 1.0  # α = 0: plain log-probability
-
-
 def test_returned_scores_are_log_prob_over_gnmt_penalty():
     """sequences_scores = log P(Y|X) / ((5 + |Y|)/6)^α, recomputed by teacher forcing."""
     model, (ids, mask) = tiny_model(), padded_batch()
@@ -186,7 +179,7 @@ def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
                                                **TRANSFORMERS_BEAM_SEARCH))
     assert "paper" not in calls  # sampling with 4 beams is transformers' beam sampling
     for name, value in (("beam_termination", "soon"), ("beam_termination", "early_stopping"),
-                        ("length_penalty_formula", "hf")):
+                        ("length_penalty_formula", "hf"), ("max_new_tokens", 0), ("max_new_tokens", -1)):
         with pytest.raises(ValueError, match=name) as error:
             model.generate(input_ids=ids, **{name: value})
         assert repr(value) in str(error.value)
@@ -212,6 +205,9 @@ def test_papers_search_handles_padding_limits_and_min_length():
     # A sentence whose hypotheses never end: the best live one at the limit (input + 50 by default).
     endless = model.generate(input_ids=ids[:1], suppress_tokens=[EOS])
     assert endless.shape == (1, 1 + ids.shape[1] + 50) and EOS not in endless
+    # More beams than the vocabulary has tokens: beams past it hold low-scoring hypotheses.
+    many = model.generate(input_ids=ids[:1], num_beams=50, num_return_sequences=50, max_new_tokens=3)
+    assert many.shape[0] == 50 and many.shape[1] <= 4 and (many[:, 0] == 1).all() and many.max() < 40
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -1,4 +1,4 @@
-"""The model inside transformers: Auto classes, auto_map, tuple outputs, get_encoder(modality), shared and
+"""The model inside transformers: Auto classes, auto_map, tuple outputs, shared and
 untied matrices (a deviation from §3.4, whose sharing is the default), the pipeline, the Trainer."""
 
 import json
@@ -39,20 +39,15 @@ def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_pat
     # A folder of the base model loads as the full model: the projection is the shared matrix.
     head = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "base")
     assert torch.equal(head(**inputs).logits, full(**inputs).logits)
-
-
-@pytest.mark.parametrize("saved", ["VaswaniForConditionalGeneration", "VaswaniModel"])
-def test_config_json_names_both_model_classes_and_the_pipeline(make_model, tmp_path, saved):
-    model = make_model()
-    (model if saved == "VaswaniForConditionalGeneration" else model.model).save_pretrained(tmp_path)
-    config = json.loads((tmp_path / "config.json").read_text())
-    assert config["auto_map"] == {
-        "AutoConfig": "configuration_vaswani.VaswaniConfig",
-        "AutoModel": "modeling_vaswani.VaswaniModel",
-        "AutoModelForSeq2SeqLM": "modeling_vaswani.VaswaniForConditionalGeneration",
-    }
-    assert config["custom_pipelines"] == {"translation": {
-        "impl": "pipeline_vaswani.VaswaniTranslationPipeline", "pt": ["AutoModelForSeq2SeqLM"], "type": "text"}}
+    for folder in ("full", "base"):  # either names both model classes and the pipeline, for trust_remote_code
+        config = json.loads((tmp_path / folder / "config.json").read_text())
+        assert config["auto_map"] == {
+            "AutoConfig": "configuration_vaswani.VaswaniConfig",
+            "AutoModel": "modeling_vaswani.VaswaniModel",
+            "AutoModelForSeq2SeqLM": "modeling_vaswani.VaswaniForConditionalGeneration",
+        }
+        assert config["custom_pipelines"] == {"translation": {
+            "impl": "pipeline_vaswani.VaswaniTranslationPipeline", "pt": ["AutoModelForSeq2SeqLM"], "type": "text"}}
 
 
 def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
@@ -64,8 +59,6 @@ def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
         as_tuple = module(**inputs, return_dict=False)
         assert isinstance(as_object, kind) and type(as_tuple) is tuple
         assert len(as_tuple) == len(as_object.to_tuple()) and tensors_equal(as_tuple, as_object.to_tuple())
-    with_loss = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=TARGET[:, 1:], return_dict=False)
-    assert with_loss[0].dim() == 0 and with_loss[1].shape == (2, 4, 40)  # (loss, logits, ...)
     encoder = model.get_encoder()
     hidden = encoder(input_ids=SOURCE, attention_mask=SOURCE_MASK, return_dict=False)
     assert type(hidden) is tuple and len(hidden) == 1
@@ -76,15 +69,6 @@ def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
     assert type(model(**inputs)) is tuple
     assert model.generate(input_ids=SOURCE, attention_mask=SOURCE_MASK, num_beams=1, max_new_tokens=3).shape == (2, 4)
 
-
-def test_get_encoder_takes_the_modality_argument(make_model):
-    from transformers.exporters.utils import is_multimodal
-
-    model = make_model()
-    for module in (model, model.model):
-        assert module.get_encoder() is module.get_encoder(modality=None) is model.model.encoder
-        assert module.get_encoder(modality="image") is module.get_encoder(modality="audio") is module  # none
-    assert not is_multimodal(model) and model.get_decoder() is model.model.decoder
 
 def shared_groups(model):
     groups = {}
@@ -159,12 +143,6 @@ def test_translation_pipeline_from_a_model_object(translation_model, tokenizer):
     texts = ["", "\u200b", "\ufeff \u2060", "\u00a0\t", "A dog."]
     results = translator(texts, num_beams=1, max_new_tokens=3)
     assert results[:4] == [[{"translation_text": ""}]] * 4 and results[4][0].keys() == {"translation_text"}
-
-
-def test_translation_pipeline_from_a_folder_with_remote_code(saved_model_dir):
-    translator = pipeline("translation", model=str(saved_model_dir), trust_remote_code=True, dtype=torch.bfloat16)
-    assert translator.model.dtype == torch.bfloat16
-    assert list(translator("A man is riding a bicycle.", num_beams=1, max_new_tokens=4)[0]) == ["translation_text"]
 
 
 def test_trainer_predictions_leave_the_returned_cache_out(make_model, tmp_path):

@@ -25,17 +25,14 @@ def test_the_full_message_of_a_refused_input(tiny_model):
         tiny_model(input_ids=torch.tensor([[5, 40, 2]]), decoder_input_ids=torch.tensor([[1]]))
 
 
-ADDITIVE_MASKS = {
+ADDITIVE_MASKS = {  # values other than 0 and 1, floating or integer, or 0 everywhere
     "minus-inf": torch.zeros(2, 4).masked_fill(PADDED == 0, float("-inf")),
-    "finfo-min": torch.zeros(2, 4).masked_fill(PADDED == 0, torch.finfo(torch.float32).min),
-    "minus-10000": torch.zeros(2, 4).masked_fill(PADDED == 0, -10000.0),
     "integer-minus-1": (PADDED - 1),
     "additive-without-padding": torch.zeros(2, 4),  # all zeros: every position masked
-    "half-precision": torch.zeros(2, 4, dtype=torch.float16).masked_fill(PADDED == 0, float("-inf")),
 }
 # case: (input_ids, other inputs, what the error names); each through forward and generate
 SOURCE_CASES = {
-    **{f"id-{bad}": (torch.tensor([[bad, 2]]), {}, [f"Token id {bad}", "vocab_size=40"]) for bad in (40, 1000, -1)},
+    **{f"id-{bad}": (torch.tensor([[bad, 2]]), {}, [f"Token id {bad}", "vocab_size=40"]) for bad in (40, -1)},
     "1-d": (torch.tensor([5, 6, 2]), {}, ["input_ids", "(3,)"]),
     "float": (torch.tensor([[5.0, 6.0]]), {}, ["input_ids", "torch.float32"]),
     "empty-batch": (torch.zeros(0, 3, dtype=torch.long), {}, ["input_ids", "empty batch"]),
@@ -102,8 +99,8 @@ def test_decoder_attention_mask_after_cached_tokens(tiny_model):
 
 
 def test_what_the_checks_let_through(tiny_model):
-    """Controls: a ready-made 4-D decoder mask is taken as it is; 0/1 masks of any dtype agree; labels of
-    the batch's shape give a loss."""
+    """Controls: a ready-made 4-D decoder mask is taken as it is; 0/1 masks of any dtype agree (labels that
+    pass: test_modeling.py's loss test)."""
     ready = torch.zeros(1, 1, 3, 3).masked_fill(torch.ones(3, 3).triu(1).bool(), float("-inf"))
     target = torch.tensor([[1, 5, 6]])
     got = tiny_model(input_ids=IDS[:1], decoder_input_ids=target, decoder_attention_mask=ready)
@@ -111,8 +108,6 @@ def test_what_the_checks_let_through(tiny_model):
     expected = tiny_model(input_ids=IDS, attention_mask=PADDED, decoder_input_ids=START)
     for mask in (PADDED.float(), PADDED.bool()):
         assert torch.allclose(expected.logits, tiny_model(input_ids=IDS, attention_mask=mask, decoder_input_ids=START).logits)
-    output = tiny_model(input_ids=IDS, labels=torch.tensor([[5, 2], [6, -100]]))
-    assert output.loss is not None and torch.isfinite(output.loss)
 
 
 @pytest.mark.parametrize("side", ["source", "target", "generation"])

@@ -28,8 +28,3 @@ def test_paper_module_imports_torch_and_other_paper_modules_only(module):
     assert {name.split(".")[0] for name in absolute} <= {"math", "torch"}
     assert relative <= set(PAPER_MODULES)
 
-
-def test_the_check_sees_an_import_inside_a_function(tmp_path):
-    (tmp_path / "glue.py").write_text("import torch\n\ndef f():\n    from transformers.utils import can_return_tuple\n")
-    absolute, _ = imports_of(tmp_path / "glue.py")
-    assert absolute == {"torch", "transformers.utils"}

@@ -130,9 +130,15 @@ def mixed_batch():
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
 def test_bf16_autocast_training_steps_and_generation_stay_finite(make_model, impl):
+    """Training steps and generation under bf16 autocast stay finite; the masks take the dtype of the scores they
+    are added to (bf16 under autocast, float32 outside)."""
     model = make_model(**MIXED, attn_implementation=impl).train()
     optimizer = create_adam(model.parameters(), lr=1e-3)
     input_ids, attention_mask, labels = mixed_batch()
+    masks = []  # of encoder self-attention and encoder–decoder attention, first layer
+    for attention in (model.model.encoder.layers[0].self_attn, model.model.decoder.layers[0].cross_attn):
+        attention.register_forward_pre_hook(lambda _, args, kwargs: masks.append(kwargs["attention_mask"]),
+                                            with_kwargs=True)
     before = model.model.shared.weight.detach().clone()
     for _ in range(3):
         optimizer.zero_grad()
@@ -143,6 +149,10 @@ def test_bf16_autocast_training_steps_and_generation_stay_finite(make_model, imp
         assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
         optimizer.step()
     assert not torch.equal(before, model.model.shared.weight)
+    model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+    for mask, dtype in zip(masks[:2] + masks[-2:], (BF16, BF16, torch.float32, torch.float32)):
+        assert mask.dtype == dtype
+        assert mask[0, 0, 0, 3:].eq(torch.finfo(dtype).min).all() and mask[0, 0, 0, :3].eq(0).all()
     model.eval()
     for num_beams in (1, 4):
         with torch.autocast("cpu", dtype=BF16):
@@ -151,21 +161,6 @@ def test_bf16_autocast_training_steps_and_generation_stay_finite(make_model, imp
         assert out.sequences.shape == (3, 6) and ((out.sequences >= 0) & (out.sequences < 60)).all()
         assert not any(torch.isnan(step).any() for step in out.scores)  # −inf is allowed (</s> too early), NaN not
         assert num_beams == 1 or torch.isfinite(out.sequences_scores).all()
-
-
-def test_masks_follow_the_autocast_dtype(make_model):
-    model = make_model(**MIXED, attn_implementation="sdpa").train()
-    seen = []
-    for attention in (model.model.encoder.layers[0].self_attn, model.model.decoder.layers[0].cross_attn):
-        attention.register_forward_pre_hook(lambda _, args, kwargs: seen.append(kwargs["attention_mask"]),
-                                            with_kwargs=True)
-    input_ids, attention_mask, labels = mixed_batch()
-    with torch.autocast("cpu", dtype=BF16):
-        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
-    model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
-    for mask, dtype in zip(seen[:3], (BF16, BF16, torch.float32)):
-        assert mask.dtype == dtype
-        assert mask[0, 0, 0, 3:].eq(torch.finfo(dtype).min).all() and mask[0, 0, 0, :3].eq(0).all()
 
 
 @pytest.mark.slow
