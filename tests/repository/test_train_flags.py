@@ -12,9 +12,8 @@ import pytest
 import torch
 
 from modeling_vaswani.model.configuration_vaswani import PRESETS
-from modeling_vaswani.training.data import DataError
 from modeling_vaswani.training.recipe.arguments import parse_args
-from modeling_vaswani.training.recipe.run import check_resumed_model, load_data
+from modeling_vaswani.training.recipe.run import check_resumed_model
 from modeling_vaswani.training.run_folder import LOCK_NAME, FolderInUseError, claim_output_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,17 +137,6 @@ def test_the_trainer_gets_the_papers_settings_and_the_machines():
     _, passed = parse_args(["--gradient_accumulation_steps", "2", "--bf16", "false"])
     assert passed.gradient_accumulation_steps == 2  # every other Trainer flag goes through
     assert parse_args(["--max_tokens", "0", "--per_device_train_batch_size", "8"])[1].per_device_train_batch_size == 8
-
-
-def test_a_data_file_without_the_language_columns_is_one_clear_error(tmp_path, monkeypatch):
-    import datasets
-
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "cache")
-    bad = tmp_path / "pairs.csv"
-    bad.write_text("english,german\nHello,Hallo\n", encoding="utf-8")
-    with pytest.raises(DataError) as err:
-        load_data(recipe("--train_file", bad))
-    assert str(err.value).startswith(f"{bad}: no columns for en-de pairs; found ['english', 'german'], expected")
 
 
 def test_an_earlier_run_is_refused_unless_replacing_or_resuming_it_is_asked_for(tmp_path):
