@@ -165,14 +165,22 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
         assert torch.equal(expected[name], got[name]), name
 
 
-def test_a_time_budget_covers_the_whole_run_and_no_step_is_evaluated_twice(tmp_path):
-    # How the stop is timed: tests/training/test_run_clocks.py, on a fake clock; here, what a stopped run leaves.
-    # A small evaluation keeps the closing work short, so that even a slow machine has time for steps.
+def test_a_time_budget_covers_the_whole_streamed_run_and_no_step_is_evaluated_twice(tmp_path):
+    # How the stop is timed: tests/training/test_run_clocks.py, on a fake clock; here, what a stopped run leaves,
+    # streaming local data files. A small evaluation keeps the closing work short, so that a slow machine has time
+    # for steps too.
+    rows = load_multi30k("en", "de")["train"].select(range(120))["translation"]
+    train_file, validation = tmp_path / "train.jsonl", tmp_path / "validation.tsv"
+    train_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    validation.write_text("de\ten\n" + "".join(f"{r['de']}\t{r['en']}\n" for r in rows[:6]), encoding="utf-8")
     output = tmp_path / "budget"
-    result = train(*DATA, "--max_steps", "100000", "--max_train_minutes", 1.0, "--eval_strategy", "steps",
-                   "--eval_steps", "25", "--max_eval_samples", "8", "--generation_max_length", "8",
-                   "--save_every_minutes", "0.1", "--average_last", "3", "--output_dir", output)
+    result = train("--streaming", "--train_file", train_file, "--validation_file", validation, "--shuffle_buffer", "50",
+                   "--preset", "tiny", "--vocab_size", "200", "--max_tokens", "512", "--report_to", "none",
+                   "--disable_tqdm", "true", "--max_steps", "100000", "--max_train_minutes", 1.0, "--eval_strategy",
+                   "steps", "--eval_steps", "25", "--generation_max_length", "8", "--save_every_minutes", "0.1",
+                   "--average_last", "3", "--output_dir", output, HF_DATASETS_CACHE=str(tmp_path / "cache"))
     assert re.search(r"stopped at step \d+ after [\d.]+ minutes", result.stderr)
+    assert "token-budget batches of a stream, formed 50 examples at a time" in result.stderr
 
     state = _json(output / "trainer_state.json")
     history, steps = state["log_history"], state["global_step"]
@@ -180,13 +188,15 @@ def test_a_time_budget_covers_the_whole_run_and_no_step_is_evaluated_twice(tmp_p
     assert len(evaluated) == len(set(evaluated)) and evaluated[-1] == steps
     assert [e["step"] for e in history if "loss" in e][-1] == steps  # the last loss is logged
     assert (output / "model.safetensors").is_file() and (output / f"checkpoint-{steps}").is_dir()
+    assert "eval_bleu" in _json(output / "eval_results.json")
     # How many checkpoints fit depends on the machine's speed: averaged when two or more were written.
     if len(list(output.glob("checkpoint-*"))) >= 2:
         assert (output / "averaged" / "eval_results.json").is_file()
     else:
         assert "nothing to average" in result.stderr
     (segment,) = _json(output / "run_info.json")["segments"]
-    assert segment["minutes"] > 0
+    assert segment["minutes"] > 0 and segment["batching"]["shuffle_buffer"] == 50
+    assert segment["batching"]["examples_in_first_buffer"] == 50
 
 
 def next_step(output):  # the command after `next: ` in a script's last line
@@ -214,20 +224,3 @@ def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_
                "--output_dir", tmp_path / "hub")
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert "## Speed" in card and "| CTranslate2 float32 | 1 |" in card
-
-
-def test_train_script_streams_local_data_files(tmp_path):
-    rows = load_multi30k("en", "de")["train"].select(range(120))["translation"]
-    train_file, validation = tmp_path / "train.jsonl", tmp_path / "validation.tsv"
-    train_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    validation.write_text("de\ten\n" + "".join(f"{r['de']}\t{r['en']}\n" for r in rows[:6]), encoding="utf-8")
-    output = tmp_path / "run"
-    result = train("--streaming", "--train_file", train_file, "--validation_file", validation, "--max_steps", "3",
-                   "--shuffle_buffer", "50", "--preset", "tiny", "--vocab_size", "200", "--max_tokens", "512",
-                   "--report_to", "none", "--disable_tqdm", "true", "--output_dir", output,
-                   HF_DATASETS_CACHE=str(tmp_path / "cache"))
-    assert "token-budget batches of a stream, formed 50 examples at a time" in result.stderr
-    assert _json(output / "trainer_state.json")["global_step"] == 3
-    (segment,) = _json(output / "run_info.json")["segments"]
-    assert segment["batching"]["shuffle_buffer"] == 50 and segment["batching"]["examples_in_first_buffer"] == 50
-    assert "eval_bleu" in _json(output / "eval_results.json") and (output / "model.safetensors").is_file()
