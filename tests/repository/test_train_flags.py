@@ -57,25 +57,18 @@ def test_help_leads_with_the_paper_and_loads_no_torch():
     assert "--learning_rate LEARNING_RATE" not in text and "5e-05" not in text and "--max-tokens" not in text
 
 
+# One case per check (each check loops over the flags it covers).
 @pytest.mark.parametrize("args,names", [
     (["--generation_num_beams", "0"], ["--generation_num_beams", "0"]),
-    (["--max_train_minutes", "0"], ["--max_train_minutes"]),
     (["--max_train_minutes", "-1"], ["--max_train_minutes", "-1"]),
     (["--max_train_minutes", "inf"], ["--max_train_minutes", "inf"]),
-    (["--num_train_epochs", "0"], ["--num_train_epochs"]),
-    (["--max_steps", "0"], ["--max_steps"]),
-    (["--save_every_minutes", "0"], ["--save_every_minutes"]),
-    (["--threads", "0"], ["--threads"]),
     (["--dropout", "1.5"], ["--dropout", "1.5"]),
     (["--max_tokens", "-5"], ["--max_tokens", "-5"]),
     (["--learning_rate", "1e-3"], ["--learning_rate", "Eq. (3)", "--noam_scale"]),
     (["--learning-rate", "1e-3"], ["--learning-rate", "Eq. (3)"]),
     (["--warmup_steps", "100"], ["--warmup_steps", "--warmup_steps_noam"]),
-    (["--lr_scheduler_type", "linear"], ["--lr_scheduler_type", "Eq. (3)"]),
     (["--label_smoothing_factor", "0.1"], ["--label_smoothing_factor", "--label_smoothing"]),
-    (["--adam_beta2", "0.999"], ["--adam_beta2", "§5.3"]),
     (["--eval_steps", "5"], ["--eval_steps", "--eval_strategy steps"]),
-    (["--save_steps", "5"], ["--save_steps", "--save_strategy steps"]),
     (["--average_last", "1"], ["--average_last 1"]),
     (["--average_last", "5", "--save_total_limit", "2"], ["--average_last 5", "--save_total_limit"]),
     (["--average_last", "3", "--save_strategy", "no"], ["--average_last 3", "--save_every_minutes"]),
@@ -85,11 +78,8 @@ def test_help_leads_with_the_paper_and_loads_no_torch():
     (["--streaming"], ["--streaming needs --max_steps"]),
     (["--streaming", "--max_steps", "5", "--max_tokens", "0"], ["--max_tokens N, not 0"]),
     (["--train_file", "a.jsonl", "--train_source", "a.en", "--train_target", "a.de"], ["--train_file", "not both"]),
-    (["--validation_file", "v.csv", "--validation_source", "v.en", "--validation_target", "v.de"], ["not both"]),
     (["--dataset_name", "wmt14", "--train_file", "a.jsonl"], ["--dataset_name", "give one"]),
     (["--model_name_or_path", "{tmp}", "--d_model", "64"], ["--d_model", "keeps its own sizes"]),
-    (["--model_name_or_path", "{tmp}", "--preset", "base"], ["--preset", "keeps its own sizes"]),
-    (["--model_name_or_path", "{tmp}", "--vocab_size", "300"], ["--vocab_size", "keeps its own sizes"]),
     (["--no_such_flag", "3"], ["--no_such_flag", "--help_all"]),
     (["--per_device_train_batch_size", "8"], ["--per_device_train_batch_size", "--max_tokens 0"]),
 ])
