@@ -46,8 +46,6 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
 
     metrics = _json(output / "eval_results.json")
     assert 0.0 <= metrics["eval_bleu"] <= 100.0 and metrics["eval_loss"] < losses[0]
-    total = batches_per_epoch(log)
-    assert f"token-budget batches: {total} per epoch, {total} per process" in log and total > 1
 
     # §6.1: averaged/ holds the mean of the last two checkpoints and loads like any model.
     assert sorted(p.name for p in output.glob("checkpoint-*")) == [f"checkpoint-{s}" for s in (10, 20, 30, 40)]
