@@ -51,14 +51,11 @@ def test_data_files_load_as_translation_rows(tmp_path, name, streaming):
     assert [row["translation"] for row in loaded] == PAIRS
 
 
-def test_a_translation_column_several_files_and_a_streamed_split(tmp_path):
+def test_a_translation_column_and_several_files(tmp_path):  # only training streams: test_data.py
     first = write(tmp_path / "a.jsonl", as_lines("a.jsonl", PAIRS[:2], layout="translation"))
     second = write(tmp_path / "b.jsonl", as_lines("b.jsonl", PAIRS[2:], layout="translation"))
     loaded = load_data_files([first, second], "de", "en")
     assert loaded.column_names == ["translation"] and [row["translation"] for row in loaded] == PAIRS
-    data = load_translation_dataset("en", "de", train_file=first, validation_file=write(
-        tmp_path / "v.tsv", as_lines("v.tsv", PAIRS)), streaming=True)
-    assert isinstance(data["train"], datasets.IterableDataset) and isinstance(data["validation"], datasets.Dataset)
     with pytest.raises(DataError) as error:
         load_data_files(first, "en", "fr")
     assert_names(error, "'fr'", "['de', 'en']")
