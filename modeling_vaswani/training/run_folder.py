@@ -16,6 +16,8 @@ import socket
 import time
 from pathlib import Path
 
+import psutil  # accelerate's dependency: whether the process holding a lock still lives
+
 from ..model.strict_json import read_json
 from ..outputs import claim, write_file
 
@@ -135,8 +137,6 @@ class RunLock:
                     holder = read_json(self.path)
                 except (OSError, ValueError):
                     holder = None
-                import psutil  # accelerate's dependency; it tells a live process of another user's too
-
                 if holder is None or holder.get("host") != me["host"] or psutil.pid_exists(int(holder.get("pid", 0))):
                     self._forget_folder()
                     who = (f"process {holder['pid']} on {holder['host']}, since {holder.get('since')}"
