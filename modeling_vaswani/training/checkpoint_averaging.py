@@ -129,8 +129,7 @@ def _weights_file(checkpoint_dir: Path) -> Path:
     return checkpoint_dir / WEIGHTS_NAME
 
 
-def _load_weights(checkpoint_dir: Path) -> dict[str, torch.Tensor]:
-    weights = _weights_file(checkpoint_dir)
+def _load_weights(weights: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(weights)
     except (SafetensorError, OSError, ValueError, RuntimeError) as error:
@@ -163,8 +162,9 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
     if not checkpoint_dirs:
         raise ValueError("no checkpoint folders to average: pass at least one.")
     output_dir = Path(output_dir)
+    weights = []
     for path in checkpoint_dirs:
-        _weights_file(path)  # fail on a missing file before reading gigabytes of the others
+        weights.append(_weights_file(path))  # a missing file fails before gigabytes of the others are read
         if _is_checkpoint_name(path.name):
             _refuse_incomplete(path, "Its weights may be cut short; leave it out.")
     seen = {}
@@ -174,7 +174,7 @@ def average_checkpoints(checkpoint_dirs: Sequence[str | Path], output_dir: str |
                              "would weigh it double. Give each checkpoint once.")
     claim(flag, output_dir, [("checkpoint", path) for path in checkpoint_dirs], folder=True)
     _check_configs(checkpoint_dirs)
-    averaged = average_state_dicts(map(_load_weights, checkpoint_dirs), names=[str(p) for p in checkpoint_dirs])
+    averaged = average_state_dicts(map(_load_weights, weights), names=[str(p) for p in checkpoint_dirs])
     with write_folder(output_dir) as folder:  # whole or not at all; an earlier one is replaced only at the end
         for item in sorted(checkpoint_dirs[-1].iterdir()):
             if item.is_file() and not any(fnmatch.fnmatch(item.name, p) for p in _NOT_COPIED):

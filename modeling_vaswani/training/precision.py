@@ -23,15 +23,11 @@ def training_precision(training_args) -> str:
     return "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32"
 
 
-def on_cpu(training_args) -> bool:
-    return training_args.device.type == "cpu"
-
-
 def report_precision(training_args, log: logging.Logger = logger) -> dict:
     """Log the run's precision and the CPU's bf16 support, warn when bf16 will be slow; {precision, cpu_bf16}."""
     precision, support = training_precision(training_args), bf16_support()
     log.info("precision: %s (CPU bf16 support: %s)", precision, support)
-    if precision == "bf16" and on_cpu(training_args) and (message := slow_bf16_warning(support=support)):
+    if precision == "bf16" and training_args.device.type == "cpu" and (message := slow_bf16_warning(support=support)):
         log.warning(message)
     return {"precision": precision, "cpu_bf16": support}
 
@@ -71,7 +67,7 @@ def probe_step_seconds(model, batch: dict, rounds: int = PROBE_ROUNDS) -> dict:
 def probe_precision(training_args, model, make_batch, log: logging.Logger = logger) -> dict:
     """With --bf16 on the CPU (one process): keep bf16 only if the step on `make_batch()` is faster in it;
     the probe's numbers for the run record ({} if none)."""
-    if training_precision(training_args) != "bf16" or not on_cpu(training_args) or training_args.world_size > 1:
+    if training_precision(training_args) != "bf16" or training_args.device.type != "cpu" or training_args.world_size > 1:
         return {}
     batch = make_batch()
     seconds = probe_step_seconds(model, batch)

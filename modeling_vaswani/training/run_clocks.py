@@ -37,13 +37,9 @@ def agree_across_processes(decision: bool, device=None) -> bool:
     """Process 0's `decision` on every process: each one's own clock could stop it a step apart from the
     others, which would then wait forever in the next all-reduce."""
     import torch
+    from accelerate.utils import broadcast  # one process: the tensor as it is
 
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
-            or torch.distributed.get_world_size() == 1:
-        return decision
-    flag = torch.tensor([int(decision)], device=device if device is not None else "cpu")
-    torch.distributed.broadcast(flag, src=0)
-    return bool(flag.item())
+    return bool(broadcast(torch.tensor([int(decision)], device=device or "cpu"), from_process=0).item())
 
 
 class RunClock(TrainingClock):
@@ -211,8 +207,3 @@ def time_one_evaluation(clocks: RunClocks, trainer, options) -> None:
     logger.info("--max_train_minutes %g: the whole run, evaluation included (one evaluation ≈ %.0f s, "
                 "estimated from one batch)", options.max_train_minutes, clocks.budget.evaluation_seconds)
 
-
-def report_budget_stop(clocks: RunClocks, options) -> None:
-    if clocks.budget is not None and clocks.budget.stopped_at is not None:
-        logger.info("--max_train_minutes %g: stopped at step %d after %.1f minutes, leaving time for the closing work",
-                    options.max_train_minutes, *clocks.budget.stopped_at)

@@ -3,8 +3,7 @@ in it, and a lock that keeps two runs out of it at once.
 
 `<output_dir>/run_info.json` says how a model was made, for its card (§5.2 reports training time): one
 *segment* per invocation (a first run, then each --resume_from_checkpoint) with its command, hardware line
-and minutes, rewritten by run_clocks.RunClock at every save; trainer_state.json has no command, machine or
-minutes. Standard library only at import (scripts/train.py loads it first).
+and minutes; trainer_state.json has no command, machine or minutes.
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ import shutil
 import socket
 import time
 from pathlib import Path
+
+import psutil  # accelerate's dependency: whether the process holding a lock still lives
 
 from ..model.strict_json import read_json
 from ..outputs import claim, write_file
@@ -114,16 +115,6 @@ class FolderInUseError(OSError):
     """The output folder is held by another run (an OSError: the user's to resolve, not a bug)."""
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, someone else's
-        pass
-    return True
-
-
 class RunLock:
     """`<output_dir>/.train.lock` (pid and host) while a run uses the folder. Ours, not filelock's: a refusal
     names the process and host, a killed run's lock is taken over, and a folder the lock created and nothing
@@ -146,7 +137,7 @@ class RunLock:
                     holder = read_json(self.path)
                 except (OSError, ValueError):
                     holder = None
-                if holder is None or holder.get("host") != me["host"] or _process_alive(int(holder.get("pid", 0))):
+                if holder is None or holder.get("host") != me["host"] or psutil.pid_exists(int(holder.get("pid", 0))):
                     self._forget_folder()
                     who = (f"process {holder['pid']} on {holder['host']}, since {holder.get('since')}"
                            if holder else "unknown process")

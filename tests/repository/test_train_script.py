@@ -46,8 +46,6 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
 
     metrics = _json(output / "eval_results.json")
     assert 0.0 <= metrics["eval_bleu"] <= 100.0 and metrics["eval_loss"] < losses[0]
-    total = batches_per_epoch(log)
-    assert f"token-budget batches: {total} per epoch, {total} per process" in log and total > 1
 
     # §6.1: averaged/ holds the mean of the last two checkpoints and loads like any model.
     assert sorted(p.name for p in output.glob("checkpoint-*")) == [f"checkpoint-{s}" for s in (10, 20, 30, 40)]
@@ -69,26 +67,18 @@ def test_short_run_learns_evaluates_saves_and_averages(base_run):
                                             f"--model {output / 'averaged'} --split test")
     assert "pin_memory" not in log and "Writing model shards" not in log
 
-    # The folder reloads, keeps its tokenizer and translates.
+    # The folder reloads with its tokenizer and generation settings, and translates.
     model = AutoModelForSeq2SeqLM.from_pretrained(output).eval()
     tokenizer = load_tokenizer(output)
-    assert type(model).__name__ == "VaswaniForConditionalGeneration"
-    assert model.config.vocab_size == len(tokenizer) <= 500
+    assert type(model).__name__ == "VaswaniForConditionalGeneration" and model.config.vocab_size == len(tokenizer)
+    assert len(tokenizer) <= 500
     for name, tensor in weights(output).items():
         assert torch.equal(model.state_dict()[name], tensor)
     assert model.generation_config.num_beams == 4 and model.generation_config.length_penalty == 0.6
-
-    sentence = load_multi30k()["train"][0]["translation"]["en"]  # its characters were seen in training
-    ids = tokenizer(sentence)["input_ids"]
-    assert ids[-1] == tokenizer.eos_token_id
-    assert tokenizer.decode(ids, skip_special_tokens=True) == sentence
-
-    batch = tokenizer([sentence, "A dog runs."], padding=True, return_tensors="pt")
-    generated = model.generate(**batch, num_beams=1, max_new_tokens=12)
-    assert generated.shape[0] == 2 and 1 < generated.shape[1] <= 13
-    assert (generated[:, 0] == model.config.decoder_start_token_id).all()
-    assert ((0 <= generated) & (generated < len(tokenizer))).all()
-    assert len(tokenizer.batch_decode(generated, skip_special_tokens=True)) == 2  # 40 steps: not German yet
+    batch = tokenizer([load_multi30k()["train"][0]["translation"]["en"], "A dog runs."], padding=True,
+                      return_tensors="pt")
+    generated = model.generate(**batch, num_beams=1, max_new_tokens=12)  # 40 steps: not German yet
+    assert generated.shape[0] == 2 and (generated[:, 0] == model.config.decoder_start_token_id).all()
 
 
 def _killable(output_dir, checkpoint):
@@ -164,9 +154,6 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
     assert 512 < batching["tokens_per_step"]["target"] <= 1024 and batching["tokens_per_step"]["source"] <= 1024
     assert "tokens per step" in result.stderr and "parallel_mode != ParallelMode.DISTRIBUTED" not in result.stderr
 
-    batch = load_tokenizer(output)(["A man is running."], text_target=["Ein Mann läuft."], return_tensors="pt")
-    assert torch.isfinite(AutoModelForSeq2SeqLM.from_pretrained(output)(**batch).loss)
-
     resumed = tmp_path / "resumed"
     middle = f"checkpoint-{per_process + 2}"  # two steps into the second epoch
     shutil.copytree(output / middle, resumed / middle)
@@ -176,13 +163,22 @@ def test_torchrun_two_processes_share_the_batches_and_resume_mid_epoch_exactly(t
         assert torch.equal(expected[name], got[name]), name
 
 
-def test_a_time_budget_covers_the_whole_run_and_no_step_is_evaluated_twice(tmp_path):
-    # How the stop is timed: tests/training/test_run_clocks.py, on a fake clock; here, what a stopped run leaves.
+def test_a_time_budget_covers_the_whole_streamed_run_and_no_step_is_evaluated_twice(tmp_path):
+    # How the stop is timed: tests/training/test_run_clocks.py, on a fake clock; here, what a stopped run leaves,
+    # streaming local data files. A small evaluation keeps the closing work short, so that a slow machine has time
+    # for steps too.
+    rows = load_multi30k("en", "de")["train"].select(range(120))["translation"]
+    train_file, validation = tmp_path / "train.jsonl", tmp_path / "validation.tsv"
+    train_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    validation.write_text("de\ten\n" + "".join(f"{r['de']}\t{r['en']}\n" for r in rows[:6]), encoding="utf-8")
     output = tmp_path / "budget"
-    result = train(*DATA, "--max_steps", "100000", "--max_train_minutes", 1.0, "--eval_strategy", "steps",
-                   "--eval_steps", "25", "--save_every_minutes", "0.2", "--average_last", "3",
-                   "--output_dir", output)
+    result = train("--streaming", "--train_file", train_file, "--validation_file", validation, "--shuffle_buffer", "50",
+                   "--preset", "tiny", "--vocab_size", "200", "--max_tokens", "512", "--report_to", "none",
+                   "--disable_tqdm", "true", "--max_steps", "100000", "--max_train_minutes", 1.0, "--eval_strategy",
+                   "steps", "--eval_steps", "25", "--generation_max_length", "8", "--save_every_minutes", "0.1",
+                   "--average_last", "3", "--output_dir", output, HF_DATASETS_CACHE=str(tmp_path / "cache"))
     assert re.search(r"stopped at step \d+ after [\d.]+ minutes", result.stderr)
+    assert "token-budget batches of a stream, formed 50 examples at a time" in result.stderr
 
     state = _json(output / "trainer_state.json")
     history, steps = state["log_history"], state["global_step"]
@@ -190,9 +186,15 @@ def test_a_time_budget_covers_the_whole_run_and_no_step_is_evaluated_twice(tmp_p
     assert len(evaluated) == len(set(evaluated)) and evaluated[-1] == steps
     assert [e["step"] for e in history if "loss" in e][-1] == steps  # the last loss is logged
     assert (output / "model.safetensors").is_file() and (output / f"checkpoint-{steps}").is_dir()
-    assert (output / "averaged" / "eval_results.json").is_file()
+    assert "eval_bleu" in _json(output / "eval_results.json")
+    # How many checkpoints fit depends on the machine's speed: averaged when two or more were written.
+    if len(list(output.glob("checkpoint-*"))) >= 2:
+        assert (output / "averaged" / "eval_results.json").is_file()
+    else:
+        assert "nothing to average" in result.stderr
     (segment,) = _json(output / "run_info.json")["segments"]
-    assert segment["minutes"] > 0
+    assert segment["minutes"] > 0 and segment["batching"]["shuffle_buffer"] == 50
+    assert segment["batching"]["examples_in_first_buffer"] == 50
 
 
 def next_step(output):  # the command after `next: ` in a script's last line
@@ -220,20 +222,3 @@ def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_
                "--output_dir", tmp_path / "hub")
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert "## Speed" in card and "| CTranslate2 float32 | 1 |" in card
-
-
-def test_train_script_streams_local_data_files(tmp_path):
-    rows = load_multi30k("en", "de")["train"].select(range(120))["translation"]
-    train_file, validation = tmp_path / "train.jsonl", tmp_path / "validation.tsv"
-    train_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    validation.write_text("de\ten\n" + "".join(f"{r['de']}\t{r['en']}\n" for r in rows[:6]), encoding="utf-8")
-    output = tmp_path / "run"
-    result = train("--streaming", "--train_file", train_file, "--validation_file", validation, "--max_steps", "3",
-                   "--shuffle_buffer", "50", "--preset", "tiny", "--vocab_size", "200", "--max_tokens", "512",
-                   "--report_to", "none", "--disable_tqdm", "true", "--output_dir", output,
-                   HF_DATASETS_CACHE=str(tmp_path / "cache"))
-    assert "token-budget batches of a stream, formed 50 examples at a time" in result.stderr
-    assert _json(output / "trainer_state.json")["global_step"] == 3
-    (segment,) = _json(output / "run_info.json")["segments"]
-    assert segment["batching"]["shuffle_buffer"] == 50 and segment["batching"]["examples_in_first_buffer"] == 50
-    assert "eval_bleu" in _json(output / "eval_results.json") and (output / "model.safetensors").is_file()

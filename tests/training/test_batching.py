@@ -69,14 +69,11 @@ def test_bad_arguments(call, words):
 
 def test_sampler_set_epoch_and_dataloader():
     src, tgt = _random_lengths(500)
-    sampler = TokenBudgetBatchSampler(src, tgt, max_tokens=300, seed=5)
+    sampler = TokenBudgetBatchSampler(src, tgt, max_tokens=300, seed=5)  # set_epoch: test_trainer.py
     epoch0 = list(sampler)
-    assert list(sampler) == epoch0 and len(sampler) == len(epoch0)
-    sampler.set_epoch(1)
-    epoch1 = list(sampler)
-    assert epoch1 != epoch0 and _flat(epoch1) == list(range(500))
+    assert list(sampler) == epoch0 and len(sampler) == len(epoch0) and _flat(epoch0) == list(range(500))
     loader = torch.utils.data.DataLoader(list(range(500)), batch_sampler=sampler)
-    assert [b.tolist() for b in loader] == epoch1
+    assert [b.tolist() for b in loader] == epoch0
     assert 0.5 < sampler.padding_efficiency <= 1.0
 
 
@@ -149,15 +146,12 @@ def test_dataloader_workers_share_the_batches_of_a_stream(sharded):
         assert sorted(batches) == sorted(_ids(stream))
 
 
-def test_set_epoch_reaches_a_shuffled_datasets_stream_and_the_summary():
+def test_set_epoch_reaches_a_shuffled_datasets_stream():  # the summary: test_stream_training.py
     data = Dataset.from_list(_examples(60)).to_iterable_dataset(num_shards=3).shuffle(seed=0, buffer_size=10)
     stream = TokenBudgetStream(data, BUDGET, buffer_size=1000, seed=0)
     assert is_stream(data) and is_stream(stream) and not is_stream(Dataset.from_list(_examples(3)))
     stream.set_epoch(2)
     assert data.epoch == 2
-    summary = TokenBudgetStream(_examples(), BUDGET, buffer_size=100).summary()
-    assert summary["shuffle_buffer"] == summary["examples_in_first_buffer"] == 100
-    assert 0 < summary["tokens_per_batch"]["source"] <= BUDGET and 0.5 < summary["padding_efficiency"] <= 1
 
 
 @pytest.mark.slow

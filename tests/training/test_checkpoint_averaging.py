@@ -62,9 +62,7 @@ def test_checkpoints_are_found_by_step_and_incomplete_ones_named(tmp_path):
         (tmp_path / name).mkdir()
     assert [p.name for p in find_checkpoints(tmp_path, 3)] == ["checkpoint-9", "checkpoint-10", "checkpoint-100"]
     complete, incomplete = complete_checkpoints(tmp_path)
-    assert len(complete) == 4 and incomplete == ["checkpoint-300"]
-    with pytest.raises(ValueError, match="only 4"):
-        find_checkpoints(tmp_path, 5)
+    assert len(complete) == 4 and incomplete == ["checkpoint-300"]  # too few asked for: test_faults.py
     with pytest.raises(FileNotFoundError):
         find_checkpoints(tmp_path / "missing", 1)
 

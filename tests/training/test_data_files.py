@@ -12,7 +12,7 @@ import datasets
 import pytest
 
 from checks import assert_names
-from modeling_vaswani.training.data import iter_lines, load_parallel_files, load_translation_dataset, read_lines
+from modeling_vaswani.training.data import iter_lines, load_translation_dataset, read_lines
 from modeling_vaswani.training.data_files import (MAX_LINE_BYTES, DataError, as_translation_rows, data_lines,
                                                   load_data_files)
 
@@ -51,14 +51,11 @@ def test_data_files_load_as_translation_rows(tmp_path, name, streaming):
     assert [row["translation"] for row in loaded] == PAIRS
 
 
-def test_a_translation_column_several_files_and_a_streamed_split(tmp_path):
+def test_a_translation_column_and_several_files(tmp_path):  # only training streams: test_data.py
     first = write(tmp_path / "a.jsonl", as_lines("a.jsonl", PAIRS[:2], layout="translation"))
     second = write(tmp_path / "b.jsonl", as_lines("b.jsonl", PAIRS[2:], layout="translation"))
     loaded = load_data_files([first, second], "de", "en")
     assert loaded.column_names == ["translation"] and [row["translation"] for row in loaded] == PAIRS
-    data = load_translation_dataset("en", "de", train_file=first, validation_file=write(
-        tmp_path / "v.tsv", as_lines("v.tsv", PAIRS)), streaming=True)
-    assert isinstance(data["train"], datasets.IterableDataset) and isinstance(data["validation"], datasets.Dataset)
     with pytest.raises(DataError) as error:
         load_data_files(first, "en", "fr")
     assert_names(error, "'fr'", "['de', 'en']")
@@ -93,19 +90,14 @@ def test_files_that_make_no_split(tmp_path, files, words):
     assert_names(error, *words)
 
 
-# door -> (file name, the file's lines from a list of sentences, how the door reads the file at `path`)
+# door -> (file name, the file's lines from a list of sentences, how the door reads the file at `path`): the line
+# reader itself, a stream of text files, a loaded JSON lines file and a streamed table (one door per code path).
 DOORS = {
     "read_lines": ("s.en", lambda lines: lines, read_lines),
-    "load_parallel_files": ("s.en", lambda lines: lines, lambda path: load_parallel_files(path, path, "en", "de")),
     "train_files-streaming": ("s.en", lambda lines: lines, lambda path: list(load_translation_dataset(
         "en", "de", train_files=(path, path), validation_files=(path, path), streaming=True)["train"])),
-    "jsonl": ("p.jsonl", lambda lines: as_lines("p.jsonl", [{"en": s, "de": s} for s in lines]),
+    "jsonl": ("p.jsonl", lambda lines: as_lines("p.jsonl", [{"en": s, "de": s} for s in lines], "translation"),
               lambda path: load_data_files(path, "en", "de")),
-    "jsonl-streaming": ("p.jsonl", lambda lines: as_lines("p.jsonl", [{"en": s, "de": s} for s in lines],
-                                                          "translation"),
-                        lambda path: list(load_data_files(path, "en", "de", streaming=True))),
-    "tsv": ("p.tsv", lambda lines: as_lines("p.tsv", [{"en": s, "de": s} for s in lines]),
-            lambda path: load_data_files(path, "en", "de")),
     "csv-streaming": ("p.csv", lambda lines: ["en,de"] + [f"{s},{s}" for s in lines],
                       lambda path: list(load_data_files(path, "en", "de", streaming=True))),
 }

@@ -13,23 +13,19 @@ def _args(bf16=True, world_size=1):
     return SimpleNamespace(bf16=bf16, fp16=False, device=torch.device("cpu"), world_size=world_size)
 
 
-@pytest.mark.parametrize("fp32, bf16, kept", [(0.2, 0.1, True), (0.1, 0.2, False)])
-def test_bf16_is_kept_only_where_the_probe_measures_it_faster(monkeypatch, caplog, fp32, bf16, kept):
-    monkeypatch.setattr(precision, "probe_step_seconds", lambda model, batch: {"fp32": fp32, "bf16": bf16})
-    args = _args()
+@pytest.mark.parametrize("args, fp32, bf16, kept", [(_args(), 0.2, 0.1, True), (_args(), 0.1, 0.2, False),
+                                                    (_args(bf16=False), None, None, False),  # nothing probed
+                                                    (_args(world_size=2), None, None, True)])  # several processes
+def test_bf16_is_kept_only_where_the_probe_measures_it_faster(monkeypatch, caplog, args, fp32, bf16, kept):
+    probed = fp32 is not None
+    monkeypatch.setattr(precision, "probe_step_seconds", lambda model, batch: {"fp32": fp32, "bf16": bf16}
+                        if probed else pytest.fail("probed"))
     with caplog.at_level(logging.INFO):
-        numbers = precision.probe_precision(args, None, lambda: {"labels": torch.ones(2, 3)}, precision.logger)
+        numbers = precision.probe_precision(args, None, lambda: {"labels": torch.ones(2, 3)} if probed
+                                            else pytest.fail("batch built"), precision.logger)
     assert args.bf16 is kept
-    assert numbers == {"precision_probe_ms": {"fp32": 1000 * fp32, "bf16": 1000 * bf16}}
-    assert "bf16" in caplog.text and ("float32" in caplog.text) is not kept
-
-
-@pytest.mark.parametrize("args", [_args(bf16=False), _args(world_size=2)])
-def test_nothing_is_probed_without_bf16_or_with_several_processes(monkeypatch, args):
-    monkeypatch.setattr(precision, "probe_step_seconds", lambda *a: pytest.fail("probed"))
-    asked = args.bf16
-    assert precision.probe_precision(args, None, lambda: pytest.fail("batch built")) == {}
-    assert args.bf16 is asked
+    assert numbers == ({"precision_probe_ms": {"fp32": 1000 * fp32, "bf16": 1000 * bf16}} if probed else {})
+    assert not probed or ("bf16" in caplog.text and ("float32" in caplog.text) is not kept)
 
 
 def test_the_probe_leaves_the_models_weights_gradients_and_random_numbers_alone(make_model):

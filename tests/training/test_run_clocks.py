@@ -54,40 +54,23 @@ def test_the_run_clock_writes_minutes_and_steps_from_the_main_process_and_logs_t
     assert state.log_history[-1]["run_minutes"] == 3.0
 
 
-@pytest.mark.parametrize("eval_strategy", ["steps", "no"])
-def test_time_budget_stops_with_a_checkpoint_on_the_run_clocks_time(tmp_path, now, record, eval_strategy):
-    clock, budget, control, args = RunClock(tmp_path), TimeBudget(2), TrainerControl(), SimpleNamespace(
-        eval_strategy=eval_strategy)
-    budget.on_step_end(args, MAIN, control)  # before training began: nothing to stop
-    assert budget.minutes() is None and not control.should_training_stop
-    for callback in (clock, budget):
-        callback.on_train_begin(args, MAIN, control)
-    now[0] += 119
-    budget.on_step_end(args, MAIN, control)
-    assert not (control.should_training_stop or control.should_save or control.should_evaluate)
-    now[0] += 1
-    budget.on_step_end(args, MAIN, control)
-    clock.on_train_end(args, MAIN, control)
-    assert control.should_training_stop and control.should_save
-    assert control.should_evaluate is (eval_strategy == "steps")
-    assert record() == budget.minutes() == 2
-
-
-def _step(budget, now, seconds, state=None):
+def _step(budget, now, seconds, state=None, eval_strategy="steps"):
     """One optimizer step of `seconds` on the hand-set clock; the control after it."""
-    args, control = SimpleNamespace(eval_strategy="steps"), TrainerControl()
+    args, control = SimpleNamespace(eval_strategy=eval_strategy), TrainerControl()
     budget.on_step_begin(args, state, control)
     now[0] += seconds
     return budget.on_step_end(args, state, control)
 
 
-def test_the_budget_counts_from_the_runs_start_and_leaves_time_for_the_closing_work(now):
+@pytest.mark.parametrize("eval_strategy", ["steps", "no"])
+def test_the_budget_counts_from_the_runs_start_and_leaves_time_for_the_closing_work(now, eval_strategy):
     """10 minutes from the script's start, 2 spent loading; steps of 30 s; an evaluation timed at 60 s and a
     checkpoint at 10 s: the closing work (an evaluation, two saves) counts 1.25 × (60 + 2 × 10) = 100 s."""
+    assert not _step(TimeBudget(1), now, 120).should_training_stop  # before training began: nothing to stop
     start = now[0]
     now[0] += 120
     budget = TimeBudget(10, start=start, evaluations_after=1, saves_after=1)
-    args, state = SimpleNamespace(eval_strategy="steps"), SimpleNamespace(global_step=0)
+    args, state = SimpleNamespace(eval_strategy=eval_strategy), SimpleNamespace(global_step=0)
     budget.on_train_begin(args, state, TrainerControl())
     assert budget.minutes() == 2
     control = _step(budget, now, 30)
@@ -99,11 +82,11 @@ def test_the_budget_counts_from_the_runs_start_and_leaves_time_for_the_closing_w
     assert (budget.evaluation_seconds, budget.save_seconds, budget.closing_seconds()) == (60, 10, pytest.approx(100))
     stops = []
     while not stops or not stops[-1]:
-        control = _step(budget, now, 30, state=state)
+        control = _step(budget, now, 30, state=state, eval_strategy=eval_strategy)
         stops.append(control.should_training_stop)
     elapsed = now[0] - start
     assert elapsed + 100 <= 600 < elapsed + 30 + 100  # the last step that fit, and no more
-    assert control.should_save and control.should_evaluate and control.should_log
+    assert control.should_save and control.should_log and control.should_evaluate is (eval_strategy == "steps")
     assert budget.stopped_at == (0, elapsed / 60)
 
 

@@ -17,26 +17,12 @@ CPU = {"command": "python scripts/train.py --seed 1", "hardware": "CPU: X, 1 thr
 RESUMED = {"command": "python scripts/train.py --seed 1 --resume_from_checkpoint c", "hardware": "CPU: X, 2 threads"}
 
 
-def test_a_resumed_run_appends_a_segment_and_a_fresh_run_starts_over(tmp_path):
-    start_segment(tmp_path, CPU, ABOUT, resuming=False)
-    set_segment_minutes(tmp_path, 100.04)
-    start_segment(tmp_path, RESUMED, ABOUT, resuming=True)
-    set_segment_minutes(tmp_path, 12.26)
-    info = read_run_info(tmp_path)
-    assert [s["command"] for s in info["segments"]] == [CPU["command"], RESUMED["command"]]
-    assert [s["minutes"] for s in info["segments"]] == [100.04, 12.26]
-    assert info["parameters"] == "1,234"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [RUN_INFO_NAME]  # no temporary left
-
-    start_segment(tmp_path, CPU, ABOUT, resuming=False)
-    assert read_run_info(tmp_path)["segments"] == [{**CPU, "minutes": 0.0}]
-
-
 @pytest.mark.parametrize("second, hardware, steps", [
     (RESUMED, "CPU: X, 1 thread for 115 minutes; then CPU: X, 2 threads for 12 minutes", None),
     ({**CPU, "command": "again"}, CPU["hardware"], None),  # one machine is named once
     ({**CPU, "command": "again"}, CPU["hardware"], (300, 100))])
-def test_summary_adds_up_minutes_commands_and_padded_target_tokens(tmp_path, second, hardware, steps):
+def test_a_resumed_run_appends_a_segment_the_summary_adds_up_and_a_fresh_run_starts_over(tmp_path, second, hardware,
+                                                                                          steps):
     start_segment(tmp_path, {**CPU, "batching": {"tokens_per_step": {"target": 1000}}}, ABOUT, resuming=False)
     set_segment_minutes(tmp_path, 115, steps=steps and steps[0])
     start_segment(tmp_path, {**second, "batching": {"tokens_per_step": {"target": 2000}}}, ABOUT, resuming=True)
@@ -46,6 +32,9 @@ def test_summary_adds_up_minutes_commands_and_padded_target_tokens(tmp_path, sec
     assert summary["hardware"] == hardware and summary["parameters"] == "1,234" and len(summary["segments"]) == 2
     # Each segment's steps times its mean batch, once every segment knows its steps.
     assert summary["target_tokens"] == (steps and steps[0] * 1000 + steps[1] * 2000)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [RUN_INFO_NAME]  # no temporary left
+    start_segment(tmp_path, CPU, ABOUT, resuming=False)
+    assert read_run_info(tmp_path)["segments"] == [{**CPU, "minutes": 0.0}]
 
 
 def test_an_older_record_reads_as_one_segment_and_a_missing_one_is_named(tmp_path):
@@ -85,9 +74,9 @@ def test_the_lock_keeps_a_second_run_out_and_goes_with_the_first(tmp_path):
     with RunLock(folder, flag="--output_dir") as lock:
         holder = json.loads((folder / LOCK_NAME).read_text())
         assert holder["pid"] == os.getpid()
-        with pytest.raises(FolderInUseError, match=rf"--output_dir {folder} is in use by another training run "
-                                                   rf"\(process {os.getpid()}"):
+        with pytest.raises(FolderInUseError) as refused:
             RunLock(folder, flag="--output_dir").acquire()
+        assert f"--output_dir {folder}" in str(refused.value) and f"process {os.getpid()}" in str(refused.value)
         assert lock.held and folder.is_dir()
         (folder / "model.safetensors").write_text("x")
     assert not (folder / LOCK_NAME).exists() and (folder / "model.safetensors").exists()

@@ -31,11 +31,8 @@ def test_stream_batches_share_the_step_budget_cover_the_stream_and_change_each_e
     trainer = stream_trainer(max_steps=3, gradient_accumulation_steps=2)  # 120 tokens a step: 60 a batch
     loader = trainer.get_train_dataloader()
     assert isinstance(loader.dataset, TokenBudgetStream) and loader.dataset.buffer_size == 40
-    assert loader.dataset.max_tokens == 60
+    assert loader.dataset.max_tokens == 60  # each batch within it: test_batching.py
     epoch0 = epoch(loader)
-    for n, src_len, tgt_len, _ in epoch0:
-        assert n * src_len <= 60 and n * tgt_len <= 60
-    assert len({n for n, *_ in epoch0}) > 2  # batch sizes follow the lengths
     assert sorted(i - 4 for *_, firsts in epoch0 for i in firsts) == list(range(N_EXAMPLES))
     loader.set_epoch(1)  # what the Trainer calls each epoch
     epoch1 = epoch(loader)

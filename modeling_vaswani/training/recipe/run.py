@@ -24,7 +24,7 @@ from ..chunked_loss import describe_step
 from ..data import in_memory, load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..precision import first_batch, probe_precision, report_precision
-from ..run_clocks import report_budget_stop, run_clocks, time_one_evaluation
+from ..run_clocks import run_clocks, time_one_evaluation
 from ..run_folder import claim_output_dir, is_main_launch, start_segment
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
@@ -114,14 +114,6 @@ def log_batching(batching: dict, max_tokens: int) -> None:
                 batching["padding_efficiency"])
 
 
-def record_run(output_dir, model, resuming, **facts):
-    machine = describe_machine()
-    segment = {"command": "python scripts/train.py " + shlex.join(sys.argv[1:]), "hardware": hardware_line(machine)}
-    about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
-                   "transformers": machine["transformers"]}
-    start_segment(output_dir, {**segment, **facts}, about_model, resuming=resuming)
-
-
 def average_last(trainer, wanted: int):
     """§6.1: the mean of the last --average_last checkpoints, in <output_dir>/averaged, and its score."""
     output = Path(trainer.args.output_dir)
@@ -201,12 +193,18 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
         facts["batching"] = trainer.batching_summary()
         log_batching(facts["batching"], options.max_tokens)
     if trainer.is_world_process_zero():
-        record_run(training_args.output_dir, model, resuming=bool(checkpoint), **facts)
+        machine = describe_machine()
+        segment = {"command": "python scripts/train.py " + shlex.join(sys.argv[1:]), "hardware": hardware_line(machine)}
+        about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
+                       "transformers": machine["transformers"]}
+        start_segment(training_args.output_dir, {**segment, **facts}, about_model, resuming=bool(checkpoint))
     if evaluating:
         time_one_evaluation(clocks, trainer, options)
 
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    report_budget_stop(clocks, options)
+    if clocks.budget is not None and clocks.budget.stopped_at is not None:
+        logger.info("--max_train_minutes %g: stopped at step %d after %.1f minutes, leaving time for the closing "
+                    "work", options.max_train_minutes, *clocks.budget.stopped_at)
     trainer.save_model(training_args.output_dir)  # model, tokenizer, generation config, code
     trainer.log_metrics("train", result.metrics)
     trainer.save_metrics("train", result.metrics)
