@@ -21,7 +21,7 @@ from modeling_vaswani.model.generation import LENGTH_PENALTY
 from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
 from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
 from modeling_vaswani.training.batching import token_budget_batches
-from modeling_vaswani.training.data import load_multi30k
+from modeling_vaswani.training.data import load_multi30k, select_first
 from modeling_vaswani.training.optimization import create_adam
 from modeling_vaswani.training.tokenization import train_bpe_tokenizer
 
@@ -214,9 +214,7 @@ class Corpus:
 
 def prepare_corpus(settings: Settings) -> Corpus:
     data = load_multi30k("en", "de")
-    train = data["train"]
-    if settings.train_sentences is not None:
-        train = train.select(range(settings.train_sentences))
+    train = select_first(data["train"], settings.train_sentences)
     pairs, test = train["translation"], data["test"]["translation"]
     tokenizer = train_bpe_tokenizer([p["en"] for p in pairs] + [p["de"] for p in pairs], vocab_size=settings.vocab_size)
 
