@@ -4,7 +4,6 @@ machine's description and the files a run writes."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import statistics
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from transformers import GenerationConfig, MarianConfig, MarianMTModel
+from transformers import DataCollatorForSeq2Seq, GenerationConfig, MarianConfig, MarianMTModel
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.marian import config_to_marian
@@ -22,7 +21,7 @@ from modeling_vaswani.model.generation import LENGTH_PENALTY
 from modeling_vaswani.model.label_smoothing import LABEL_SMOOTHING, label_smoothed_cross_entropy
 from modeling_vaswani.model.modeling_vaswani import shift_tokens_right
 from modeling_vaswani.training.batching import token_budget_batches
-from modeling_vaswani.training.data import load_multi30k
+from modeling_vaswani.training.data import load_multi30k, select_first
 from modeling_vaswani.training.optimization import create_adam
 from modeling_vaswani.training.tokenization import train_bpe_tokenizer
 
@@ -117,7 +116,7 @@ def training_loss(name: str, model, batch: dict) -> torch.Tensor:
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None):  # mixed precision when `dtype` is given
-    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
 
 
 class TrainingStep:
@@ -215,9 +214,7 @@ class Corpus:
 
 def prepare_corpus(settings: Settings) -> Corpus:
     data = load_multi30k("en", "de")
-    train = data["train"]
-    if settings.train_sentences is not None:
-        train = train.select(range(settings.train_sentences))
+    train = select_first(data["train"], settings.train_sentences)
     pairs, test = train["translation"], data["test"]["translation"]
     tokenizer = train_bpe_tokenizer([p["en"] for p in pairs] + [p["de"] for p in pairs], vocab_size=settings.vocab_size)
 
@@ -239,21 +236,12 @@ def corpus_config(corpus: Corpus, preset: str) -> VaswaniConfig:
                                      attention_bias=True, attn_implementation="sdpa", **tokenizer_ids(corpus.tokenizer))
 
 
-def padded(rows: list, value: int) -> torch.Tensor:
-    """(len(rows), longest row) of token ids, each row left-aligned and filled with `value`."""
-    out = torch.full((len(rows), max(map(len, rows))), value, dtype=torch.long)
-    for r, ids in enumerate(rows):
-        out[r, : len(ids)] = torch.tensor(ids)
-    return out
-
-
 def collate(corpus: Corpus, indices, device: torch.device) -> dict:
-    """Pad training pairs: input_ids/attention_mask (B, S), labels (B, T) with -100, decoder_input_ids shifted right."""
-    pad_id = corpus.tokenizer.pad_token_id
-    input_ids = padded([corpus.train_src[i] for i in indices], pad_id)
-    labels = padded([corpus.train_tgt[i] for i in indices], -100)
-    batch = {"input_ids": input_ids, "attention_mask": (input_ids != pad_id).long(), "labels": labels,
-             "decoder_input_ids": shift_tokens_right(labels, pad_id, corpus.tokenizer.bos_token_id)}
+    """Training pairs padded by transformers' seq2seq collator (labels with -100), decoder_input_ids shifted right."""
+    batch = DataCollatorForSeq2Seq(corpus.tokenizer)([{"input_ids": corpus.train_src[i], "labels": corpus.train_tgt[i]}
+                                                     for i in indices])
+    batch["decoder_input_ids"] = shift_tokens_right(batch["labels"], corpus.tokenizer.pad_token_id,
+                                                    corpus.tokenizer.bos_token_id)
     return {k: v.to(device) for k, v in batch.items()}
 
 
@@ -271,9 +259,10 @@ def training_batches(settings: Settings, corpus: Corpus, device: torch.device) -
 
 def source_batches(corpus: Corpus, sentences: int, batch_size: int, device: torch.device) -> list:
     """The first `sentences` test sources in consecutive batches, padded: (input_ids, attention_mask) per batch."""
-    ids, pad_id = corpus.test_src[:sentences], corpus.tokenizer.pad_token_id
-    batches = [padded(ids[start : start + batch_size], pad_id) for start in range(0, len(ids), batch_size)]
-    return [(b.to(device), (b != pad_id).long().to(device)) for b in batches]
+    ids = corpus.test_src[:sentences]
+    batches = [corpus.tokenizer.pad({"input_ids": ids[start : start + batch_size]}, return_tensors="pt")
+               for start in range(0, len(ids), batch_size)]
+    return [(b["input_ids"].to(device), b["attention_mask"].to(device)) for b in batches]
 
 
 def forced_length(settings: Settings, corpus: Corpus, sentences: int) -> int:

@@ -1,17 +1,14 @@
 """Figure 6: peak resident memory of training and of translating. Each measurement runs in a child forked
-from a fresh server (`python -m benchmarks.memory INPUTS_DIR`) that has only imported the benchmark's code,
-so every child starts from the same state and no import peak or earlier work counts; the workload comes as
-safetensors and JSON, the requests as JSON lines on stdin."""
+from a fresh server (multiprocessing's forkserver) that has only imported the benchmark's code, so every
+child starts from the same state and no import peak or earlier work counts; the workload comes as
+safetensors and JSON."""
 
 from __future__ import annotations
 
 import json
-import os
+import multiprocessing
 import resource
-import subprocess
-import sys
 import time
-import traceback
 from pathlib import Path
 
 import torch
@@ -24,8 +21,6 @@ from modeling_vaswani.model.strict_json import read_json
 
 from .harness import (MARIAN, OURS, TrainingStep, build_model, corpus_config, forced_generation_config,
                       forced_length, source_batches, synchronize)
-
-ROOT = Path(__file__).resolve().parent.parent  # where `benchmarks` is importable from
 
 
 def peak_memory(settings, corpus, batches, device, workdir: Path, log) -> dict:
@@ -42,32 +37,23 @@ def peak_memory(settings, corpus, batches, device, workdir: Path, log) -> dict:
     results = {"train_preset": presets["train"], "translate_preset": presets["translate"],
                "train_steps": settings.memory_train_steps, "translate_sentences": sum(len(i) for i, _ in translate),
                "translate_batch_size": settings.memory_batch_size, "forced_output_length": length}
-    with open(workdir / "server.log", "w+") as server_log:
-        server = subprocess.Popen([sys.executable, "-m", "benchmarks.memory", str(workdir)], cwd=ROOT,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_log, text=True)
-        try:
-            for task in presets:
-                results[task] = {}
-                for system in (OURS, MARIAN):  # one child per measurement, alternating systems
-                    report = workdir / f"{task}_{system}.json"
-                    server.stdin.write(json.dumps({"system": system, "task": task, "device": device.type,
-                                                   "report": str(report)}) + "\n")
-                    server.stdin.flush()
-                    answer = server.stdout.readline()
-                    exitcode = json.loads(answer)["exitcode"] if answer else server.wait()
-                    if exitcode != 0 or not report.exists():
-                        server_log.seek(0)
-                        raise RuntimeError(f"The memory measurement ({system}, {task}) failed with exit code "
-                                           f"{exitcode}: {server_log.read().strip()[-2000:]}")
-                    results[task][system] = read_json(report)
-                ours, theirs = results[task][OURS]["peak_rss_mib"], results[task][MARIAN]["peak_rss_mib"]
-                results[task]["ratio_ours_over_marian"] = ours / theirs
-                log(f"[6] {task}: peak RSS ours {ours:.0f} MiB, Marian {theirs:.0f} MiB "
-                    f"(both started at {results[task][OURS]['rss_at_start_mib']:.0f} MiB)")
-        finally:
-            server.stdin.close()
-            server.wait()
-            server.stdout.close()
+    server = multiprocessing.get_context("forkserver")
+    server.set_forkserver_preload(["benchmarks.run"])  # what the benchmark process itself imports
+    for task in presets:
+        results[task] = {}
+        for system in (OURS, MARIAN):  # one child per measurement, alternating systems
+            report = workdir / f"{task}_{system}.json"
+            child = server.Process(target=measure_into, args=(report, workdir, system, task, device.type))
+            child.start()
+            child.join()
+            if child.exitcode != 0 or not report.exists():
+                raise RuntimeError(f"The memory measurement ({system}, {task}) failed with exit code "
+                                   f"{child.exitcode}; its traceback is above.")
+            results[task][system] = read_json(report)
+        ours, theirs = results[task][OURS]["peak_rss_mib"], results[task][MARIAN]["peak_rss_mib"]
+        results[task]["ratio_ours_over_marian"] = ours / theirs
+        log(f"[6] {task}: peak RSS ours {ours:.0f} MiB, Marian {theirs:.0f} MiB "
+            f"(both started at {results[task][OURS]['rss_at_start_mib']:.0f} MiB)")
     return results
 
 
@@ -122,29 +108,6 @@ def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
             "workload_seconds": time.perf_counter() - start, "cpu_seconds": usage.ru_utime}
 
 
-def serve(folder: Path) -> None:
-    """Fork one child per JSON line on stdin; answer each with its exit code once the child has finished."""
-    # Every child starts from what the benchmark process itself imports, as the recorded runs did.
-    from . import decoding, profiling, report, speedups, training  # noqa: F401
-
-    for line in sys.stdin:
-        job = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                Path(job["report"]).write_text(json.dumps(measure(folder, job["system"], job["task"], job["device"])))
-            except BaseException:
-                traceback.print_exc()
-                code = 1
-            finally:
-                sys.stderr.flush()
-                os._exit(code)  # the child must not return into the server's loop
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({"exitcode": os.waitstatus_to_exitcode(status)}), flush=True)
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m benchmarks.memory INPUTS_DIR (measurement requests as JSON lines on stdin)")
-    serve(Path(sys.argv[1]))
+def measure_into(report: Path, folder: Path, system: str, task: str, device_name: str) -> None:
+    """The child's work: `measure`, written to `report` as JSON."""
+    report.write_text(json.dumps(measure(folder, system, task, device_name)))

@@ -10,18 +10,6 @@ from modeling_vaswani.model.generation import NUM_BEAMS
 from .harness import MARIAN, OURS
 from .translation import CT2_FP32, MARIAN_BF16, MARIAN_FP32, OURS_BF16, OURS_FP32, OURS_INT8, OURS_PAPER, OURS_STATIC
 
-# results.json keys, one per measurement; the figure numbers are the labels the tables use.
-RESULT_KEYS = {
-    "training_step_speed": "figure_1_training_step", "beam_search_speed": "figure_2_beam_search",
-    "cached_vs_recomputing_decoding": "figure_3_cached_vs_recomputing_decoding",
-    "data_pipeline_throughput": "figure_4_data_pipeline", "hardware_efficiency": "figure_5_hardware_efficiency",
-    "peak_memory": "figure_6_peak_memory", "compiled_training_step": "figure_7_torch_compile",
-    "fused_qkv_projection": "appendix_fused_qkv_projection", "profiles": "profiles",
-    "training_step_speed_bf16": "figure_1b_training_step_bf16",
-    "hardware_efficiency_bf16": "figure_5b_hardware_efficiency_bf16",
-    "test_set_translation": "figure_8_test_set_translation", "beam_search_comparison": "figure_8b_beam_searches",
-    "compile_payoff": "figure_8c_compile_payoff",
-}
 PYTORCH_PATHS = (OURS_FP32, OURS_PAPER, OURS_BF16, OURS_INT8, OURS_STATIC)  # figure 8's rows of our model in PyTorch
 
 
@@ -32,31 +20,31 @@ def presets_of(entry: dict) -> list:  # the per-preset entries of a result (the 
 def check_targets(results: dict) -> list:
     """[{target, measured, met, shortfall}] for the measurements that ran; those n/a on this machine last."""
     rows, not_applicable, machine = [], [], results.get("machine", {})
-    get = lambda name: results.get(RESULT_KEYS[name]) or {}  # noqa: E731
+    get = lambda key: results.get(key) or {}  # noqa: E731
 
     def add(target, measured, goal, text=None):
         rows.append({"target": target, "measured": text or f"{measured:.3f}×", "met": measured >= goal,
                      "shortfall": None if measured >= goal else f"{(goal - measured) / goal:.1%} below"})
 
-    for preset, entry in get("training_step_speed").items():
+    for preset, entry in get("figure_1_training_step").items():
         add(f"training step ≥ 1.1× Marian ({preset})", entry["ratio_ours_over_marian"], 1.1)
-    beam = get("beam_search_speed")
+    beam = get("figure_2_beam_search")
     for preset in presets_of(beam):
         add(f"beam-{NUM_BEAMS} generation ≥ 1.0× Marian ({preset})", beam[preset]["ratio_ours_over_marian"], 1.0)
-    if pipeline := get("data_pipeline_throughput"):
+    if pipeline := get("figure_4_data_pipeline"):
         r = pipeline["ratio_token_budget_over_fixed"]
         add("token-budget real tokens/s ≥ 1.3× fixed-size batches", r, 1.3, f"{r:.2f}×")
-    if efficiency := get("hardware_efficiency"):
+    if efficiency := get("figure_5_hardware_efficiency"):
         preset = "base" if "base" in efficiency else presets_of(efficiency)[-1]
         fraction = efficiency[preset][OURS]["fraction_of_matmul_rate"]
         add(f"model FLOP/s ≥ 70% of the measured matmul rate ({preset})", fraction, 0.70, f"{fraction:.1%}")
-    if decoding := get("cached_vs_recomputing_decoding"):
+    if decoding := get("figure_3_cached_vs_recomputing_decoding"):
         cached, recomputing = (decoding["fits"][n]["total_time_exponent"]
                                for n in ("ours_cached_generate", "ours_recomputing_greedy_decode"))
         rows.append({"target": "cached generation linear (total ∝ L^k, k ≈ 1), recomputing quadratic (k ≈ 2)",
                      "measured": f"cached k = {cached:.2f}, recomputing k = {recomputing:.2f}",
                      "met": cached < 1.3 and recomputing > 1.5, "shortfall": None})
-    for preset, entry in get("training_step_speed_bf16").items():
+    for preset, entry in get("figure_1b_training_step_bf16").items():
         add(f"bf16 training step ≥ 1.1× Marian ({preset})", entry["ratio_ours_over_marian"], 1.1)
         ratio, goal = entry[OURS]["bf16_over_fp32"], {"base": 2.0}.get(preset, 1.0)  # AMX: base gains, small not lose
         if machine.get("cpu_bf16") == "amx":
@@ -65,7 +53,7 @@ def check_targets(results: dict) -> list:
             not_applicable.append({"target": f"bf16 {preset} step ≥ {goal:g}× the fp32 step (on a CPU with AMX)",
                                    "met": None, "shortfall": None,
                                    "measured": f"{ratio:.2f}× (CPU bf16 support: {machine.get('cpu_bf16')})"})
-    translation = get("test_set_translation")
+    translation = get("figure_8_test_set_translation")
     for threads, entry in (translation.get("threads") or {}).items():
         for ours, theirs in ((OURS_FP32, MARIAN_FP32), (OURS_BF16, MARIAN_BF16)):
             if ours in entry and theirs in entry:
@@ -84,7 +72,7 @@ def check_targets(results: dict) -> list:
         if OURS_PAPER in entry:
             r = entry[OURS_PAPER]["sentences_per_second"] / base["sentences_per_second"]
             add(f"test set: paper's beam search ≥ 1.0× transformers' ({threads} thread(s))", r, 1.0, f"{r:.2f}×")
-    if search := get("beam_search_comparison"):
+    if search := get("figure_8b_beam_searches"):
         r = search["ratio_paper_over_transformers"]
         add(f"paper's beam search ≥ 1.0× transformers' ({search['preset']}, forced length)", r, 1.0, f"{r:.2f}×")
     return rows + not_applicable
@@ -92,7 +80,6 @@ def check_targets(results: dict) -> list:
 
 def markdown_tables(results: dict) -> str:
     machine, lines = results["machine"], []
-    get = lambda name: results.get(RESULT_KEYS[name])  # noqa: E731
 
     def table(title, header, rows):
         lines.extend([f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)])
@@ -114,7 +101,7 @@ def markdown_tables(results: dict) -> str:
               [[p, f"{c[OURS]['trainable']:,}", f"{c[MARIAN]['trainable']:,}", f"{c['trainable_difference_percent']:+.3f}%",
                 f"{c[MARIAN]['all_parameters'] - c[MARIAN]['trainable']:,} + {c[MARIAN]['buffers']:,}"]
                for p, c in params.items()])
-    if f1 := get("training_step_speed"):
+    if f1 := results.get("figure_1_training_step"):
         table("Figure 1 — training step (forward + backward + Adam), real source+target tokens/s",
               ["preset", "batches × sentences", "ours tok/s", "Marian tok/s", "ours s/step", "Marian s/step",
                "ours / Marian"],
@@ -122,13 +109,13 @@ def markdown_tables(results: dict) -> str:
                 f"{e[OURS]['tokens_per_second']:,.0f}", f"{e[MARIAN]['tokens_per_second']:,.0f}",
                 f"{e[OURS]['seconds_per_step']:.3f}", f"{e[MARIAN]['seconds_per_step']:.3f}",
                 f"**{e['ratio_ours_over_marian']:.3f}**"] for p, e in f1.items()])
-    if f2 := get("beam_search_speed"):
+    if f2 := results.get("figure_2_beam_search"):
         table(f"Figure 2 — beam {NUM_BEAMS}, {f2['sentences']} sentences, forced length {f2['forced_output_length']}",
               ["preset", "ours sent/s", "Marian sent/s", "ours tok/s", "Marian tok/s", "ours / Marian"],
               [[p, *(f"{f2[p][s]['sentences_per_second']:.2f}" for s in (OURS, MARIAN)),
                 *(f"{f2[p][s]['tokens_per_second']:.1f}" for s in (OURS, MARIAN)),
                 f"**{f2[p]['ratio_ours_over_marian']:.3f}**"] for p in presets_of(f2)])
-    if f3 := get("cached_vs_recomputing_decoding"):
+    if f3 := results.get("figure_3_cached_vs_recomputing_decoding"):
         names = ("ours_cached_generate", "ours_recomputing_greedy_decode", "marian_cached_generate")
         table(f"Figure 3 — greedy decoding, ms per generated token ({f3['preset']}, batch {f3['batch_size']})",
               ["output length", "ours cached generate", "ours recomputing greedy_decode", "Marian cached generate",
@@ -139,7 +126,7 @@ def markdown_tables(results: dict) -> str:
                                   "total time ∝ L^k, k ="],
               [[n, f"{f['ms_per_token_intercept']:.3f}", f"{f['ms_per_token_per_unit_length']:.4f}",
                 f"{f['total_time_exponent']:.2f}"] for n, f in f3["fits"].items()])
-    if f4 := get("data_pipeline_throughput"):
+    if f4 := results.get("figure_4_data_pipeline"):
         table(f"Figure 4 — data pipeline ({f4['preset']} model, budget {f4['max_tokens']} tokens/side, "
               f"fixed batch size {f4['fixed_batch_size']})",
               ["batching", "batches/epoch", "measured", "mean real tokens/batch", "padding efficiency",
@@ -151,14 +138,14 @@ def markdown_tables(results: dict) -> str:
                 f"{e['epoch_seconds']:.0f}" + (" (extrapolated)" if e["epoch_seconds_is_extrapolated"] else "")]
                for n, e in ((k, f4[k]) for k in ("token_budget", "fixed_size_random"))])
         lines.append(f"Token budget / fixed size: **{f4['ratio_token_budget_over_fixed']:.2f}×** real tokens/s.\n")
-    if f5 := get("hardware_efficiency"):
+    if f5 := results.get("figure_5_hardware_efficiency"):
         table(f"Figure 5 — model FLOP/s of the training step vs torch.mm ({f5['matmul_size']}², {f5['matmul_dtype']}: "
               f"{f5['matmul_flops_per_second'] / 1e9:.1f} GFLOP/s)",
               ["preset", "ours GFLOP/s", "ours fraction", "Marian GFLOP/s", "Marian fraction"],
               [[p, *(x for s in (OURS, MARIAN) for x in (f"{f5[p][s]['model_flops_per_second'] / 1e9:.1f}",
                                                           f"{f5[p][s]['fraction_of_matmul_rate']:.1%}"))]
                for p in presets_of(f5)])
-    if f6 := get("peak_memory"):
+    if f6 := results.get("figure_6_peak_memory"):
         table(f"Figure 6 — peak resident memory, MiB (train: {f6['train_preset']}, {f6['train_steps']} steps; "
               f"translate: {f6['translate_preset']}, {f6['translate_sentences']} sentences, beam {NUM_BEAMS}, "
               f"batch {f6['translate_batch_size']}, forced length {f6['forced_output_length']})",
@@ -167,39 +154,39 @@ def markdown_tables(results: dict) -> str:
               [[t, f"{f6[t][OURS]['rss_at_start_mib']:.0f}",
                 *(f"{f6[t][s][k]:.0f}" for s in (OURS, MARIAN) for k in ("rss_after_setup_mib", "peak_rss_mib")),
                 f"{f6[t]['ratio_ours_over_marian']:.3f}"] for t in ("train", "translate")])
-    profiles = get("profiles") or {}
+    profiles = results.get("profiles") or {}
     for key, what in (("training_breakdown", "one training step (figure 1's first batch)"),
                       ("generation_breakdown", "one beam-search batch (figure 2's first batch)")):
         if breakdown := profiles.get(key):
             table(f"Where the CPU time goes: {what}, {profiles['preset']} (torch.profiler, share of the profiled time)",
                   ["category", "ours", "Marian"],
                   [[c, f"{breakdown[OURS][c]:.1%}", f"{breakdown[MARIAN][c]:.1%}"] for c in breakdown[OURS]])
-    if qkv := get("fused_qkv_projection"):
+    if qkv := results.get("appendix_fused_qkv_projection"):
         table("Appendix — Q/K/V projections: three Linears vs one matmul on concatenated weights (median s)",
               ["shape", "separate", "fused", "fused / separate"],
               [[k, f"{e['separate']:.4f}", f"{e['fused']:.4f}", f"{e['fused_over_separate_time']:.3f}"]
                for k, e in qkv.items()])
-    if (f7 := get("compiled_training_step")) and "skipped" not in f7:
+    if (f7 := results.get("figure_7_torch_compile")) and "skipped" not in f7:
         table(f"Figure 7 — torch.compile of the training step ({f7['preset']})",
               ["mode", "tokens/s", "first pass incl. compilation (s)"],
               [["eager", f"{f7['eager']['tokens_per_second']:,.0f}", ""],
                ["compiled", f"{f7['compiled']['tokens_per_second']:,.0f}",
                 f"{f7['first_pass_seconds_including_compilation']:.1f}"]])
         lines.append(f"Compiled / eager: **{f7['ratio_compiled_over_eager']:.3f}×**.\n")
-    if f1b := get("training_step_speed_bf16"):
+    if f1b := results.get("figure_1b_training_step_bf16"):
         table("Figure 1b — training step in bf16 (CPU autocast), real source+target tokens/s",
               ["preset", "ours tok/s", "Marian tok/s", "ours bf16 / fp32", "Marian bf16 / fp32", "ours / Marian"],
               [[p, f"{e[OURS]['tokens_per_second']:,.0f}", f"{e[MARIAN]['tokens_per_second']:,.0f}",
                 f"{e[OURS]['bf16_over_fp32']:.2f}×", f"{e[MARIAN]['bf16_over_fp32']:.2f}×",
                 f"**{e['ratio_ours_over_marian']:.3f}**"] for p, e in f1b.items()])
-    if f5 and (f5b := get("hardware_efficiency_bf16")):
+    if f5 and (f5b := results.get("figure_5b_hardware_efficiency_bf16")):
         table("Figure 5b — model FLOP/s of the training step as a share of each precision's torch.mm rate",
               ["preset", "precision", "matmul GFLOP/s", "ours GFLOP/s", "ours share", "Marian share"],
               [[p, f["matmul_dtype"].replace("torch.", ""), f"{f['matmul_flops_per_second'] / 1e9:.1f}",
                 f"{f[p][OURS]['model_flops_per_second'] / 1e9:.1f}", f"{f[p][OURS]['fraction_of_matmul_rate']:.1%}",
                 f"{f[p][MARIAN]['fraction_of_matmul_rate']:.1%}"]
                for p in presets_of(f5) for f in (f5, f5b) if p in f])  # --bf16-presets may leave some out
-    if (f8 := get("test_set_translation")) and "skipped" not in f8:
+    if (f8 := results.get("figure_8_test_set_translation")) and "skipped" not in f8:
         for threads, entry in f8["threads"].items():
             table(f"Figure 8 — test_2016_flickr, {f8['sentences']} sentences, {f8['model']}, beam {f8['num_beams']}, "
                   f"batch {f8['batch_size']}, {threads} thread(s) (median of {f8['reps']})",
@@ -208,13 +195,13 @@ def markdown_tables(results: dict) -> str:
                   [[n, f"{e['sentences_per_second']:.1f}", f"{e['tokens_per_second']:,.0f}", f"{e['bleu']:.2f}",
                     f"{e['identical_outputs_to_ours_fp32']} / {f8['sentences']}", f"**{e['speed_over_ours_fp32']:.2f}×**"]
                    for n, e in entry.items()])
-    if f8b := get("beam_search_comparison"):
+    if f8b := results.get("figure_8b_beam_searches"):
         table(f"Figure 8b — the two beam searches, {f8b['preset']} preset, random weights, {f8b['sentences']} "
               f"sentences forced to {f8b['forced_output_length']} tokens, batch {f8b['batch_size']}",
               ["search", "sentences/s", "tokens/s"], [[n, f"{f8b[n]['sentences_per_second']:.2f}",
                                                       f"{f8b[n]['tokens_per_second']:.1f}"] for n in presets_of(f8b)])
         lines.append(f"Paper's / transformers': **{f8b['ratio_paper_over_transformers']:.3f}×**.\n")
-    if (f8c := get("compile_payoff")) and "skipped" not in f8c:
+    if (f8c := results.get("figure_8c_compile_payoff")) and "skipped" not in f8c:
         table(f"Figure 8c — greedy decoding, eager vs static cache + torch.compile, batch {f8c['batch_size']} (s)",
               ["batch", "source length", "eager", "compiled, first call", "compiled, again"],
               [[i, r["source_length"], *(f"{r[k]:.2f}" for k in ("eager_seconds", "compiled_seconds",

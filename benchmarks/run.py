@@ -25,13 +25,9 @@ from modeling_vaswani.cli import run_main
 from . import decoding, memory, profiling, report, speedups, training, translation
 from .harness import (FULL, MARIAN, OURS, QUICK, clock, machine_record, prepare_corpus, training_batches,
                       write_results)
-from .report import RESULT_KEYS
 
 HERE = Path(__file__).resolve().parent
-# --figures numbers, as the tables and RESULTS.md name them.
-FIGURES = {1: "training_step_speed", 2: "beam_search_speed", 3: "cached_vs_recomputing_decoding",
-           4: "data_pipeline_throughput", 5: "hardware_efficiency", 6: "peak_memory", 7: "compiled_training_step",
-           8: "test_set_translation"}
+FIGURES = range(1, 9)  # --figures numbers, as the tables and RESULTS.md name them
 # --only names, each a group of figures.
 PARTS = {"training": {1, 4, 5, 7}, "decoding": {2, 3, 8}, "translation": {8}, "memory": {6}, "compile": {7}}
 SKIPPED = {"skipped": "quick mode or --no-compile"}
@@ -118,7 +114,7 @@ def settings_for(args, device: torch.device):
 
 
 def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profile: bool, log) -> dict:
-    results, key, cpu = {}, RESULT_KEYS.get, device.type == "cpu"
+    results, cpu = {}, device.type == "cpu"
     bf16 = "bfloat16" in settings.train_dtypes and dtype is None
     # Figure 5 reads figure 1's FLOP rates; 6, 7 and the profiles reuse its batches.
     batches, warm = training_batches(settings, corpus, device) if {1, 5, 6, 7} & figures else (None, None)
@@ -129,39 +125,40 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
                 settings, presets=settings.bf16_presets or settings.presets), corpus, batches, warm, device,
                 torch.bfloat16, log)
         if 1 in figures:
-            results.update({"parameters": counts, key("training_step_speed"): step_speed})
+            results.update({"parameters": counts, "figure_1_training_step": step_speed})
             if bf16:
-                results[key("training_step_speed_bf16")] = training.precision_ratios(step_speed, bf16_speed)
+                results["figure_1b_training_step_bf16"] = training.precision_ratios(step_speed, bf16_speed)
     if 2 in figures:
-        results[key("beam_search_speed")] = decoding.beam_search_speed(settings, corpus, device, dtype, log)
+        results["figure_2_beam_search"] = decoding.beam_search_speed(settings, corpus, device, dtype, log)
     if 3 in figures:
-        results[key("cached_vs_recomputing_decoding")] = decoding.cached_vs_recomputing_decoding(
+        results["figure_3_cached_vs_recomputing_decoding"] = decoding.cached_vs_recomputing_decoding(
             settings, corpus, device, dtype, log)
     if 4 in figures:
-        results[key("data_pipeline_throughput")] = speedups.data_pipeline_throughput(settings, corpus, device,
-                                                                                      dtype, log)
+        results["figure_4_data_pipeline"] = speedups.data_pipeline_throughput(settings, corpus, device, dtype, log)
     if 5 in figures:
-        results[key("hardware_efficiency")] = training.hardware_efficiency(settings, step_speed, device, dtype, log)
+        results["figure_5_hardware_efficiency"] = training.hardware_efficiency(settings, step_speed, device, dtype,
+                                                                               log)
         if bf16:
-            results[key("hardware_efficiency_bf16")] = training.hardware_efficiency(settings, bf16_speed, device,
-                                                                                   torch.bfloat16, log)
+            results["figure_5b_hardware_efficiency_bf16"] = training.hardware_efficiency(
+                settings, bf16_speed, device, torch.bfloat16, log)
     if 6 in figures:
         with tempfile.TemporaryDirectory(prefix="vaswani-bench-mem-") as workdir:
-            results[key("peak_memory")] = memory.peak_memory(settings, corpus, batches, device, Path(workdir), log)
+            results["figure_6_peak_memory"] = memory.peak_memory(settings, corpus, batches, device, Path(workdir),
+                                                                 log)
     if 7 in figures:
-        results[key("compiled_training_step")] = speedups.compiled_training_step(
+        results["figure_7_torch_compile"] = speedups.compiled_training_step(
             settings, corpus, batches, device, dtype, log) if settings.run_compile else SKIPPED
     if 5 in figures:
-        results[key("fused_qkv_projection")] = speedups.fused_qkv_projection(settings, corpus, device, log)
+        results["appendix_fused_qkv_projection"] = speedups.fused_qkv_projection(settings, corpus, device, log)
     if 8 in figures:
-        results[key("test_set_translation")] = (translation.test_set_translation(settings, log) if cpu
-                                                else {"skipped": "measured on the CPU only"})
+        results["figure_8_test_set_translation"] = (translation.test_set_translation(settings, log) if cpu
+                                                    else {"skipped": "measured on the CPU only"})
         if cpu:
-            results[key("beam_search_comparison")] = translation.search_speed(settings, corpus, device, log)
-            results[key("compile_payoff")] = (translation.compile_payoff(settings, log) if settings.run_compile
-                                              else SKIPPED)
+            results["figure_8b_beam_searches"] = translation.search_speed(settings, corpus, device, log)
+            results["figure_8c_compile_payoff"] = (translation.compile_payoff(settings, log)
+                                                   if settings.run_compile else SKIPPED)
     if profile and batches is not None:
-        results[key("profiles")] = profiling.profiles(settings, corpus, batches, device, dtype, out_dir, log)
+        results["profiles"] = profiling.profiles(settings, corpus, batches, device, dtype, out_dir, log)
     return results
 
 
@@ -174,8 +171,8 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    f1, f3, f8 = (results.get(RESULT_KEYS[k]) for k in ("training_step_speed", "cached_vs_recomputing_decoding",
-                                                       "test_set_translation"))
+    f1, f3, f8 = (results.get(k) for k in ("figure_1_training_step", "figure_3_cached_vs_recomputing_decoding",
+                                           "figure_8_test_set_translation"))
     f8 = f8 if f8 and "threads" in f8 else None
     fig, axes = plt.subplots(1, 3 if f8 else 2, figsize=(18 if f8 else 12, 4.8))
     if f3:

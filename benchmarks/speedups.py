@@ -22,8 +22,7 @@ def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
     """Figure 4: token-budget batches against fixed-size random batches, through the real collator and model."""
     preset = settings.presets[0]
     model = build_model(OURS, corpus_config(corpus, preset), device)
-    rows = [{"input_ids": s, "attention_mask": [1] * len(s), "labels": t}
-            for s, t in zip(corpus.train_src, corpus.train_tgt)]
+    rows = [{"input_ids": s, "labels": t} for s, t in zip(corpus.train_src, corpus.train_tgt)]  # the collator masks
     src_len, tgt_len = [len(s) for s in corpus.train_src], [len(t) for t in corpus.train_tgt]
     budget = list(TokenBudgetBatchSampler(src_len, tgt_len, settings.max_tokens, shuffle=True, seed=0))
     # The Trainer's default: a RandomSampler and a fixed batch size, as many sentences per batch on average.

@@ -205,15 +205,6 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def baseline_tree(args, workdir: Path) -> Path:
-    if args.baseline_tree:
-        return Path(args.baseline_tree).resolve()
-    archive = subprocess.run(["git", "archive", args.baseline, "modeling_vaswani"], cwd=ROOT, check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(workdir)], input=archive, check=True)
-    return workdir
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.training", description=__doc__.split("\n\n")[0])
     add = parser.add_argument
@@ -245,7 +236,11 @@ def main(argv=None) -> dict:
     log(f"{results['machine']['cpu_model_name']}; {results['uptime_before']}")
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="vaswani-before-") as workdir:
-        trees = {"before": baseline_tree(args, Path(workdir)), "after": ROOT}
+        if not args.baseline_tree:  # the package as it was at --baseline
+            archive = subprocess.run(["git", "archive", args.baseline, "modeling_vaswani"], cwd=ROOT, check=True,
+                                     capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", workdir], input=archive, check=True)
+        trees = {"before": Path(args.baseline_tree or workdir).resolve(), "after": ROOT}
         for precision in args.precisions.split(","):
             rate = matmul_rate(256 if args.quick else 2048, 5, torch.device("cpu"),
                                torch.bfloat16 if precision == "bf16" else torch.float32)

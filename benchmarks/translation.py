@@ -25,7 +25,7 @@ from modeling_vaswani.training.data import multi30k_pairs
 
 from .decoding import forced_search_speed
 from .harness import (alternate, build_pair, corpus_config, forced_generation_config, forced_length, source_batches,
-                      timed)
+                      summary, timed)
 
 OURS_FP32 = "ours fp32, transformers' search"
 OURS_PAPER = "ours fp32, paper's search"
@@ -114,14 +114,12 @@ def test_set_translation(settings, log, model_path: str | None = None) -> dict:
 
             seconds = alternate({s.name: job(s) for s in rows}, settings.translate_reps, torch.device("cpu"),
                                 warmup={s.name: job(s, sources[: settings.translate_batch_size]) for s in rows})
-            entry = {}
+            entry = {name: summary(seconds[name], len(sources), "sentences_per_second") for name in outputs}
             for name, done in outputs.items():
-                median = statistics.median(seconds[name])
                 # Tokens as the model emits them (</s> included), one count for every system.
                 tokens = sum(len(ids) for ids in tokenizer(done)["input_ids"])
-                entry[name] = {"seconds": seconds[name], "median_seconds": median,
-                               "sentences_per_second": len(sources) / median, "tokens_per_second": tokens / median,
-                               "generated_tokens": tokens, "bleu": compute_bleu(done, references)["bleu"]}
+                entry[name].update(tokens_per_second=tokens / entry[name]["median_seconds"], generated_tokens=tokens,
+                                   bleu=compute_bleu(done, references)["bleu"])
             for name, e in entry.items():
                 e["identical_outputs_to_ours_fp32"] = sum(a == b for a, b in zip(outputs[name], outputs[OURS_FP32]))
                 e["speed_over_ours_fp32"] = e["sentences_per_second"] / entry[OURS_FP32]["sentences_per_second"]

@@ -93,8 +93,6 @@ def main(argv=None):
                   f"{c['d_k']:<4} {c['d_v']:<4} {c['dropout']:<7} {c['label_smoothing']:<5} "
                   f"{c['positional_encoding']:<11} {', '.join(f'{k} {v}' for k, v in row.changes.items()) or '-'}{note}")
         return
-    if (args.minutes is None) == (args.steps is None):
-        parser.error("give the budget of every row: --minutes or --steps (one of the two)")
     settings = table_runs.TableSettings(**{f.name: getattr(args, f.name) for f in fields(table_runs.TableSettings)})
     # Both folders are added to run after run (finished rows are skipped): claimed, not replaced.
     outputs.claim("--output", args.output, [("--runs_dir", args.runs_dir)], folder=True)

@@ -94,15 +94,13 @@ def changes_from_base(results: list[dict]) -> list[dict]:
     return out
 
 
-def write_figure(path: Path, changes: list[dict], noise: dict | None, title: str) -> bool:
-    """Each row's change from the base beside the paper's, two panels; False where matplotlib is missing."""
-    try:
-        import matplotlib
+def write_figure(path: Path, changes: list[dict], noise: dict | None, title: str) -> None:
+    """Each row's change from the base, beside the paper's, in two panels."""
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     from modeling_vaswani.outputs import write_file
 
     by_row = {c["row"]: c for c in reversed(changes)}  # the table's order, top to bottom
@@ -129,7 +127,6 @@ def write_figure(path: Path, changes: list[dict], noise: dict | None, title: str
     with write_file(path, "wb") as handle:  # written beside and renamed, as every output
         figure.savefig(handle, dpi=110, format="png")
     plt.close(figure)
-    return True
 
 
 def write_report(output: Path, all_rows: list[Row], settings: dict, budget: str, command: str, machine: dict,
@@ -141,13 +138,13 @@ def write_report(output: Path, all_rows: list[Row], settings: dict, budget: str,
     failures = {row_id: f for row_id, f in failures.items() if row_id not in {r["row"] for r in results}}
     done = {r["row"] for r in results} | set(failures)
     noise, changes = base_noise(results), changes_from_base(results)
-    drew = bool(changes) and write_figure(output / FIGURE, changes, noise,
-                                          f"Table 3 in miniature: {budget} per row, {hardware}")
+    if changes:
+        write_figure(output / FIGURE, changes, noise, f"Table 3 in miniature: {budget} per row, {hardware}")
     report = {"command": command, "hardware": hardware, "machine": machine, "settings": settings, "budget": budget,
               "written": time.strftime("%Y-%m-%d %H:%M:%S %z"), "rows": results, "changes_from_base": changes,
               "noise": noise, "failed": list(failures.values()),
               "not_run": [row.id for row in all_rows if row.id not in done], "paper_base": PAPER_BASE_RESULT,
-              "figure": FIGURE if drew else None}
+              "figure": FIGURE if changes else None}
     write_json(output / "results.json", report)
     with write_file(output / "README.md", encoding="utf-8") as handle:
         handle.write(readme(report, failures, {row.id: row for row in all_rows}))

@@ -45,7 +45,7 @@ class TableSettings:
 
     def __post_init__(self):
         if (self.minutes is None) == (self.steps is None):
-            raise ValueError("give the budget of each row as minutes or as steps, one of the two.")
+            raise ValueError("give the budget of every row: --minutes or --steps (one of the two).")
 
     def budget(self) -> str:
         return f"{self.minutes:g} minutes" if self.minutes is not None else f"{self.steps} steps"
