@@ -236,6 +236,25 @@ def test_training_forward_is_one_graph_for_torch_compile(dynamic):
     assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
 
 
+def test_a_compiled_training_step_gives_eager_s_loss_and_gradients():
+    """torch.compile's step (forward, §5.4 loss, backward) computes what eager does, to float32 rounding."""
+    import copy
+
+    import torch._dynamo
+
+    eager = VaswaniForConditionalGeneration(tiny_config()).train()  # the tiny preset: no dropout
+    compiled, batch = copy.deepcopy(eager), padded_batch()
+    try:
+        losses = [model(**batch).loss for model in (eager, torch.compile(compiled))]
+        for loss in losses:
+            loss.backward()
+    finally:
+        torch._dynamo.reset()
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-6)
+    for (name, p), q in zip(eager.named_parameters(), compiled.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
 @pytest.mark.parametrize("cross", [False, True])
 def test_multi_head_attention_makes_at_most_one_copy(cross):
     """Splitting heads is a view; only merging them back (Concat) may need one copy."""
