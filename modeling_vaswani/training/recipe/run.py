@@ -205,12 +205,6 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
     if evaluating:
         time_one_evaluation(clocks, trainer, options)
 
-    if training_args.torch_compile:
-        # Dropout from ATen's random numbers: inductor's own CPU generator, element by element, cost a
-        # compiled step of the shipped model about a tenth more than eager (the same distribution either way).
-        import torch._inductor.config
-
-        torch._inductor.config.fallback_random = True
     result = trainer.train(resume_from_checkpoint=checkpoint)
     if training_args.torch_compile:
         log_compilation()
