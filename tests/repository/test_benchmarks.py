@@ -224,6 +224,34 @@ def test_training_forward_is_one_graph_for_torch_compile():
     assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
 
 
+@pytest.mark.parametrize("by_layer", [False, True])
+def test_a_compiled_training_step_gives_eager_s_loss_and_gradients(by_layer):
+    """torch.compile's step (forward, §5.4 loss, backward) computes what eager does, to float32 rounding: the
+    whole model compiled, or its layers as train.py --torch_compile does (with the loss of chunked_loss.py)."""
+    import copy
+
+    import torch._dynamo
+
+    from modeling_vaswani.training.chunked_loss import training_loss
+    from modeling_vaswani.training.trainer import compile_layers
+
+    eager = VaswaniForConditionalGeneration(tiny_config()).train()  # the tiny preset: no dropout
+    compiled, batch = copy.deepcopy(eager), padded_batch()
+    if by_layer:
+        compile_layers(compiled)
+    step = training_loss if by_layer else (lambda model, batch: model(**batch).loss)
+    try:
+        losses = [step(model, batch) for model in (eager, compiled if by_layer else torch.compile(compiled))]
+        for loss in losses:
+            loss.backward()
+    finally:
+        torch._dynamo.reset()
+        torch._inductor.config.fallback_random = False
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-6)
+    for (name, p), q in zip(eager.named_parameters(), compiled.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
 @pytest.mark.parametrize("cross", [False, True])
 def test_multi_head_attention_makes_at_most_one_copy(cross):
     """Splitting heads is a view; only merging them back (Concat) may need one copy."""

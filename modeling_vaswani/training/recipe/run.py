@@ -202,6 +202,8 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
         time_one_evaluation(clocks, trainer, options)
 
     result = trainer.train(resume_from_checkpoint=checkpoint)
+    if training_args.torch_compile:
+        log_compilation()
     if clocks.budget is not None and clocks.budget.stopped_at is not None:
         logger.info("--max_train_minutes %g: stopped at step %d after %.1f minutes, leaving time for the closing "
                     "work", options.max_train_minutes, *clocks.budget.stopped_at)
@@ -222,6 +224,15 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
             raise SystemExit(f"error: training ended but saved no model in {output}")
         print(f"saved the model in {output}; next: {next_step(output, averaged)}", file=sys.stderr)
     return trainer
+
+
+def log_compilation() -> None:
+    """--torch_compile: how many graphs were compiled and for how long (forwards, then backwards at their first call)."""
+    from torch._dynamo.utils import compilation_time_metrics, counters
+
+    seconds = sum(compilation_time_metrics.get("_compile.compile_inner", []))
+    seconds += sum(compilation_time_metrics.get("backward._backward_impl", []))
+    logger.info("torch.compile: %d graphs compiled in %.1f s", counters["stats"]["unique_graphs"], seconds)
 
 
 def run(options: RecipeArguments, training_args, started: float, started_wall: float):
