@@ -2,9 +2,9 @@
 
 Over the (B, L, d_ff) tensor, inductor's partitioner saves a boolean mask of the ReLU for the backward
 beside the output that the second Linear saves anyway (a (B·L, d_ff) view of it, which it does not relate),
-and inductor's CPU code writes booleans slowly: 12 ms for a (2048, 512) mask at one thread against 1 ms
-eagerly, 8 masks a step of the shipped model. Over the 2-D view the backward takes the mask from the saved
-output. The same numbers: the activation is elementwise, the views free.
+and inductor's CPU code writes booleans slowly (benchmarks/RESULTS.md, the compiled step). Over the 2-D
+view the backward takes the mask from the saved output. The same numbers: the activation is elementwise,
+the views free.
 """
 
 import torch

@@ -39,9 +39,8 @@ class LogLastStep(TrainerCallback):
 
 def compile_layers(model, **compile_kwargs) -> None:
     """--torch_compile: each encoder and decoder layer compiled in place (evaluation runs them eagerly), not
-    the whole model, whose compiled form returns the (B, T, V) logits (filling their zero gradient: 28 ms a
-    step of the shipped model) and takes the loss through them; the loss stays chunked_loss.py's. At the
-    shipped shape on one thread a step took 2% less time than eager's, where the whole model compiled took 21% more."""
+    the whole model, whose compiled form returns the (B, T, V) logits (filling their zero gradient every step)
+    and takes the loss through them; the loss stays chunked_loss.py's. Measured: benchmarks/RESULTS.md."""
     import torch._inductor.config
 
     # Dropout from ATen's random numbers: inductor's own CPU generator, element by element, cost a compiled
