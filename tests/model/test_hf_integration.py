@@ -125,9 +125,8 @@ def test_a_config_changed_after_building_is_refused_before_anything_is_written(m
     model = make_model(seed=1)
     setattr(model.config, field, False)
     for folder in (tmp_path / "out", tmp_path / "earlier"):
-        with pytest.raises(ValueError, match="nothing was written") as refused:
+        with pytest.raises(ValueError, match=field):
             model.save_pretrained(folder)
-        assert field in str(refused.value)
     assert not (tmp_path / "out").exists()  # and the earlier model is kept whole
     assert VaswaniForConditionalGeneration.from_pretrained(tmp_path / "earlier").config.tie_word_embeddings
 

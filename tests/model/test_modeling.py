@@ -49,8 +49,9 @@ def test_loss_is_label_smoothed_and_ignores_padding(tiny_model, make_model):
     labels = torch.tensor([[5, 6, EOS, -100], [7, 8, 9, EOS]])
     shifted = torch.tensor([[1, 5, 6, EOS], [1, 7, 8, 9]])  # "shifted right" (Figure 1), -100 as padding
     assert torch.equal(tiny_model.prepare_decoder_input_ids_from_labels(labels), shifted)
-    out = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels)
+    out = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels, use_cache=True)
     torch.testing.assert_close(out.loss, label_smoothed_cross_entropy(out.logits, labels, 0.1))
+    assert out.cache is None  # decoder inputs made from labels: training, no cache even when asked for
     explicit = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=labels, decoder_input_ids=shifted)
     torch.testing.assert_close(explicit.loss, out.loss)
     # What the ignored position would predict does not matter.
@@ -136,16 +137,11 @@ def test_decoding_step_by_step_from_a_cache_equals_the_full_pass(tiny_model, par
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
 
 
-def test_no_cache_without_use_cache_or_with_labels(tiny_model):
-    assert tiny_model(input_ids=SOURCE, decoder_input_ids=TARGET, use_cache=False).cache is None
-    assert tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, labels=TARGET[:, 1:], use_cache=True).cache is None
-
-
-def test_attentions_and_hidden_states(tiny_model):
+def test_attentions_hidden_states_and_cache_only_when_asked_for(tiny_model):
     assert tiny_model.config._attn_implementation == "sdpa"
     decoder_ids = torch.tensor([[1, 5, 6], [1, 9, 10]])
-    plain = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=decoder_ids)
-    assert plain.encoder_attentions is None and plain.decoder_hidden_states is None
+    plain = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=decoder_ids, use_cache=False)
+    assert plain.encoder_attentions is None and plain.decoder_hidden_states is None and plain.cache is None
     out = tiny_model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=decoder_ids,
                      output_attentions=True, output_hidden_states=True)
     B, S, T, h, d = 2, 7, 3, 4, 16
