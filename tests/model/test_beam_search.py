@@ -192,12 +192,14 @@ def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
                           **TRANSFORMERS_BEAM_SEARCH).cross_attentions
 
 
-def test_papers_search_handles_padding_limits_and_min_length():
+def test_papers_search_handles_padding_the_cache_limits_and_min_length():
     model, (ids, mask) = tiny_model(), padded_batch()
     # A sentence alone and in a padded batch (the same limit): the same translation.
     batch = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12)
     alone = model.generate(input_ids=ids[3:4, :4], max_new_tokens=12)
     assert torch.equal(batch[3, :alone.shape[1]], alone[0])
+    # Without the cache (each step recomputing the whole prefix): the same (greedy search: test_properties.py).
+    assert torch.equal(batch, model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12, use_cache=False))
     # max_new_tokens bounds the output; min_new_tokens keeps </s> away until then.
     assert model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=3).shape[1] <= 4
     longer = model.generate(input_ids=ids, attention_mask=mask, min_new_tokens=6, max_new_tokens=12)

@@ -6,7 +6,7 @@ import pytest
 from transformers import AutoConfig
 
 import modeling_vaswani  # noqa: F401  (registers "vaswani" with the Auto classes)
-from checks import assert_names
+from checks import DELETE, assert_names, edit_json
 from modeling_vaswani import VaswaniConfig
 
 TINY = dict(vocab_size=50, d_model=16, d_ff=32, num_heads=4, num_layers=2)
@@ -103,9 +103,7 @@ def test_attention_projections_are_bias_free_unless_a_saved_config_predates_the_
     assert VaswaniConfig().attention_bias is False
     assert all(VaswaniConfig.from_preset(name).attention_bias is False for name in PRESETS)
     VaswaniConfig(**TINY).save_pretrained(tmp_path / "older")
-    older = json.loads((tmp_path / "older" / "config.json").read_text())
-    del older["attention_bias"]
-    (tmp_path / "older" / "config.json").write_text(json.dumps(older))
+    edit_json(tmp_path / "older" / "config.json", attention_bias=DELETE)
     assert VaswaniConfig.from_pretrained(tmp_path / "older").attention_bias is True
     assert AutoConfig.from_pretrained(tmp_path / "older").attention_bias is True
     assert VaswaniConfig.from_pretrained(tmp_path / "older", attention_bias=False).attention_bias is False
@@ -127,6 +125,6 @@ def test_save_load_round_trip_and_auto_config(tmp_path, attention_bias):
         got, want = loaded.to_dict(), config.to_dict()
         got.pop("_name_or_path"), want.pop("_name_or_path")  # where it was loaded from
         assert got == want and loaded.tie_word_embeddings is False
-    (tmp_path / "config.json").write_text(json.dumps({**saved, "dropout": 1.5}))
+    edit_json(tmp_path / "config.json", dropout=1.5)
     with pytest.raises(ValueError, match="dropout"):
         AutoConfig.from_pretrained(tmp_path)
