@@ -18,10 +18,6 @@ SOURCE_MASK = (SOURCE != 0).long()
 TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
 
 
-def tensors_equal(a, b):
-    return torch.equal(a, b) if isinstance(a, torch.Tensor) else all(tensors_equal(x, y) for x, y in zip(a, b))
-
-
 def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_path):
     assert type(AutoModelForSeq2SeqLM.from_config(tiny_config)) is VaswaniForConditionalGeneration
     assert type(AutoModel.from_config(tiny_config)) is VaswaniModel
@@ -58,7 +54,7 @@ def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
         as_object = module(**inputs)
         as_tuple = module(**inputs, return_dict=False)
         assert isinstance(as_object, kind) and type(as_tuple) is tuple
-        assert len(as_tuple) == len(as_object.to_tuple()) and tensors_equal(as_tuple, as_object.to_tuple())
+        torch.testing.assert_close(as_tuple, as_object.to_tuple(), rtol=0, atol=0)  # nested: the same lengths too
     encoder = model.get_encoder()
     hidden = encoder(input_ids=SOURCE, attention_mask=SOURCE_MASK, return_dict=False)
     assert type(hidden) is tuple and len(hidden) == 1
