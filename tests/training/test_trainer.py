@@ -9,6 +9,7 @@ from transformers import EvalPrediction, Seq2SeqTrainer, TrainerCallback
 
 import modeling_vaswani.training.trainer as trainer_module
 from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy, target_entropy
+from modeling_vaswani.training.loss_report import LossSums
 from modeling_vaswani.training.optimization import noam_lr
 from modeling_vaswani.training.trainer import bleu_metrics_fn
 from tiny_data import MODEL, VOCAB, epoch, rows
@@ -69,14 +70,11 @@ def test_logs_name_the_losses_others_report(build_trainer, make_model, tokenizer
         assert entry["kl_loss"] == pytest.approx(entry["loss"] - floor)
 
     metrics = trainer.evaluate(eval_dataset=eval_data)
-    batch = trainer.data_collator(list(eval_data))  # all 10 in one batch
-    with torch.no_grad():
-        logits = model.eval()(**batch).logits
-    tokens = (batch["labels"] != -100).sum().item()
-    smoothed = label_smoothed_cross_entropy(logits, batch["labels"], 0.1, reduction="sum").item() / tokens
-    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["labels"], reduction="sum").item() / tokens
-    assert [metrics[f"eval_{name}"] for name in ("loss", "kl_loss", "nll_loss", "ppl")] == pytest.approx(
-        [smoothed, smoothed - floor, nll, np.exp(nll)], rel=1e-5)
+    sums = LossSums(0.1, VOCAB)  # its four numbers against their formulas: test_loss_report.py
+    with torch.no_grad(), sums.watching(model):
+        model.eval()(**trainer.data_collator(list(eval_data)))  # all 10 in one batch: the mean over every token
+    expected = sums.metrics("eval")
+    assert len(expected) == 4 and {name: metrics[name] for name in expected} == pytest.approx(expected, rel=1e-5)
     assert "eval_bleu" in metrics and model.generation_config.to_diff_dict() == set_before
     assert model.generation_config.max_length is None and model.generation_config.top_k is None
     assert (model.generation_config.num_beams, model.generation_config.length_penalty) == (4, 0.6)
