@@ -67,6 +67,14 @@ def tiny_model(make_model):
     return make_model()
 
 
+@pytest.fixture
+def torch_threads():
+    """Put PyTorch's thread count back after a test that sets it."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def multi30k_sample():
     """The first MULTI30K_PAIRS en–de pairs of Multi30k's training split."""

@@ -1,13 +1,11 @@
 """One check of the decoding settings (model/generation.py), whichever door they come through. A new door
 is one more line of DOORS."""
 
-import json
-
 import pytest
 import torch
 from transformers import GenerationConfig
 
-from checks import run_script
+from checks import edit_json, run_script
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.evaluation.ctranslate2_engine import GENERATE_SETTINGS
 from modeling_vaswani.model.generation import MAX_DECODING_POSITIONS, check_decoding
@@ -32,15 +30,13 @@ def _model_config(folder, setting, value):
 
 
 def _file(folder, setting, value):
-    path = folder / "generation_config.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    edit_json(folder / "generation_config.json", **{setting: value})
     VaswaniForConditionalGeneration.from_pretrained(folder)
 
 
 def _config_file(folder, setting, value):
     (folder / "generation_config.json").unlink()  # transformers then takes decoding settings from config.json
-    path = folder / "config.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+    edit_json(folder / "config.json", **{setting: value})
     VaswaniForConditionalGeneration.from_pretrained(folder)
 
 
@@ -61,17 +57,12 @@ def _ctranslate2(folder, setting, value, in_file=False):
 
     converted = convert_ctranslate2(folder, folder.parent / "ct2")
     if in_file:
-        path = converted / "generation_config.json"
-        path.write_text(json.dumps({**json.loads(path.read_text()), setting: value}))
+        edit_json(converted / "generation_config.json", **{setting: value})
     engine = CTranslate2Engine(converted, device="cpu", threads=1)
     engine.generate(SOURCE, **({} if in_file else {setting: value}))
 
 
-def _ctranslate2_argument(folder, setting, value):
-    _ctranslate2(folder, setting, value)
-
-
-_ctranslate2_argument.settings = set(GENERATE_SETTINGS)  # what the engine's generate() takes
+_ctranslate2.settings = set(GENERATE_SETTINGS)  # what the engine's generate() takes
 
 
 DOORS = {
@@ -81,7 +72,7 @@ DOORS = {
     "generation_config.json": _file,
     "config.json without generation_config.json": _config_file,
     "translate.py flag": _script,
-    "ctranslate2 generate() argument": _ctranslate2_argument,
+    "ctranslate2 generate() argument": _ctranslate2,
     "ctranslate2 generation_config.json": lambda folder, setting, value: _ctranslate2(folder, setting, value, True),
 }
 

@@ -8,14 +8,6 @@ from modeling_vaswani.threads import SMALL_MODEL_PARAMETERS, choose_threads, idl
 SMALL, LARGE = SMALL_MODEL_PARAMETERS - 1, SMALL_MODEL_PARAMETERS
 
 
-@pytest.fixture
-def torch_threads():
-    """Put PyTorch's thread count back after a test that sets it."""
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("cores,load", [(2, 0.0), (2, 4.5), (64, 0.0)])
 def test_a_small_model_runs_on_one_thread_however_many_cores(cores, load, training):

@@ -9,8 +9,6 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
 from modeling_vaswani.cli import ArgumentParser, add_engine_arguments, check_engine_arguments
 from modeling_vaswani.evaluation.fast_path import FastPath, FastPathError
 from modeling_vaswani.evaluation.translation import load_translator, translate
-from modeling_vaswani.machine import slow_bf16_warning
-from modeling_vaswani.training.precision import report_precision, training_precision
 
 SENTENCES = ["A dog runs.", "Two young men are playing soccer in a park.", "People walk down the street."]
 GREEDY = dict(num_beams=1, max_new_tokens=6)
@@ -74,27 +72,6 @@ def test_bf16_on_a_cpu_without_amx_or_avx512_bf16_warns_in_one_line(monkeypatch,
     assert len(lines) == warns
     if warns:
         assert "\n" not in lines[0] and "neither AMX nor AVX512-BF16" in lines[0] and "slower than float32" in lines[0]
-
-
-class Args:
-    def __init__(self, **kwargs):
-        self.bf16, self.fp16, self.device = False, False, torch.device("cpu")
-        self.__dict__.update(kwargs)
-
-
-def test_training_precision_is_recorded_with_the_cpus_bf16_support(monkeypatch, caplog):
-    monkeypatch.setattr("modeling_vaswani.training.precision.bf16_support", lambda: "none")
-    log = logging.getLogger("test-precision")
-    with caplog.at_level(logging.INFO, logger="test-precision"):
-        assert report_precision(Args(bf16=True), log) == {"precision": "bf16", "cpu_bf16": "none"}
-    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert "--bf16" in warning and "runs as asked" in warning
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="test-precision"):
-        assert report_precision(Args(), log)["precision"] == "fp32"
-    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert training_precision(Args(fp16=True)) == "fp16"
-    assert slow_bf16_warning(support="amx") is None
 
 
 def parse(argv):

@@ -18,11 +18,6 @@ DOORS = {"translate": translate,
          "translate_stream": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines, **kw))}
 
 
-@pytest.fixture
-def translator(translation_model, tokenizer):
-    return translation_model, tokenizer
-
-
 class EchoModel:
     """Stands in for a model whose "translation" is its input, so every output names its source."""
 
@@ -37,16 +32,15 @@ class EchoModel:
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 64])
-def test_translate_keeps_input_order_and_blank_lines(translator, batch_size):
-    _, tokenizer = translator
+def test_translate_keeps_input_order_and_blank_lines(tokenizer, batch_size):
     echo = EchoModel()
     # Batches are formed from the sentences sorted by length, i.e. out of input order.
     assert translate(echo, tokenizer, SENTENCES, batch_size=batch_size) == [s.strip() for s in SENTENCES]
     assert sum(echo.batches) == 4 and max(echo.batches) == min(batch_size, 4)  # blank lines never reach the model
 
 
-def test_batched_equals_one_by_one_and_generate(translator):
-    model, tokenizer = translator
+def test_batched_equals_one_by_one_and_generate(translation_model, tokenizer):
+    model = translation_model
     together = translate(model, tokenizer, SENTENCES, batch_size=2, **FAST)
     assert together == [translate(model, tokenizer, [s], **FAST)[0] for s in SENTENCES]
     assert together[2] == together[4] == together[6] == ""
@@ -64,28 +58,19 @@ def test_batched_equals_one_by_one_and_generate(translator):
     ("A single string", {}, ["single string"]),
     (["A dog."], {"batch_size": 0}, ["batch_size"]),
 ])
-def test_bad_input_is_a_clear_error(translator, sentences, kwargs, names):
-    model, tokenizer = translator
+def test_bad_input_is_a_clear_error(translation_model, tokenizer, sentences, kwargs, names):
     with pytest.raises(ValueError) as error:
-        translate(model, tokenizer, sentences, **kwargs, **FAST)
+        translate(translation_model, tokenizer, sentences, **kwargs, **FAST)
     assert_names(error, *names)
-
-
-def test_very_long_line_is_truncated_to_max_source_length(make_model, tokenizer):
-    # Learned positions fail past 64 tokens, so success proves the 5,000-word line was cut.
-    model = make_model(vocab_size=len(tokenizer), positional_encoding="learned", max_position_embeddings=64)
-    line = " ".join(["dog"] * 5000)
-    assert len(tokenizer(line)["input_ids"]) > 5000
-    [output] = translate(model, tokenizer, [line], max_source_length=32, num_beams=1, max_new_tokens=3)
-    assert isinstance(output, str)
 
 
 @pytest.mark.parametrize("door", list(DOORS))
 @pytest.mark.parametrize("lines, cut", [(["dog " * 200, "A dog."], 1), (["dog " * 200] * 3, 3), (["A dog."] * 3, 0),
                                         (["dog " * 17, "A dog."], 1), (["dog " * 25_000, "A dog."], 1)],
                          ids=["one-of-two", "all", "none", "just-over", "100KB"])
-def test_cut_sentences_are_counted_and_said_once(translator, caplog, door, lines, cut):
-    model, tokenizer = translator
+def test_long_sentences_are_cut_counted_and_said_once(make_model, tokenizer, caplog, door, lines, cut):
+    # Learned positions fail past 64 tokens, so a translated 100KB line proves it was cut.
+    model = make_model(vocab_size=len(tokenizer), positional_encoding="learned", max_position_embeddings=64)
     with caplog.at_level("WARNING", logger=TRANSLATION_LOGGER):  # batch_size=1: a stream of several batches
         DOORS[door](model, tokenizer, lines, max_source_length=16, num_beams=1, max_new_tokens=2, batch_size=1)
     warnings = [r.getMessage() for r in caplog.records if r.name == TRANSLATION_LOGGER and "were cut" in r.getMessage()]
@@ -101,14 +86,13 @@ INVISIBLE_LINES = ["\u200b", "\ufeff", "\u00ad", "\u200b\u2060 \u200b", "\u00a0\
 
 @pytest.mark.parametrize("door", list(DOORS))
 @pytest.mark.parametrize("line", INVISIBLE_LINES)
-def test_a_line_of_invisible_characters_is_an_empty_line(translator, door, line):
+def test_a_line_of_invisible_characters_is_an_empty_line(tokenizer, door, line):
     echo = EchoModel()
-    assert DOORS[door](echo, translator[1], [line, "A dog."]) == ["", "A dog."]
+    assert DOORS[door](echo, tokenizer, [line, "A dog."]) == ["", "A dog."]
     assert echo.batches == [1]  # never decoded
 
 
-def test_translate_stream_is_lazy_and_splits_nothing_but_the_terminator(translator):
-    _, tokenizer = translator
+def test_translate_stream_is_lazy_and_splits_nothing_but_the_terminator(tokenizer):
     echo = EchoModel()
     endless = itertools.cycle(["A dog runs.\n", "Two men.\n", "\n"])
     first = list(itertools.islice(translate_stream(echo, tokenizer, endless, batch_size=3), 5))

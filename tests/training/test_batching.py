@@ -146,7 +146,7 @@ def test_dataloader_workers_share_the_batches_of_a_stream(sharded):
         assert sorted(batches) == sorted(_ids(stream))
 
 
-def test_set_epoch_reaches_a_shuffled_datasets_stream():  # the summary: test_stream_training.py
+def test_set_epoch_reaches_a_shuffled_datasets_stream():  # the summary: test_trainer.py
     data = Dataset.from_list(_examples(60)).to_iterable_dataset(num_shards=3).shuffle(seed=0, buffer_size=10)
     stream = TokenBudgetStream(data, BUDGET, buffer_size=1000, seed=0)
     assert is_stream(data) and is_stream(stream) and not is_stream(Dataset.from_list(_examples(3)))

@@ -1,7 +1,6 @@
 """Checkpoint averaging of §6.1."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +9,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from checks import assert_names
+from checks import CHILD_ENV, SCRIPTS, assert_names
 from modeling_vaswani.training import checkpoint_averaging
 from modeling_vaswani.training.checkpoint_averaging import (CheckpointMismatchError, average_checkpoints,
                                                             average_state_dicts, complete_checkpoints, find_checkpoints)
 
-REPO = Path(__file__).resolve().parents[2]
 CONFIG = {"model_type": "vaswani", "d_model": 4, "vocab_size": 10, "num_layers": 1}
 STATE_FILES = {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "training_args.bin"}
 
@@ -129,9 +127,8 @@ def test_average_checkpoints_missing_sharded_pickled_or_broken_weights(tmp_path,
 
 
 def _run_cli(*args):
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "average_checkpoints.py"), *map(str, args)],
-                          capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO)))
+    return subprocess.run([sys.executable, str(SCRIPTS / "average_checkpoints.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=120, env=CHILD_ENV)
 
 
 @pytest.mark.slow

@@ -1,6 +1,5 @@
 """training.data: the embedded Multi30k corpus, aligned text files, Hub datasets, streams."""
 
-import gzip
 import io
 
 import datasets
@@ -9,6 +8,7 @@ import pytest
 from checks import assert_names
 from modeling_vaswani.training.data import (DEFAULT_DATA_DIR, DataError, in_memory, iter_lines, load_multi30k,
                                             load_parallel_files, load_translation_dataset, read_lines, select_first)
+from tiny_data import write_lines as _write
 
 
 @pytest.fixture(scope="module")
@@ -35,20 +35,19 @@ def test_invalid_language(src, tgt, word):
     assert_names(err, word)
 
 
-def _write(path, lines=None, raw=None):
-    data = raw if raw is not None else "".join(line + "\n" for line in lines).encode("utf-8")
-    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
-    return path
-
-
-def test_plain_and_gz_files_and_splits(tmp_path):
+@pytest.mark.parametrize("streaming", [False, True])
+def test_plain_and_gz_files_make_the_splits_and_only_training_streams(tmp_path, streaming):
     src = _write(tmp_path / "a.en", ["Hello world.", "  spaced  "])
     tgt = _write(tmp_path / "a.de.gz", ["Hallo Welt.", "Grüße"])
     assert load_parallel_files(src, tgt, "en", "de")[1]["translation"] == {"en": "  spaced  ", "de": "Grüße"}
-    assert read_lines(tgt) == ["Hallo Welt.", "Grüße"]
-    ds = load_translation_dataset("en", "de", train_files=(src, tgt), validation_files=(tgt, src))
-    assert set(ds) == {"train", "validation"}
-    assert ds["validation"][0]["translation"] == {"en": "Hallo Welt.", "de": "Hello world."}
+    ds = load_translation_dataset("en", "de", train_files=(src, tgt), validation_files=(tgt, src), streaming=streaming)
+    assert set(ds) == {"train", "validation"} and [row["translation"]["de"] for row in ds["train"]] == read_lines(tgt)
+    assert isinstance(ds["train"], datasets.IterableDataset if streaming else datasets.Dataset)
+    assert ds["validation"][0]["translation"] == {"en": "Hallo Welt.", "de": "Hello world."}  # in memory either way
+    multi30k = load_translation_dataset(streaming=streaming)
+    assert isinstance(multi30k["train"], datasets.IterableDataset if streaming else datasets.Dataset)
+    assert next(iter(multi30k["train"]))["translation"]["en"].startswith("Two young, White males")
+    assert len(multi30k["test"]) == 1000
 
 
 # Characters that str.splitlines (and text mode, for "\r") take for a line break: lines end at "\n" only,
@@ -56,10 +55,10 @@ def test_plain_and_gz_files_and_splits(tmp_path):
 @pytest.mark.parametrize("char", ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"], ids=ascii)
 @pytest.mark.parametrize("name", ["data.en", "data.en.gz"])
 def test_lines_split_on_newline_only(tmp_path, char, name):
-    data = f"one{char}still one\r\ntwo\n{char}three\n".encode("utf-8")
+    data = f"one{char}still one\r\ntwo\n{char}three\n"
     expected = [f"one{char}still one", "two", f"{char}three"]
-    assert read_lines(_write(tmp_path / name, raw=data)) == expected
-    assert list(iter_lines(io.BytesIO(data), "x")) == expected
+    assert read_lines(_write(tmp_path / name, data.split("\n")[:-1])) == expected
+    assert list(iter_lines(io.BytesIO(data.encode("utf-8")), "x")) == expected
 
 
 BAD_PAIRS = {  # source bytes, target bytes (None: no file), the words the message must hold
@@ -116,14 +115,3 @@ def test_hub_dataset_splits_renamed(monkeypatch, streaming):
     assert calls == [("wmt14", "de-en")] and set(data) == {"train", "validation"}
     assert isinstance(data["train"], datasets.IterableDataset if streaming else datasets.Dataset)
     assert data["validation"].column_names == ["translation"] and len(data["validation"]) == 3
-
-
-def test_streaming_reads_only_the_training_split_as_a_stream(tmp_path):
-    src = _write(tmp_path / "s.en", ["one", "two", "three"])
-    tgt = _write(tmp_path / "s.de.gz", ["eins", "zwei", "drei"])
-    data = load_translation_dataset("en", "de", train_files=(src, tgt), validation_files=(src, tgt), streaming=True)
-    assert isinstance(data["train"], datasets.IterableDataset) and len(data["validation"]) == 3
-    assert [row["translation"]["de"] for row in data["train"]] == ["eins", "zwei", "drei"]
-    multi30k = load_translation_dataset(streaming=True)
-    assert isinstance(multi30k["train"], datasets.IterableDataset) and len(multi30k["test"]) == 1000
-    assert next(iter(multi30k["train"]))["translation"]["en"].startswith("Two young, White males")

@@ -13,14 +13,6 @@ from modeling_vaswani.training.optimization import noam_lr
 STEPS, MAX_TOKENS, WARMUP = 20, 96, 8
 
 
-@pytest.fixture()
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread adds up in one order: both runs do the same arithmetic
-    yield
-    torch.set_num_threads(before)
-
-
 def _dataset(vocab_size, n=40, seed=0):
     """Pairs of 2 to 12 tokens, ids 4.. (0–3 are special), each ending in </s> (2)."""
     rng = np.random.default_rng(seed)
@@ -33,7 +25,8 @@ def _dataset(vocab_size, n=40, seed=0):
     return Dataset.from_dict(rows)
 
 
-def test_the_loop_ends_on_the_trainers_weights(make_model, tokenizer, build_trainer, one_thread):
+def test_the_loop_ends_on_the_trainers_weights(make_model, tokenizer, build_trainer, torch_threads):
+    torch.set_num_threads(1)  # one thread adds up in one order: both runs do the same arithmetic
     by_hand, by_trainer = make_model(), make_model()  # the tiny config, dropout 0, the same weights
     data = _dataset(by_hand.config.vocab_size)  # 40 pairs: several epochs in 20 steps
     collate = DataCollatorForSeq2Seq(tokenizer, model=by_hand)
@@ -57,7 +50,7 @@ def test_the_loop_ends_on_the_trainers_weights(make_model, tokenizer, build_trai
         assert ours["kl_loss"] == pytest.approx(ours["loss"] - target_entropy(0.1, by_hand.config.vocab_size))
 
 
-def test_average_last_ends_on_the_mean_of_the_last_checkpoints(make_model, tokenizer, one_thread, monkeypatch):
+def test_average_last_ends_on_the_mean_of_the_last_checkpoints(make_model, tokenizer, monkeypatch):
     model = make_model()
     data = _dataset(model.config.vocab_size)
     collate = DataCollatorForSeq2Seq(tokenizer, model=model)

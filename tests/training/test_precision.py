@@ -1,4 +1,5 @@
-"""precision: --bf16 on the CPU is kept only where a probe of the training step measures it faster."""
+"""precision: the precision a run records beside the CPU's bf16 support; --bf16 on the CPU is kept only where a
+probe of the training step measures it faster."""
 
 import logging
 from types import SimpleNamespace
@@ -6,11 +7,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from modeling_vaswani import machine
 from modeling_vaswani.training import precision
 
 
-def _args(bf16=True, world_size=1):
-    return SimpleNamespace(bf16=bf16, fp16=False, device=torch.device("cpu"), world_size=world_size)
+def _args(bf16=True, world_size=1, fp16=False):
+    return SimpleNamespace(bf16=bf16, fp16=fp16, device=torch.device("cpu"), world_size=world_size)
 
 
 @pytest.mark.parametrize("args, fp32, bf16, kept", [(_args(), 0.2, 0.1, True), (_args(), 0.1, 0.2, False),
@@ -26,6 +28,20 @@ def test_bf16_is_kept_only_where_the_probe_measures_it_faster(monkeypatch, caplo
     assert args.bf16 is kept
     assert numbers == ({"precision_probe_ms": {"fp32": 1000 * fp32, "bf16": 1000 * bf16}} if probed else {})
     assert not probed or ("bf16" in caplog.text and ("float32" in caplog.text) is not kept)
+
+
+def test_training_precision_is_recorded_with_the_cpus_bf16_support(monkeypatch, caplog):
+    monkeypatch.setattr(precision, "bf16_support", lambda: "none")
+    with caplog.at_level(logging.INFO):
+        assert precision.report_precision(_args()) == {"precision": "bf16", "cpu_bf16": "none"}
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "--bf16" in warning and "runs as asked" in warning
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert precision.report_precision(_args(bf16=False))["precision"] == "fp32"
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert precision.training_precision(_args(bf16=False, fp16=True)) == "fp16"
+    assert machine.slow_bf16_warning(support="amx") is None
 
 
 def test_the_probe_leaves_the_models_weights_gradients_and_random_numbers_alone(make_model):

@@ -46,22 +46,18 @@ def test_an_older_record_reads_as_one_segment_and_a_missing_one_is_named(tmp_pat
     assert summarize(info)["minutes"] is None
 
 
-def _earlier_run(folder):
-    for step in (10, 20):
-        (folder / f"checkpoint-{step}").mkdir(parents=True)
-        (folder / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
-    (folder / "checkpoint-30").mkdir()  # killed while saving: no trainer_state.json
-    (folder / "averaged").mkdir()
-    for name in ("model.safetensors", RUN_INFO_NAME, "eval_results.json", "notes.txt"):
-        (folder / name).write_text("x")
-
-
 def test_an_earlier_run_is_found_and_cleared_but_other_files_stay(tmp_path):
     assert earlier_run(tmp_path / "missing") == ([], None)
     assert earlier_run(tmp_path) == ([], None)
     (tmp_path / "notes.txt").write_text("mine")
     assert earlier_run(tmp_path) == ([], None)  # a folder with other files is no earlier run
-    _earlier_run(tmp_path)
+    for step in (10, 20):
+        (tmp_path / f"checkpoint-{step}").mkdir(parents=True)
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-30").mkdir()  # killed while saving: no trainer_state.json
+    (tmp_path / "averaged").mkdir()
+    for name in ("model.safetensors", RUN_INFO_NAME, "eval_results.json", "notes.txt"):
+        (tmp_path / name).write_text("x")
     found, latest = earlier_run(tmp_path)
     assert found[:2] == ["3 checkpoints", "averaged/"] and len(found) == 4 and latest == tmp_path / "checkpoint-20"
     clear_earlier_run(tmp_path)

@@ -1,4 +1,5 @@
-"""VaswaniTrainer on a streamed (iterable) training set with a §5.1 token budget."""
+"""VaswaniTrainer on a streamed (iterable) training set with a §5.1 token budget (its batches beside a dataset's:
+test_trainer.py)."""
 
 import json
 import os
@@ -11,7 +12,7 @@ import torch
 from datasets import Dataset
 
 from modeling_vaswani.training.batching import TokenBudgetStream
-from tiny_data import epoch, rows
+from tiny_data import rows
 
 N_EXAMPLES = 90
 
@@ -25,23 +26,6 @@ def _stream(shards=3):
 @pytest.fixture
 def stream_trainer(build_trainer):
     return lambda max_tokens=120, **kwargs: build_trainer(dataset=_stream(), max_tokens=max_tokens, **kwargs)
-
-
-def test_stream_batches_share_the_step_budget_cover_the_stream_and_change_each_epoch(stream_trainer):
-    trainer = stream_trainer(max_steps=3, gradient_accumulation_steps=2)  # 120 tokens a step: 60 a batch
-    loader = trainer.get_train_dataloader()
-    assert isinstance(loader.dataset, TokenBudgetStream) and loader.dataset.buffer_size == 40
-    assert loader.dataset.max_tokens == 60  # each batch within it: test_batching.py
-    epoch0 = epoch(loader)
-    assert sorted(i - 4 for *_, firsts in epoch0 for i in firsts) == list(range(N_EXAMPLES))
-    loader.set_epoch(1)  # what the Trainer calls each epoch
-    epoch1 = epoch(loader)
-    assert [f for *_, f in epoch1] != [f for *_, f in epoch0]
-    assert sorted(i - 4 for *_, firsts in epoch1 for i in firsts) == list(range(N_EXAMPLES))
-    summary = trainer.batching_summary()
-    assert (summary["max_tokens_per_step"], summary["max_tokens_per_batch"], summary["shuffle_buffer"]) == (120, 60, 40)
-    assert summary["examples_in_first_buffer"] == 40 and summary["batches_in_first_buffer"] > 1
-    assert summary["tokens_per_step"]["source"] <= 120 and 0 < summary["padding_efficiency"] <= 1
 
 
 def test_training_on_a_stream_reads_it_again_and_a_resumed_run_ends_with_the_same_weights(stream_trainer, tmp_path):

@@ -6,14 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from checks import SCRIPTS
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 
-ROOT = Path(__file__).resolve().parents[2]
-HUB_CARD = ROOT / "hub_card"
+HUB_CARD = SCRIPTS.parent / "hub_card"
 SENTENCES = ["Two dogs are playing in the snow.", "Ein Mann fährt Fahrrad."]
 LOADER_STATE = {"is_local", "local_files_only", "max_length", "stride", "truncation_side", "truncation_strategy",
                 "name_or_path", "auto_map"}

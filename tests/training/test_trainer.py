@@ -8,7 +8,9 @@ from datasets import Dataset
 from transformers import EvalPrediction, Seq2SeqTrainer, TrainerCallback
 
 import modeling_vaswani.training.trainer as trainer_module
+from modeling_vaswani.training.batching import TokenBudgetStream
 from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy, target_entropy
+from modeling_vaswani.training.loss_report import LossSums
 from modeling_vaswani.training.optimization import noam_lr
 from modeling_vaswani.training.trainer import bleu_metrics_fn
 from tiny_data import MODEL, VOCAB, epoch, rows
@@ -69,14 +71,11 @@ def test_logs_name_the_losses_others_report(build_trainer, make_model, tokenizer
         assert entry["kl_loss"] == pytest.approx(entry["loss"] - floor)
 
     metrics = trainer.evaluate(eval_dataset=eval_data)
-    batch = trainer.data_collator(list(eval_data))  # all 10 in one batch
-    with torch.no_grad():
-        logits = model.eval()(**batch).logits
-    tokens = (batch["labels"] != -100).sum().item()
-    smoothed = label_smoothed_cross_entropy(logits, batch["labels"], 0.1, reduction="sum").item() / tokens
-    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["labels"], reduction="sum").item() / tokens
-    assert [metrics[f"eval_{name}"] for name in ("loss", "kl_loss", "nll_loss", "ppl")] == pytest.approx(
-        [smoothed, smoothed - floor, nll, np.exp(nll)], rel=1e-5)
+    sums = LossSums(0.1, VOCAB)  # its four numbers against their formulas: test_loss_report.py
+    with torch.no_grad(), sums.watching(model):
+        model.eval()(**trainer.data_collator(list(eval_data)))  # all 10 in one batch: the mean over every token
+    expected = sums.metrics("eval")
+    assert len(expected) == 4 and {name: metrics[name] for name in expected} == pytest.approx(expected, rel=1e-5)
     assert "eval_bleu" in metrics and model.generation_config.to_diff_dict() == set_before
     assert model.generation_config.max_length is None and model.generation_config.top_k is None
     assert (model.generation_config.num_beams, model.generation_config.length_penalty) == (4, 0.6)
@@ -84,36 +83,44 @@ def test_logs_name_the_losses_others_report(build_trainer, make_model, tokenizer
     assert logged["eval_ppl"] == metrics["eval_ppl"]
 
 
-def test_token_budget_dataloader_and_its_data_seed(build_trainer):
-    loader = build_trainer(max_tokens=120).get_train_dataloader()
+@pytest.mark.parametrize("streamed", [False, True], ids=["dataset", "stream"])
+def test_token_budget_batches_share_the_steps_budget_cover_the_data_and_change_each_epoch(build_trainer, streamed):
+    """120 tokens a step in 2 accumulated batches (as 2 processes): 60 a batch. A stream keeps a column the model
+    ignores, and is arranged a shuffle buffer at a time."""
+    data = (Dataset.from_list([{**row, "source_text": "pair"} for row in rows()]).to_iterable_dataset(num_shards=3)
+            if streamed else Dataset.from_list(rows()))
+    trainer = build_trainer(dataset=data, max_tokens=120, gradient_accumulation_steps=2, max_steps=3)
+    assert (trainer.batches_per_step, trainer.max_tokens_per_batch) == (2, 60)
+    loader = trainer.get_train_dataloader()
     epochs = [epoch(loader)]
     loader.set_epoch(1)  # each epoch a new arrangement (the Trainer calls set_epoch), still covering everything
     epochs.append(epoch(loader))
-    sizes = [n for n, *_ in epochs[0]]
-    assert len(set(sizes)) > 2 and max(sizes) > 8 and len(loader) == len(epochs[0])  # not the fixed 8
     for batches in epochs:
         assert sorted(i - 4 for *_, firsts in batches for i in firsts) == list(range(120))  # each once
-        assert all(n * src <= 120 and n * tgt <= 120 for n, src, tgt, _ in batches)  # padded tokens a side
+        assert all(n * src <= 60 and n * tgt <= 60 for n, src, tgt, _ in batches)  # padded tokens a side
     assert [firsts for *_, firsts in epochs[1]] != [firsts for *_, firsts in epochs[0]]
-    assert {b["input_ids"].shape[0] for b in build_trainer().get_train_dataloader()} == {8}  # no max_tokens
+    summary = trainer.batching_summary()
+    assert (summary["max_tokens_per_step"], summary["max_tokens_per_batch"]) == (120, 60)
+    assert 60 < summary["tokens_per_step"]["target"] <= 120  # padded tokens per step: most of the budget used
+    if streamed:
+        assert isinstance(loader.dataset, TokenBudgetStream) and summary["shuffle_buffer"] == 40
+        assert summary["examples_in_first_buffer"] == 40 and summary["batches_in_first_buffer"] > 1
+        assert 0 < summary["padding_efficiency"] <= 1
+    else:
+        sizes = [n for n, *_ in epochs[0]]
+        assert len(set(sizes)) > 2 and max(sizes) > 8 and len(loader) == len(epochs[0])  # not the fixed 8
+        one = build_trainer(max_tokens=120).batching_summary()  # the whole budget in one batch a step
+        assert 60 < one["tokens_per_step"]["target"] <= 120
+        assert abs(summary["steps_per_epoch"] - one["steps_per_epoch"]) <= 0.3 * one["steps_per_epoch"]
+
+
+def test_without_a_budget_batches_are_of_8_sentences_and_the_data_seed_orders_budgeted_ones(build_trainer):
+    assert {b["input_ids"].shape[0] for b in build_trainer().get_train_dataloader()} == {8}
 
     def order(seed):
         return [firsts for *_, firsts in epoch(build_trainer(max_tokens=120, data_seed=seed).get_train_dataloader())]
 
     assert order(3) == order(3) != order(4)
-
-
-def test_the_token_budget_is_shared_by_the_batches_of_one_step(build_trainer):
-    """2 accumulated batches a step (as 2 processes) get half the budget each."""
-    one = build_trainer(max_tokens=120).batching_summary()
-    two = build_trainer(max_tokens=120, gradient_accumulation_steps=2)
-    assert (two.batches_per_step, two.max_tokens_per_batch) == (2, 60)
-    assert all(n * src <= 60 and n * tgt <= 60 for n, src, tgt, _ in epoch(two.get_train_dataloader()))
-    summary = two.batching_summary()
-    assert summary["max_tokens_per_step"] == 120 and summary["max_tokens_per_batch"] == 60
-    for batching in (one, summary):  # padded tokens per step, on average: within the budget, most of it used
-        assert 60 < batching["tokens_per_step"]["target"] <= 120
-    assert abs(summary["steps_per_epoch"] - one["steps_per_epoch"]) <= 0.3 * one["steps_per_epoch"]
 
 
 def test_bleu_metrics_fn_decodes_padding_marks(tokenizer):

@@ -1,7 +1,13 @@
-"""Tokenized pairs for the Trainer tests: example i starts with token 4 + i, so a batch tells which it holds."""
+"""Data for the training tests: tokenized pairs for the Trainer (example i starts with token 4 + i, so a batch tells
+which it holds), and text files written line by line."""
+
+import bz2
+import gzip
+import lzma
 
 import numpy as np
 
+COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
 VOCAB = 300
 MODEL = dict(vocab_size=VOCAB, num_heads=2, num_layers=1)  # the tiny config with one layer and two heads
 
@@ -20,3 +26,12 @@ def rows(n=120, seed=0, longest=30):
 def epoch(loader):
     """(sentences, source length, target length, first tokens) of each batch in one pass."""
     return [(*b["input_ids"].shape, b["labels"].shape[1], b["input_ids"][:, 0].tolist()) for b in loader]
+
+
+def write_lines(path, lines):
+    """`lines`, each ended by a newline, at `path`, compressed as its suffix says (lone surrogates stand for bytes
+    that are not UTF-8)."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+    compress = COMPRESSORS.get(path.suffix)
+    path.write_bytes(compress(data) if compress else data)
+    return path
