@@ -20,7 +20,9 @@ PROBE_ROUNDS = 3  # timed steps per precision after an untimed one; the best cou
 
 
 def training_precision(training_args) -> str:
-    return "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32"
+    """What the Trainer's accelerator will compute in: `mixed_precision`, which TrainingArguments derives from
+    --bf16/--fp16 once, when they are made (so a later change of `bf16` alone would not reach the run)."""
+    return {"no": "fp32"}.get(training_args.mixed_precision, training_args.mixed_precision)
 
 
 def report_precision(training_args, log: logging.Logger = logger) -> dict:
@@ -72,7 +74,7 @@ def probe_precision(training_args, model, make_batch, log: logging.Logger = logg
     batch = make_batch()
     seconds = probe_step_seconds(model, batch)
     faster = seconds["bf16"] < seconds["fp32"]
-    training_args.bf16 = faster
+    training_args.bf16, training_args.mixed_precision = faster, "bf16" if faster else "no"
     log.info("precision probe (forward + backward on a first batch of %d target tokens, best of %d alternating): "
              "fp32 %.0f ms, bf16 %.0f ms a step; %s", int((batch["labels"] != -100).sum()), PROBE_ROUNDS,
              1000 * seconds["fp32"], 1000 * seconds["bf16"],

@@ -12,7 +12,9 @@ from modeling_vaswani.training import precision
 
 
 def _args(bf16=True, world_size=1, fp16=False):
-    return SimpleNamespace(bf16=bf16, fp16=fp16, device=torch.device("cpu"), world_size=world_size)
+    mixed_precision = "bf16" if bf16 else "fp16" if fp16 else "no"
+    return SimpleNamespace(bf16=bf16, fp16=fp16, mixed_precision=mixed_precision, device=torch.device("cpu"),
+                           world_size=world_size)
 
 
 @pytest.mark.parametrize("args, fp32, bf16, kept", [(_args(), 0.2, 0.1, True), (_args(), 0.1, 0.2, False),
@@ -25,9 +27,26 @@ def test_bf16_is_kept_only_where_the_probe_measures_it_faster(monkeypatch, caplo
     with caplog.at_level(logging.INFO):
         numbers = precision.probe_precision(args, None, lambda: {"labels": torch.ones(2, 3)} if probed
                                             else pytest.fail("batch built"), precision.logger)
-    assert args.bf16 is kept
+    assert args.bf16 is kept and precision.training_precision(args) == ("bf16" if kept else "fp32")
     assert numbers == ({"precision_probe_ms": {"fp32": 1000 * fp32, "bf16": 1000 * bf16}} if probed else {})
     assert not probed or ("bf16" in caplog.text and ("float32" in caplog.text) is not kept)
+
+
+@pytest.mark.parametrize("faster", ["fp32", "bf16"])
+def test_the_trainer_computes_in_the_precision_the_probe_chose(monkeypatch, tmp_path, make_model, faster):
+    """The Trainer's accelerator reads `mixed_precision`, fixed when the arguments were made, not `bf16`."""
+    from transformers import Seq2SeqTrainingArguments
+
+    from modeling_vaswani.training.trainer import VaswaniTrainer
+
+    monkeypatch.setattr(precision, "probe_step_seconds", lambda model, batch: {"fp32": 0.1, "bf16": 0.05 if faster == "bf16" else 0.2})
+    args = Seq2SeqTrainingArguments(output_dir=str(tmp_path), bf16=True, use_cpu=True, report_to="none")
+    precision.probe_precision(args, None, lambda: {"labels": torch.ones(2, 3)})
+    trainer = VaswaniTrainer(model=make_model(), args=args)
+    assert (trainer.accelerator.mixed_precision, precision.training_precision(args)) == (
+        {"fp32": ("no", "fp32"), "bf16": ("bf16", "bf16")}[faster])
+    with trainer.accelerator.autocast():
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == {"fp32": torch.float32, "bf16": torch.bfloat16}[faster]
 
 
 def test_training_precision_is_recorded_with_the_cpus_bf16_support(monkeypatch, caplog):
