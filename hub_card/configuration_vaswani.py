@@ -60,6 +60,8 @@ def _one_line_errors(cls):
 
     def __setattr__(self, name, value):
         name = cls.attribute_map.get(name, name)  # hidden_size = ... is checked as d_model
+        if name == "tie_word_embeddings" and not isinstance(value, bool):  # Hugging Face's flag: strict skips it
+            raise ValueError(f"VaswaniConfig.tie_word_embeddings must be True or False, got {value!r}.")
         try:
             strict_setattr(self, name, value)
         except StrictDataclassFieldValidationError as error:
@@ -170,11 +172,6 @@ class VaswaniConfig(PreTrainedConfig):
             raise ValueError(f"VaswaniConfig describes a model of about {estimate:,} parameters (vocab_size="
                              f"{self.vocab_size}, d_model={self.d_model}, d_ff={self.d_ff}, num_heads={self.num_heads}, "
                              f"{self.num_layers}+{self.num_decoder_layers} layers), more than {MAX_PARAMETERS:,}. {override}")
-
-    def validate_tie_word_embeddings(self):
-        """Hugging Face's flag is no field, so strict does not check its type."""
-        if not isinstance(self.tie_word_embeddings, bool):
-            raise ValueError(f"VaswaniConfig.tie_word_embeddings must be True or False, got {self.tie_word_embeddings!r}.")
 
     def validate_token_ids(self):
         """A special token outside the vocabulary would index past the embeddings (transformers only warns)."""
