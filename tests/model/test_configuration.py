@@ -53,7 +53,7 @@ SIZES = ["vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decode
 RATES = ["dropout", "attention_dropout", "label_smoothing"]
 TOKEN_IDS = ["pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"]
 INVALID = ([(field, value) for field in SIZES for value in (0, -3)]  # sizes below one
-           # not an integer (read from a file, every field: tests/repository/test_model_folders.py)
+           # not an integer (read from a file, every field: tests/untrusted_folders/test_damaged_folders.py)
            + [("vocab_size", value) for value in (2.0, "2", True)]
            + [(field, value) for field in RATES for value in (-0.1, 1.0, 1.5)]  # rates outside [0, 1)
            + [(field, value) for field in TOKEN_IDS for value in (50, -1)]  # ids outside the vocabulary

@@ -1,5 +1,6 @@
 """A saved folder works with `trust_remote_code=True` where this package is absent: Auto classes, pipeline,
-§6.1's search through the folder's custom_generate (that it holds exactly the model's code: test_safety.py)."""
+§6.1's search through the folder's custom_generate (that it holds exactly the model's code:
+tests/untrusted_folders/test_code_and_pickles.py)."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 """The scripts' command lines misused: exit status 2 and one `error: ...` line naming what is at fault.
-(Damaged model folders given to a script: test_model_folders.py.)"""
+(Damaged model folders given to a script: tests/untrusted_folders/test_damaged_folders.py.)"""
 
 import importlib.util
 import io

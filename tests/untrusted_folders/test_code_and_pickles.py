@@ -1,13 +1,16 @@
-"""Our code never unpickles, runs only its own model code and never touches the network; a hostile model
-folder (pickled weights, a file where a folder belongs, foreign or changed code) is refused unread."""
+"""A hostile model folder, refused unread: pickled weights or shards, shards outside the folder, a file where
+the folder belongs, code it points at or ships. Our code never unpickles, runs only its own model code and
+never touches the network."""
 
 import ast
 import json
+import os
 import socket
 import tempfile
 from pathlib import Path
 
 import pytest
+from safetensors.torch import load_file, save_file
 from transformers import AutoModelForSeq2SeqLM, pipeline
 
 from checks import SCRIPTS, assert_error_line, assert_names, copy_folder, edit_json, hostile_pickle, run_script
@@ -18,10 +21,7 @@ from modeling_vaswani.tokenizer_loading import load_tokenizer
 from modeling_vaswani.training.checkpoint_averaging import average_checkpoints
 
 REPO = SCRIPTS.parent
-W = "model.safetensors"
-DOORS = {"from_pretrained": VaswaniForConditionalGeneration.from_pretrained,
-         "load_translator": lambda path: load_translator(str(path), device="cpu"), "load_tokenizer": load_tokenizer,
-         "AutoModel": AutoModelForSeq2SeqLM.from_pretrained}  # AutoConfig reads a file first (as JSON)
+W, INDEX = "model.safetensors", "model.safetensors.index.json"
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_our_code_never_unpickles_or_executes():
 
 def test_a_good_folder_loads_and_translates_through_every_door_without_unpickling_or_network(
         saved_model_dir, folder, tmp_path, no_unpickling, no_network):
-    """Control for the tests of both files; trust_remote_code and the pipeline connect nowhere either.
+    """Control for the tests of this folder; trust_remote_code and the pipeline connect nowhere either.
     (BLEU offline: tests/evaluation/test_scoring.py.)"""
     models = [VaswaniForConditionalGeneration.from_pretrained(saved_model_dir),
               AutoModelForSeq2SeqLM.from_pretrained(saved_model_dir, trust_remote_code=True)]
@@ -110,23 +110,34 @@ def test_a_good_folder_loads_and_translates_through_every_door_without_unpicklin
     assert W in names and all(name.endswith((".json", ".py", ".safetensors")) for name in names), names
 
 
-def test_a_folder_with_only_pickled_weights_is_refused_unopened(folder, tmp_path, no_unpickling):
+def test_a_folder_with_only_pickled_weights_is_refused_unopened(folder, refused, tmp_path, no_unpickling):
     (folder / W).unlink()
     (folder / "pytorch_model.bin").write_bytes(hostile_pickle(tmp_path / "payload-ran"))
     for door in ("from_pretrained", "load_translator"):
-        with pytest.raises(ValueError) as error:
-            DOORS[door](folder)
-        assert_names(error, "only pickled weights", folder)
+        refused(ValueError, door, folder, "only pickled weights")
     with pytest.raises(ValueError) as error:
         VaswaniForConditionalGeneration.from_pretrained(folder, use_safetensors=False)
     assert_names(error, "use_safetensors=False")
     assert no_unpickling == [] and not (tmp_path / "payload-ran").exists()
 
 
-@pytest.mark.parametrize("door", [*DOORS, "translate.py"])  # evaluate_model.py checks --model the same way
+def test_resuming_from_a_pickled_payload_refuses_it_without_suggesting_weights_only_false(tmp_path, make_model,
+                                                                                          make_trainer):
+    marker, checkpoint = tmp_path / "payload-ran", tmp_path / "checkpoint-1"
+    checkpoint.mkdir()
+    (checkpoint / "rng_state.pth").write_bytes(hostile_pickle(marker))
+    with pytest.raises(ValueError) as error:
+        make_trainer(make_model(), tmp_path)._load_rng_state(str(checkpoint))
+    assert_names(error, checkpoint, "pickled objects")
+    assert "weights_only" not in str(error.value)
+    assert error.value.__suppress_context__ and not marker.exists()
+
+
+# evaluate_model.py checks --model as translate.py does; AutoModel: AutoConfig reads the file first (as JSON)
+@pytest.mark.parametrize("door", ["from_pretrained", "load_translator", "load_tokenizer", "AutoModel", "translate.py"])
 @pytest.mark.parametrize("file", [W, "pickle"])  # any file: refused before it is read
-def test_a_file_given_as_model_is_refused_unread(saved_model_dir, tmp_path, monkeypatch, capsys, no_unpickling,
-                                                 file, door):
+def test_a_file_given_as_model_is_refused_unread(saved_model_dir, doors, tmp_path, monkeypatch, capsys,
+                                                 no_unpickling, file, door):
     path = saved_model_dir / file
     if file == "pickle":
         path = tmp_path / "weights.bin"
@@ -135,7 +146,7 @@ def test_a_file_given_as_model_is_refused_unread(saved_model_dir, tmp_path, monk
         assert_error_line(*run_script(monkeypatch, capsys, door, "--model", path, "A dog."), path, "is a file, not a")
     else:
         with pytest.raises((OSError, ValueError) if door == "AutoModel" else NotADirectoryError) as error:
-            DOORS[door](str(path))
+            doors[door](str(path))
         assert_names(error, path, *([] if door == "AutoModel" else ["is a file"]))
     assert no_unpickling == [] and not (tmp_path / "payload-ran").exists()
 
@@ -198,7 +209,7 @@ def test_our_loader_never_runs_code_shipped_in_a_folder(folder, tmp_path):
     marker, code = tmp_path / "foreign-code-ran", folder / "configuration_vaswani.py"
     code.write_text(f"open({str(marker)!r}, 'w').close()\n" + code.read_text())
     edit_json(folder / "config.json", model_type="not_vaswani")  # would run under trust_remote_code
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError) as error:  # transformers' message, of several lines
         load_translator(str(folder), device="cpu")
     assert_names(error, "trust_remote_code")
     assert not marker.exists()
@@ -219,3 +230,46 @@ def test_hub_check_imports_no_module_planted_where_it_runs(tmp_path, monkeypatch
                                                    "--dry_run"])
     assert "complete and valid" in capsys.readouterr().out
     assert not marker.exists(), f"planted module ran: {marker.read_text()}"
+
+
+# --- weights the folder points at: an index's shards ----------------------------------------------
+
+def _sharded(folder, shard="weights.safetensors"):
+    """The folder's weights moved to weights.safetensors, and an index mapping each tensor to `shard`."""
+    tensors = load_file(str(folder / W))
+    save_file(tensors, str(folder / "weights.safetensors"), metadata={"format": "pt"})
+    (folder / W).unlink()
+    (folder / INDEX).write_text(json.dumps({"metadata": {}, "weight_map": {name: shard for name in tensors}}))
+    return folder
+
+
+BAD_SHARDS = ["../model.safetensors", "sub/../../model.safetensors", "/tmp/model.safetensors", "pytorch_model.bin",
+              "weights.pt", "weights"]
+
+
+@pytest.mark.parametrize("shard", BAD_SHARDS)
+@pytest.mark.parametrize("door", ["from_pretrained", "load_translator", "Hub cache copy", "Hub index first"])
+def test_an_index_naming_a_shard_outside_the_folder_or_pickled_is_refused(folder, refused, tmp_path, door, shard):
+    marker = tmp_path / "payload-ran"
+    (_sharded(folder, shard) / "pytorch_model.bin").write_bytes(hostile_pickle(marker))
+    refused(ValueError, door, folder, ".safetensors files", repr(shard), folder / INDEX)
+    assert not marker.exists()
+
+
+def test_a_shard_that_is_a_symlink_out_of_a_local_folder_is_refused(folder, doors, refused, tmp_path):
+    outside = tmp_path / "outside.safetensors"
+    (_sharded(folder) / "weights.safetensors").rename(outside)
+    os.symlink(outside, folder / "weights.safetensors")
+    refused(ValueError, "from_pretrained", folder, "'weights.safetensors'")
+    doors["Hub cache copy"](folder)  # the Hub cache's files are symlinks into its blobs folder
+
+
+@pytest.mark.parametrize("door", ["from_pretrained", "load_translator"])
+def test_a_sharded_folder_inside_the_rules_loads(folder, doors, door):
+    doors[door](_sharded(folder))
+
+
+@pytest.mark.parametrize("weight_map", [[], {"a": 3}, None])
+def test_an_index_without_a_map_of_shard_names_is_refused(folder, refused, weight_map):
+    (_sharded(folder) / INDEX).write_text(json.dumps({"weight_map": weight_map}))
+    refused(ValueError, "from_pretrained", folder, "weight_map")
