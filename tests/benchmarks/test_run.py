@@ -83,10 +83,3 @@ def test_bad_flag_values_end_with_one_error_line(capsys, flag, value):
     error = capsys.readouterr().err
     assert stop.value.code == 2 and error.startswith("error:") and flag in error and value in error
 
-
-def test_a_results_md_without_markers_is_refused_before_measuring(tmp_path):
-    (tmp_path / "RESULTS.md").write_text("no markers")
-    with pytest.raises(ValueError) as err:
-        run.main(["--quick", "--results-md", str(tmp_path / "RESULTS.md"), "--output-dir", str(tmp_path)])
-    assert "generated:cpu:begin" in str(err.value)
-    assert not (tmp_path / "results.json").exists()
