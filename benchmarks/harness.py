@@ -122,10 +122,8 @@ def autocast(device: torch.device, dtype: torch.dtype | None):  # mixed precisio
 class TrainingStep:
     """One step: zero_grad, forward, loss (`loss(model, batch)`, else `training_loss`), backward, Adam (§5.3)."""
 
-    def __init__(self, name: str, model, autocast_dtype: torch.dtype | None, device: torch.device, step_model=None,
-                 loss=None):
+    def __init__(self, name: str, model, autocast_dtype: torch.dtype | None, device: torch.device, loss=None):
         self.model = model
-        self.step_model = step_model if step_model is not None else model  # e.g. a torch.compile'd wrapper
         self.loss = loss or (lambda m, batch: training_loss(name, m, batch))
         self.optimizer = create_adam([p for p in model.parameters() if p.requires_grad], lr=1e-4)
         self.device, self.autocast_dtype = device, autocast_dtype
@@ -134,7 +132,7 @@ class TrainingStep:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         with autocast(self.device, self.autocast_dtype):
-            loss = self.loss(self.step_model, batch)
+            loss = self.loss(self.model, batch)
         loss.backward()
         self.optimizer.step()
         return loss.detach()

@@ -54,7 +54,6 @@ def profiles(settings, corpus, batches, device, dtype, out_dir: Path, log) -> di
             if device.type == "cpu":
                 key = "training_breakdown" if what == "train_step" else "generation_breakdown"
                 results[key][name] = cpu_time_breakdown(prof.events(), CATEGORIES[what], wall)
-        del trainer, model
     log(f"[profile] {', '.join(results['files'].values())}")
     return results
 

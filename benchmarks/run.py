@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from modeling_vaswani.cli import run_main
+from modeling_vaswani.cli import ArgumentParser, positive_int, run_main
+from modeling_vaswani.model.configuration_vaswani import PRESETS
 
 from . import decoding, memory, profiling, report, speedups, training, translation
 from .harness import (FULL, MARIAN, OURS, QUICK, clock, machine_record, prepare_corpus, training_batches,
@@ -33,20 +34,38 @@ PARTS = {"training": {1, 4, 5, 7}, "decoding": {2, 3, 8}, "translation": {8}, "m
 SKIPPED = {"skipped": "quick mode or --no-compile"}
 
 
+def comma_separated(convert=str, allowed=None):
+    """An argparse type: "a, b" -> (a, b), each converted and, given `allowed`, among those."""
+    def parse(text: str) -> tuple:
+        try:
+            values = tuple(convert(part.strip()) for part in text.split(",") if part.strip())
+        except (ValueError, argparse.ArgumentTypeError):
+            values = ()
+        if not values or (allowed is not None and not set(values) <= set(allowed)):
+            among = f" from {', '.join(map(str, allowed))}" if allowed is not None else ""
+            raise argparse.ArgumentTypeError(f"expected comma-separated values{among}, got {text!r}")
+        return values
+    return parse
+
+
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
-    add("--figures", default="1,2,3,4,5,6,7,8", help="Comma-separated figure numbers to run.")
-    add("--only", help=f"Comma-separated parts instead of --figures: {', '.join(PARTS)}.")
-    add("--threads", help="Comma-separated thread counts of figure 8 (default 1,2; --quick: 1).")
-    add("--presets", default=None, help="Comma-separated presets for figures 1, 2, 5 (default small,base).")
-    add("--bf16-presets", default=None,
+    add("--figures", type=comma_separated(int, FIGURES), default=tuple(FIGURES),
+        help="Comma-separated figure numbers to run.")
+    add("--only", type=comma_separated(str, PARTS),
+        help=f"Comma-separated parts instead of --figures: {', '.join(PARTS)}.")
+    add("--threads", type=comma_separated(positive_int), help="Comma-separated thread counts of figure 8 (default 1,2; "
+        "--quick: 1).")
+    add("--presets", type=comma_separated(str, PRESETS), help="Comma-separated presets for figures 1, 2, 5 "
+        "(default small,base).")
+    add("--bf16-presets", type=comma_separated(str, PRESETS),
         help="Comma-separated presets whose training step is also timed in bf16 (figures 1b, 5b; default: all of "
              "--presets). Without AMX or AVX512-BF16 the CPU emulates bf16, and a bf16 base step takes many times "
              "the fp32 one.")
     add("--device", default="cpu", help="cpu or cuda.")
-    add("--max-tokens", type=int, default=None,
+    add("--max-tokens", type=positive_int,
         help="Token budget per batch and side for figures 1, 4-7 (default 4096; §5.1 used 25000).")
     add("--dtype", default="float32", choices=("float32", "bfloat16"),
         help="bfloat16 runs training and generation under autocast.")
@@ -58,55 +77,22 @@ def parse_args(argv=None):
     add("--no-compile", action="store_true", help="Skip figure 7 (torch.compile).")
     add("--compile", action="store_true", help="Run figure 7 even with --quick (compiling takes minutes).")
     add("--no-profile", action="store_true", help="Skip the torch.profiler tables.")
-    return parser.parse_args(argv)
-
-
-def comma_separated(text: str) -> tuple:  # "small, base" -> ("small", "base")
-    return tuple(p.strip() for p in text.split(",") if p.strip())
-
-
-def chosen_figures(text: str, only: str | None = None) -> set:
-    if only is not None:
-        parts = comma_separated(only)
-        if not parts or not set(parts) <= set(PARTS):
-            raise ValueError(f"--only takes comma-separated parts from {', '.join(PARTS)}, got {only!r}.")
-        return set().union(*(PARTS[p] for p in parts))
-    try:
-        figures = {int(x) for x in comma_separated(text)}
-    except ValueError:
-        figures = {0}
-    if not figures <= set(FIGURES):
-        raise ValueError(f"--figures must be comma-separated numbers from 1 to {max(FIGURES)}, got {text!r}.")
-    return figures
-
-
-def thread_counts(text: str) -> tuple:
-    try:
-        counts = tuple(int(x) for x in comma_separated(text))
-    except ValueError:
-        counts = ()
-    if not counts or min(counts) < 1:
-        raise ValueError(f"--threads must be comma-separated positive numbers, e.g. 1,2; got {text!r}.")
-    return counts
+    args = parser.parse_args(argv)
+    presets = args.presets or FULL.presets
+    if args.bf16_presets and not set(args.bf16_presets) <= set(presets):
+        parser.error(f"argument --bf16-presets: expected presets among --presets {','.join(presets)}, "
+                     f"got {','.join(args.bf16_presets)!r}")
+    return args
 
 
 def settings_for(args, device: torch.device):
     settings = dataclasses.replace(QUICK if args.quick else FULL)
-    if args.max_tokens is not None:
-        if args.max_tokens < 1:
-            raise ValueError(f"--max-tokens must be a positive number of tokens, got {args.max_tokens}.")
-        settings.max_tokens = args.max_tokens
+    settings.max_tokens = args.max_tokens or settings.max_tokens
     if device.type == "cuda":  # a GPU needs bigger matrices to reach its peak matmul rate
         settings.matmul_size, settings.matmul_reps = 8192, 10
-    if args.presets:
-        settings.presets = comma_separated(args.presets)
-    if args.bf16_presets:
-        settings.bf16_presets = comma_separated(args.bf16_presets)
-        if not set(settings.bf16_presets) <= set(settings.presets):
-            raise ValueError(f"--bf16-presets must be among the presets {','.join(settings.presets)}, "
-                             f"got {args.bf16_presets!r}.")
-    if args.threads:
-        settings.translate_threads = thread_counts(args.threads)
+    settings.presets = args.presets or settings.presets
+    settings.bf16_presets = args.bf16_presets or settings.bf16_presets
+    settings.translate_threads = args.threads or settings.translate_threads
     if device.type != "cpu" or args.dtype != "float32":  # bf16 beside fp32 is the CPU run's second precision
         settings.train_dtypes = (args.dtype,)
     settings.run_compile = (settings.run_compile or args.compile) and not args.no_compile
@@ -228,7 +214,8 @@ def plot(results: dict, path: Path) -> None:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    figures, device = chosen_figures(args.figures, args.only), torch.device(args.device)
+    figures = set().union(*(PARTS[part] for part in args.only)) if args.only else set(args.figures)
+    device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda was given but PyTorch sees no CUDA device; use --device cpu.")
     dtype = torch.bfloat16 if args.dtype == "bfloat16" else None

@@ -126,7 +126,7 @@ def test_set_translation(settings, log, model_path: str | None = None) -> dict:
             results["threads"][str(threads)] = entry
             log(f"[8] {threads} thread(s): " + ", ".join(
                 f"{name} {e['sentences_per_second']:.1f} sent/s BLEU {e['bleu']:.2f}" for name, e in entry.items()))
-            del translators
+            translators.clear()  # free this count's models before the next count's
     torch.set_num_threads(saved_threads)
     return results
 

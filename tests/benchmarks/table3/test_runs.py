@@ -1,6 +1,7 @@
-"""The Table 3 miniature's harness: the same budget and data seed for every row, no mixing of settings, a
-reading beside the paper's and the noise; and, run as a user runs it, a failing row (its model folder
-blocked by a file) reported while the other finishes, then the same command resuming without redoing it."""
+"""Running the Table 3 miniature (runs.py) and reading it (report.py): the same budget and data seed for
+every row, no mixing of settings, a reading beside the paper's and the noise; and, run as a user runs it, a
+failing row (its model folder blocked by a file) reported while the other finishes, then the same command
+resuming without redoing it."""
 
 import json
 import math
