@@ -10,7 +10,7 @@ from transformers import GenerationConfig, GenerationMixin, LogitsProcessorList
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
 from transformers.modeling_outputs import BaseModelOutput
 
-from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.model import beam_search as search
 from modeling_vaswani.model import generation
 from modeling_vaswani.model.beam_search import gnmt_length_penalty
@@ -19,14 +19,16 @@ from modeling_vaswani.model.generation import PAPER_DECODING, PAPER_SEARCH, TRAN
 EOS = 2
 
 
-def tiny_model(seed=0, eos_boost=1.5):
-    """A random 2-layer model whose </s> logit is scaled up, so that hypotheses end at varied steps."""
-    torch.manual_seed(seed)
-    model = VaswaniForConditionalGeneration(VaswaniConfig(vocab_size=40, d_model=16, d_ff=32, num_heads=4,
-                                                          num_layers=2, dropout=0.0)).eval()
-    with torch.no_grad():
-        model.lm_head.weight[EOS] *= eos_boost
-    return model
+@pytest.fixture
+def boosted(make_model):
+    """boosted(seed=0, eos_boost=1.5): the tiny model, its </s> logit scaled up: hypotheses end at varied steps."""
+    def make(seed=0, eos_boost=1.5):
+        model = make_model(seed)
+        with torch.no_grad():
+            model.lm_head.weight[EOS] *= eos_boost
+        return model
+
+    return make
 
 
 def padded_batch(seed=0, batch=5, length=9):
@@ -50,9 +52,9 @@ def calls(monkeypatch):
     return ran
 
 
-def test_returned_scores_are_log_prob_over_gnmt_penalty():
+def test_returned_scores_are_log_prob_over_gnmt_penalty(boosted):
     """sequences_scores = log P(Y|X) / ((5 + |Y|)/6)^α, recomputed by teacher forcing."""
-    model, (ids, mask) = tiny_model(), padded_batch()
+    model, (ids, mask) = boosted(), padded_batch()
     out = model.generate(input_ids=ids, attention_mask=mask, num_return_sequences=2, output_scores=True,
                          return_dict_in_generate=True)
     assert out.sequences.shape[0] == 2 * ids.shape[0]
@@ -134,8 +136,8 @@ def test_at_the_limit_only_ended_hypotheses_are_translations():
     assert float(ended.sequences_scores[0]) == pytest.approx(math.log(0.30), rel=1e-6)
 
 
-def test_new_models_decode_with_the_papers_search(tmp_path, calls):
-    model = tiny_model()
+def test_new_models_decode_with_the_papers_search(tmp_path, calls, boosted):
+    model = boosted()
     assert {k: getattr(model.generation_config, k) for k in PAPER_SEARCH} == PAPER_SEARCH == {
         k: PAPER_DECODING[k] for k in PAPER_SEARCH}
     ids, mask = padded_batch()
@@ -147,8 +149,8 @@ def test_new_models_decode_with_the_papers_search(tmp_path, calls):
     assert calls == ["paper"] * 3
 
 
-def test_transformers_beam_search_is_generation_mixins_own(calls):
-    model, (ids, mask) = tiny_model(), padded_batch()
+def test_transformers_beam_search_is_generation_mixins_own(calls, boosted):
+    model, (ids, mask) = boosted(), padded_batch()
     kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=14, output_scores=True,
                   return_dict_in_generate=True)
     theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)
@@ -167,8 +169,8 @@ def test_transformers_beam_search_is_generation_mixins_own(calls):
     assert calls[-2:] == ["paper", "transformers"]
 
 
-def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
-    model, (ids, mask) = tiny_model(), padded_batch()
+def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls, boosted):
+    model, (ids, mask) = boosted(), padded_batch()
     greedy = model.generate(input_ids=ids, attention_mask=mask, num_beams=1, max_new_tokens=8)
     assert torch.equal(greedy, model.generate(input_ids=ids, attention_mask=mask, num_beams=1, max_new_tokens=8,
                                               **TRANSFORMERS_BEAM_SEARCH))
@@ -192,8 +194,8 @@ def test_other_modes_are_transformers_own_and_other_settings_are_refused(calls):
                           **TRANSFORMERS_BEAM_SEARCH).cross_attentions
 
 
-def test_papers_search_handles_padding_the_cache_limits_and_min_length():
-    model, (ids, mask) = tiny_model(), padded_batch()
+def test_papers_search_handles_padding_the_cache_limits_and_min_length(boosted):
+    model, (ids, mask) = boosted(), padded_batch()
     # A sentence alone and in a padded batch (the same limit): the same translation.
     batch = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12)
     alone = model.generate(input_ids=ids[3:4, :4], max_new_tokens=12)
@@ -213,9 +215,9 @@ def test_papers_search_handles_padding_the_cache_limits_and_min_length():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_done_sentences_leaving_the_batch_change_nothing(seed):
+def test_done_sentences_leaving_the_batch_change_nothing(seed, boosted):
     """Plain outputs let done sentences leave; a returned dict keeps every row to the end."""
-    model = tiny_model(seed, eos_boost=1.3 + 0.2 * seed)
+    model = boosted(seed, eos_boost=1.3 + 0.2 * seed)
     ids, mask = padded_batch(seed, batch=7)
     for n in (1, 3):
         kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=20, num_return_sequences=n)
@@ -224,10 +226,10 @@ def test_done_sentences_leaving_the_batch_change_nothing(seed):
 
 
 @pytest.mark.parametrize("first_search", ["paper", "greedy"])
-def test_generate_continues_from_the_cache_it_returned(first_search):
+def test_generate_continues_from_the_cache_it_returned(first_search, boosted):
     """generate() returns a cache of its sequences but their last token; passed back with them (the beam
     search repeating greedy search's one row per sentence for its k beams), it decodes as without."""
-    model, (ids, mask) = tiny_model(), padded_batch()
+    model, (ids, mask) = boosted(), padded_batch()
     settings = dict(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
     first = model.generate(**settings, max_new_tokens=3, **({"num_beams": 1} if first_search == "greedy" else {}))
     prefix = first.sequences
@@ -243,8 +245,8 @@ def test_generate_continues_from_the_cache_it_returned(first_search):
                        fresh.sequences)
 
 
-def test_the_trace_records_each_step_and_ends_with_what_generate_returns():
-    model, (ids, mask) = tiny_model(eos_boost=2.0), padded_batch()
+def test_the_trace_records_each_step_and_ends_with_what_generate_returns(boosted):
+    model, (ids, mask) = boosted(eos_boost=2.0), padded_batch()
     trace = []
     out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20, beam_trace=trace)
     assert torch.equal(out, model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20))

@@ -27,10 +27,7 @@ def test_same_function_at_every_position():
     out = ffn(x)
     for b in range(2):
         for t in range(7):
-            torch.testing.assert_close(out[b, t], ffn(x[b, t]), rtol=0, atol=1e-6)
-    # Positions never mix: permuting the sequence permutes the output the same way.
-    perm = torch.randperm(7)
-    torch.testing.assert_close(ffn(x[:, perm]), out[:, perm], rtol=0, atol=1e-6)
+            torch.testing.assert_close(out[b, t], ffn(x[b, t]), rtol=0, atol=1e-6)  # so positions never mix
 
 
 def test_relu_between_the_layers_swish_as_a_deviation_and_no_other_activation():

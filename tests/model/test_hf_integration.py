@@ -16,6 +16,7 @@ EOS = 2
 SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
 SOURCE_MASK = (SOURCE != 0).long()
 TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
+INPUTS = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET)
 
 
 def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_path):
@@ -30,11 +31,10 @@ def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_pat
     again = AutoModel.from_pretrained(tmp_path / "base")
     for key, tensor in full.model.state_dict().items():
         assert torch.equal(again.state_dict()[key], tensor), key
-    inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET)
-    assert torch.equal(again(**inputs).last_hidden_state, full.model(**inputs).last_hidden_state)
+    assert torch.equal(again(**INPUTS).last_hidden_state, full.model(**INPUTS).last_hidden_state)
     # A folder of the base model loads as the full model: the projection is the shared matrix.
     head = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "base")
-    assert torch.equal(head(**inputs).logits, full(**inputs).logits)
+    assert torch.equal(head(**INPUTS).logits, full(**INPUTS).logits)
     for folder in ("full", "base"):  # either names both model classes and the pipeline, for trust_remote_code
         config = json.loads((tmp_path / folder / "config.json").read_text())
         assert config["auto_map"] == {
@@ -48,8 +48,7 @@ def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_pat
 
 def test_return_dict_false_gives_the_output_as_a_tuple(make_model):
     model = make_model()
-    inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, use_cache=False,
-                  output_hidden_states=True)
+    inputs = dict(INPUTS, use_cache=False, output_hidden_states=True)
     for module, kind in ((model, Seq2SeqLMOutput), (model.model, Seq2SeqModelOutput)):
         as_object = module(**inputs)
         as_tuple = module(**inputs, return_dict=False)
@@ -96,8 +95,7 @@ def test_sharing_follows_share_embeddings_and_tie_word_embeddings_through_save_a
     assert (loaded.config.share_embeddings, loaded.config.tie_word_embeddings) == (share, tie)
     for key, tensor in model.state_dict().items():
         assert torch.equal(loaded.state_dict()[key], tensor), key
-    inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET)
-    assert torch.equal(loaded(**inputs).logits, model(**inputs).logits)
+    assert torch.equal(loaded(**INPUTS).logits, model(**INPUTS).logits)
 
 
 def test_a_tied_checkpoint_loads_untied_with_the_trained_projection(make_model, tmp_path):
@@ -108,8 +106,7 @@ def test_a_tied_checkpoint_loads_untied_with_the_trained_projection(make_model, 
     assert not info["missing_keys"]
     assert untied.lm_head.weight is not untied.model.shared.weight
     assert torch.equal(untied.lm_head.weight, tied.lm_head.weight)
-    inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET)
-    assert torch.equal(untied(**inputs).logits, tied(**inputs).logits)
+    assert torch.equal(untied(**INPUTS).logits, tied(**INPUTS).logits)
     untied.save_pretrained(tmp_path / "untied")
     assert shared_groups(VaswaniForConditionalGeneration.from_pretrained(tmp_path / "untied")) == [
         ["model.decoder.embed_tokens.weight", "model.encoder.embed_tokens.weight", "model.shared.weight"]]
@@ -145,7 +142,7 @@ def test_trainer_predictions_leave_the_returned_cache_out(make_model, tmp_path):
 
     model = make_model()
     trainer = Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True))
-    inputs = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, use_cache=True)
+    inputs = dict(INPUTS, use_cache=True)
     assert model(**inputs).cache is not None  # the forward returns one
     loss, logits, labels = trainer.prediction_step(model, inputs, prediction_loss_only=False)
     assert loss is None and labels is None

@@ -34,23 +34,18 @@ def test_every_entry_matches_the_formula(d_model):
             assert table[pos, dim].item() == pytest.approx(pe(pos, dim, d_model), abs=1e-12)
 
 
-def test_forward_slices_with_offset_from_a_buffer_that_is_not_saved():
-    module = SinusoidalPositionalEncoding(D, 16)
-    assert "table" not in module.state_dict() and list(module.parameters()) == []
-    assert dict(module.named_buffers())["table"].shape == (16, D)
-    torch.testing.assert_close(module(4, offset=3), sinusoidal_table(16, D)[3:7])
-
-
-def test_table_grows_on_demand_and_keeps_the_formula():
+def test_forward_slices_with_offset_from_a_buffer_that_is_not_saved_and_grows_on_demand():
     module = SinusoidalPositionalEncoding(D, 10)
+    assert "table" not in module.state_dict() and list(module.parameters()) == []
+    assert dict(module.named_buffers())["table"].shape == (10, D)
+    torch.testing.assert_close(module(4, offset=3), sinusoidal_table(10, D)[3:7])
     module.extend(25)  # the model's entry (inputs.check_positions) extends it for a longer input
     out = module(5, offset=20)  # positions 20 … 24, beyond the 10 precomputed
-    assert module.table.shape[0] >= 25
+    assert module.table.shape[0] >= 25 and "table" not in module.state_dict()
     for row, pos in zip(out, range(20, 25)):
         assert row.tolist() == pytest.approx([pe(pos, dim) for dim in range(D)], abs=1e-6)
     # The grown table agrees with a fresh one at every position, old and new.
     torch.testing.assert_close(module.table, sinusoidal_table(module.table.shape[0], D))
-    assert "table" not in module.state_dict()
 
 
 def test_learned_variant_is_a_trainable_table():  # refused beyond its end: test_inputs.py

@@ -27,19 +27,18 @@ def test_static_cache_generates_the_tokens_of_the_dynamic_cache(make_model, impl
 
 def test_decoding_by_hand_with_a_static_cache_matches_the_full_forward(make_model):
     model = make_model(seed=3)
+    static = lambda: EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),  # noqa: E731
+                                         StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))
     target = torch.tensor([[1, 5, 6, 7], [1, 9, 10, 11]])
     full = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=target, use_cache=False).logits
     encoder_outputs = model.get_encoder()(input_ids=SOURCE, attention_mask=SOURCE_MASK)
-    cache = EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),
-                                StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))
+    cache = static()
     steps = [model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target[:, a:b],
                    cache=cache).logits for a, b in ((0, 2), (2, 3), (3, 4))]  # empty slots: hidden as future
     assert int(cache.get_seq_length()) == 4
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
     # A 2-D decoder mask over the tokens so far (not the slots) is accepted too.
-    for cache in (EncoderDecoderCache(DynamicCache(), DynamicCache()),
-                  EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),
-                                      StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))):
+    for cache in (EncoderDecoderCache(DynamicCache(), DynamicCache()), static()):
         out = model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target,
                     decoder_attention_mask=torch.ones_like(target), cache=cache)
         torch.testing.assert_close(out.logits, full, rtol=0, atol=1e-5)

@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from modeling_vaswani.training.chunked_loss import fast_path_applies, projected_smoothed_loss, training_loss
-
-MODEL = dict(vocab_size=300, num_heads=2, num_layers=1, dropout=0.0)
+from tiny_data import MODEL
 
 
 def _batch():

@@ -27,20 +27,15 @@ def test_bad_arguments_are_named(kwargs, name):
     assert name in str(error.value)
 
 
-def test_adam_is_the_papers_and_fused_with_the_same_update():
-    torch.manual_seed(0)
-    weights = [torch.nn.Parameter(torch.randn(5, 3)) for _ in range(2)]
-    plain = [torch.nn.Parameter(w.detach().clone()) for w in weights]
-    fused, reference = create_adam(weights), torch.optim.Adam(plain, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    group = fused.param_groups[0]
-    assert (group["betas"], group["eps"], group["weight_decay"], group["fused"]) == ((0.9, 0.98), 1e-9, 0.0, True)
-    for _ in range(3):
-        for params, optimizer in ((weights, fused), (plain, reference)):
-            for w in params:
-                w.grad = torch.ones_like(w) * w.detach().sin()
-            optimizer.step()
-    for w, p in zip(weights, plain):
-        torch.testing.assert_close(w, p)
+def test_adam_is_the_papers_and_fused():
+    """Every setting of Adam(lr=1, betas=(0.9, 0.98), eps=1e-9) (amsgrad, maximize, ... too); fused, whose
+    arithmetic is PyTorch's to check."""
+    def settings(optimizer):
+        return {k: v for k, v in optimizer.param_groups[0].items() if k not in ("params", "fused")}
+
+    ours, paper = (create_adam([torch.nn.Parameter(torch.ones(2))]),
+                   torch.optim.Adam([torch.nn.Parameter(torch.ones(2))], lr=1.0, betas=(0.9, 0.98), eps=1e-9))
+    assert ours.param_groups[0]["fused"] is True and settings(ours) == settings(paper)
 
 
 def test_the_schedule_drives_every_group_at_eq3_whatever_its_base_rate():
