@@ -116,7 +116,8 @@ def test_threads_follow_the_package_rule(saved_pair, monkeypatch):
 
 
 @requires_ctranslate2
-def test_int8_conversion_translates(saved_model_dir, tmp_path, trained_tokenizer):
+def test_int8_conversion_translates_and_the_translate_script_runs_a_conversion(saved_model_dir, tmp_path, repo_root,
+                                                                               load_module, capsys):
     int8 = convert_ctranslate2(saved_model_dir, tmp_path / "int8", quantization="int8")
     float32 = convert_ctranslate2(saved_model_dir, tmp_path / "float32")
     assert (int8 / "model.bin").stat().st_size < (float32 / "model.bin").stat().st_size
@@ -124,6 +125,12 @@ def test_int8_conversion_translates(saved_model_dir, tmp_path, trained_tokenizer
     outputs = translate(engine, tokenizer, SENTENCES + [""], num_beams=2, max_new_tokens=8)
     assert len(outputs) == len(SENTENCES) + 1 and all(isinstance(text, str) for text in outputs)
     assert outputs[-1] == ""  # blank lines stay blank, without decoding
+    script = load_module(repo_root / "scripts" / "translate.py")
+    script.main(["--model", str(saved_model_dir), "--num_beams", "1", *SENTENCES[:2]])
+    ours = capsys.readouterr().out
+    script.main(["--model", str(saved_model_dir), "--engine", "ctranslate2", "--ct2_model", str(float32),
+                 "--num_beams", "1", *SENTENCES[:2]])
+    assert capsys.readouterr().out == ours
 
 
 @requires_ctranslate2
@@ -150,17 +157,6 @@ def test_on_the_fly_conversion_is_cached(saved_model_dir, tmp_path):
     (model_dir / "generation_config.json").write_text((model_dir / "generation_config.json").read_text() + "\n")
     assert cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache") != first  # the model changed
     assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")] == []  # no leftovers
-
-
-@requires_ctranslate2
-def test_translate_script_engine_flag(saved_model_dir, tmp_path, repo_root, load_module, capsys):
-    folder = convert_ctranslate2(saved_model_dir, tmp_path / "ct2")
-    script = load_module(repo_root / "scripts" / "translate.py")
-    script.main(["--model", str(saved_model_dir), "--num_beams", "1", *SENTENCES[:2]])
-    ours = capsys.readouterr().out
-    script.main(["--model", str(saved_model_dir), "--engine", "ctranslate2", "--ct2_model", str(folder),
-                 "--num_beams", "1", *SENTENCES[:2]])
-    assert capsys.readouterr().out == ours
 
 
 def test_missing_ctranslate2_is_one_line_naming_pip_install(monkeypatch, tmp_path, repo_root, load_module, capsys):
