@@ -101,7 +101,7 @@ def test_decoding_settings_map_to_translate_batch(saved_pair):
     assert options["return_end_token"] and options["min_decoding_length"] == 0  # |Y| counts </s>, as ours
     assert engine.settings(7, num_beams=1, length_penalty=1.0, max_new_tokens=9) == {
         **options, "beam_size": 1, "length_penalty": 1.0, "max_decoding_length": 9}
-    with pytest.raises(ValueError, match="does not support do_sample"):
+    with pytest.raises(ValueError, match="do_sample"):
         engine.generate(torch.tensor([[5, 2]]), do_sample=True)
 
 
@@ -140,8 +140,9 @@ def test_refusals(make_config, saved_model_dir, tmp_path):
     with pytest.raises(ValueError) as error:
         convert_ctranslate2(saved_model_dir, tmp_path / "out", quantization="int3")
     assert_names(error, "int3")  # (an output folder already there: outputs.claim, tests/test_outputs.py)
-    with pytest.raises(FileNotFoundError, match="not a CTranslate2 model folder"):
+    with pytest.raises(FileNotFoundError) as error:
         load_engine(saved_model_dir)
+    assert_names(error, saved_model_dir)
 
 
 @requires_ctranslate2
