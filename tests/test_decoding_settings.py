@@ -13,31 +13,30 @@ from modeling_vaswani.model.generation import MAX_DECODING_POSITIONS, check_deco
 SOURCE = torch.tensor([[5, 6, 7, 2]])
 
 
-def _argument(folder, setting, value):
-    VaswaniForConditionalGeneration.from_pretrained(folder).generate(SOURCE, **{setting: value})
+def _load(folder):
+    return VaswaniForConditionalGeneration.from_pretrained(folder)
 
 
 def _given_config(folder, setting, value):
-    model = VaswaniForConditionalGeneration.from_pretrained(folder)
-    config = GenerationConfig(**{**model.generation_config.to_dict(), setting: value})
-    model.generate(SOURCE, generation_config=config)
+    model = _load(folder)
+    model.generate(SOURCE, generation_config=GenerationConfig(**{**model.generation_config.to_dict(), setting: value}))
 
 
 def _model_config(folder, setting, value):
-    model = VaswaniForConditionalGeneration.from_pretrained(folder)
+    model = _load(folder)
     setattr(model.generation_config, setting, value)
     model.generate(SOURCE)
 
 
 def _file(folder, setting, value):
     edit_json(folder / "generation_config.json", **{setting: value})
-    VaswaniForConditionalGeneration.from_pretrained(folder)
+    _load(folder)
 
 
 def _config_file(folder, setting, value):
     (folder / "generation_config.json").unlink()  # transformers then takes decoding settings from config.json
     edit_json(folder / "config.json", **{setting: value})
-    VaswaniForConditionalGeneration.from_pretrained(folder)
+    _load(folder)
 
 
 def _script(folder, setting, value, monkeypatch, capsys):
@@ -66,7 +65,7 @@ _ctranslate2.settings = set(GENERATE_SETTINGS)  # what the engine's generate() t
 
 
 DOORS = {
-    "generate() argument": _argument,
+    "generate() argument": lambda folder, setting, value: _load(folder).generate(SOURCE, **{setting: value}),
     "generation config given to generate()": _given_config,
     "the model's generation config": _model_config,
     "generation_config.json": _file,
@@ -108,5 +107,4 @@ def test_the_bound_counts_beams_batch_and_length():
 
 
 def test_the_papers_settings_pass(saved_model_dir):
-    model = VaswaniForConditionalGeneration.from_pretrained(saved_model_dir)
-    assert model.generate(SOURCE, num_beams=4, length_penalty=0.6).shape[0] == 1
+    assert _load(saved_model_dir).generate(SOURCE, num_beams=4, length_penalty=0.6).shape[0] == 1

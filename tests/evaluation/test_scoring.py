@@ -36,16 +36,13 @@ def test_lowercasing_signatures_and_chrf():
     assert 0.0 < compute_bleu(["a small test sentence here"], ["a small test sentence there"])["chrf"] < 100.0
 
 
-def test_compound_split_follows_the_papers_script(load_module):
+def test_paper_tokenized_bleu_splits_compounds_as_the_papers_script_and_is_cased(load_module):
     metric = load_module(Path(METRIC_PATH) / "vaswani_bleu.py", "vaswani_bleu_under_test")
     assert metric.split_compounds("a well-known man") == "a well ##AT##-##AT## known man"
     # The Perl substitution does not overlap matches: only the first hyphen of a-b-c splits.
     assert metric.split_compounds("a-b-c") == "a ##AT##-##AT## b-c"
     # 13a separates punctuation first; a spaced hyphen is not a compound.
     assert metric.paper_tokenize("a well-known man, 3 - 4 times.") == "a well ##AT##-##AT## known man , 3 - 4 times ."
-
-
-def test_paper_tokenized_bleu_splits_compounds_and_is_cased():
     result = compute_bleu(["The well-made car drove down the long and empty street at night ."],
                           ["The well-known car drove down the long and empty street at night ."])
     expected = BLEU(tokenize="none").corpus_score(

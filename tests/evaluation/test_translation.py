@@ -32,11 +32,16 @@ class EchoModel:
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 64])
-def test_translate_keeps_input_order_and_blank_lines(tokenizer, batch_size):
-    echo = EchoModel()
+def test_translate_keeps_input_order_and_blank_lines_and_counts_every_line(tokenizer, batch_size):
+    echo, done = EchoModel(), []
     # Batches are formed from the sentences sorted by length, i.e. out of input order.
-    assert translate(echo, tokenizer, SENTENCES, batch_size=batch_size) == [s.strip() for s in SENTENCES]
+    assert translate(echo, tokenizer, SENTENCES, batch_size=batch_size, progress=done.append) == [
+        s.strip() for s in SENTENCES]
     assert sum(echo.batches) == 4 and max(echo.batches) == min(batch_size, 4)  # blank lines never reach the model
+    assert sum(done) == len(SENTENCES) and done[0] == 3  # the blank lines first, then a call per batch
+    done.clear()
+    list(translate_batches(EchoModel(), tokenizer, iter(SENTENCES), batch_size=4, progress=done.append))
+    assert sum(done) == len(SENTENCES)
 
 
 def test_batched_equals_one_by_one_and_generate(translation_model, tokenizer):
@@ -111,16 +116,6 @@ def test_a_translation_with_a_line_break_is_written_on_one_line():
 class Terminal(io.StringIO):
     def isatty(self):
         return True
-
-
-def test_progress_counts_every_sentence_blank_lines_included(tokenizer):
-    sentences = ["A dog runs.", "", "Two men.", "   ", "A woman sits on a bench.", "People walk."]
-    done = []
-    translate(EchoModel(), tokenizer, sentences, batch_size=2, progress=done.append)
-    assert sum(done) == len(sentences) and done[0] == 2  # the blank lines first, then a call per batch
-    done.clear()
-    list(translate_batches(EchoModel(), tokenizer, iter(sentences), batch_size=4, progress=done.append))
-    assert sum(done) == len(sentences)
 
 
 def test_the_bar_is_drawn_only_on_a_terminal_and_not_when_quiet():

@@ -45,12 +45,15 @@ def model_dir(tmp_path, make_config):
     return tmp_path
 
 
-def test_metadata_carries_the_numbers_of_the_results(model_dir, results):
+def test_metadata_carries_the_numbers_and_example_of_the_results_through_the_hub_round_trip(model_dir, results):
     card = render_model_card(model_dir, results, "someone/vaswani-test")
-    saved = model_dir / "README.md"
-    card.save(saved)
-    metadata = ModelCard.load(saved).data.to_dict()
+    card.save(model_dir / "README.md")
+    loaded = ModelCard.load(model_dir / "README.md", ignore_metadata_errors=False)
+    assert ModelCard(str(loaded)).data.to_dict() == card.data.to_dict()
+    metadata = loaded.data.to_dict()
     assert (metadata["pipeline_tag"], metadata["language"]) == ("translation", ["en", "de"])
+    assert loaded.data.widget == [{"text": results["example_source"], "example_title": "English → German"}]
+    assert len(loaded.data.eval_results) == 6  # model-index parsed alongside: 3 metrics × 2 shipped evaluations
     entries = {(r["dataset"]["split"], m["name"]): m for r in metadata["model-index"][0]["results"] for m in r["metrics"]}
     bleu = entries[("test", "BLEU (cased, detokenized sacreBLEU)")]
     assert (bleu["value"], bleu["config"]) == (37.11, SIGNATURE)
@@ -99,15 +102,6 @@ def test_results_without_the_shipped_configuration_are_refused(results):
     del broken["training"]
     with pytest.raises(ValueError, match="training"):
         check_results(broken)
-
-
-def test_widget_example_survives_the_hub_metadata_round_trip(model_dir, results):
-    card = render_model_card(model_dir, results, "someone/vaswani-test")
-    card.save(model_dir / "README.md")
-    loaded = ModelCard.load(model_dir / "README.md", ignore_metadata_errors=False)
-    assert loaded.data.widget == [{"text": results["example_source"], "example_title": "English → German"}]
-    assert len(loaded.data.eval_results) == 6  # model-index parsed alongside: 3 metrics × 2 shipped evaluations
-    assert ModelCard(str(loaded)).data.to_dict() == card.data.to_dict()
 
 
 BENCHMARK_ROW = {"seconds": [9.0], "median_seconds": 9.0, "sentences_per_second": 111.11, "tokens_per_second": 1499.6,

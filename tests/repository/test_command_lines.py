@@ -3,13 +3,12 @@
 
 import importlib.util
 import io
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from checks import CHILD_ENV, SCRIPTS, assert_error_line, run_script
+from checks import SCRIPTS, assert_error_line, assert_names, run_script
 
 REPO = SCRIPTS.parent
 
@@ -24,37 +23,26 @@ def test_no_script_shadows_an_installed_module():
     assert not shadowing, f"rename {shadowing}: each hides the installed module of the same name"
 
 
-def test_train_flag_mistake(monkeypatch, capsys):
-    """The line train.py prints (its flags' checks: test_train_flags.py; the other scripts': test_first_hour.py)."""
-    code, err = run_script(monkeypatch, capsys, "train.py", "--num_train_epochs", "many")
-    assert_error_line(code, err, "--num_train_epochs", "many", alone=True)
-
-
-@pytest.mark.parametrize("script,args", [  # (translate.py's and evaluate_model.py's: test_first_hour.py)
-    ("train.py", ["--model_name_or_path", "{missing}", "--output_dir", "{tmp}/out"]),
-    ("average_checkpoints.py", ["--run_dir", "{missing}", "--output_dir", "{tmp}/out"]),
-    ("average_checkpoints.py", ["--checkpoints", "{missing}", "--output_dir", "{tmp}/out"]),
-    ("push_to_hub.py", ["--model_dir", "{missing}", "--repo_id", "user/name", "--dry_run"]),
+# A mistake and what its one line names; "{missing}" is a model folder that is not there. (The train.py flags'
+# checks: test_train_flags.py; the other scripts': test_first_hour.py.)
+@pytest.mark.parametrize("script,args,names", [
+    ("train.py", ["--num_train_epochs", "many"], ["--num_train_epochs", "many"]),
+    ("train.py", ["--source_lang", "xx"], ["source_lang='xx'"]),  # the check: tests/training/test_data.py
+    ("train.py", ["--model_name_or_path", "{missing}"], ["{missing}"]),
+    ("average_checkpoints.py", ["--run_dir", "{missing}"], ["{missing}"]),
+    ("average_checkpoints.py", ["--checkpoints", "{missing}"], ["{missing}"]),
+    ("push_to_hub.py", ["--model_dir", "{missing}", "--repo_id", "user/name", "--dry_run"], ["{missing}"]),
+    *[("translate.py", ["--model", "{model}", "--device", device, "Hi"], [repr(device), reason]) for device, reason in
+      [("tpu9", "is not a device name"), ("gpu", "is not a device name"), ("cuda:99", "is not available here"),
+       ("meta", "holds no data")]],
 ])
-def test_missing_model(monkeypatch, capsys, tmp_path, script, args):
-    missing = tmp_path / "no_such_model"
-    code, err = run_script(monkeypatch, capsys, script, *[a.format(missing=missing, tmp=tmp_path) for a in args])
-    assert_error_line(code, err, missing, alone=True)
+def test_a_mistake_is_one_error_line_and_writes_nothing(monkeypatch, capsys, saved_model_dir, tmp_path, script, args,
+                                                        names):
+    fill = dict(missing=tmp_path / "no_such_model", model=saved_model_dir)
+    output = [] if script in ("translate.py", "push_to_hub.py") else ["--output_dir", tmp_path / "out"]
+    code, err = run_script(monkeypatch, capsys, script, *[a.format(**fill) for a in args], *output)
+    assert_error_line(code, err, *[name.format(**fill) for name in names], alone=True)
     assert not (tmp_path / "out").exists()
-
-
-def test_wrong_language_code(monkeypatch, capsys, tmp_path):
-    """One script's line; the check, which evaluate_model.py makes too: tests/training/test_data.py."""
-    code, err = run_script(monkeypatch, capsys, "train.py", "--source_lang", "xx", "--output_dir", tmp_path / "out")
-    assert_error_line(code, err, "source_lang='xx'", alone=True)
-    assert not (tmp_path / "out").exists()
-
-
-@pytest.mark.parametrize("device,reason", [("tpu9", "is not a device name"), ("gpu", "is not a device name"),
-                                           ("cuda:99", "is not available here"), ("meta", "holds no data")])
-def test_device_that_does_not_exist(monkeypatch, capsys, saved_model_dir, device, reason):
-    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--device", device, "Hi")
-    assert_error_line(code, err, repr(device), reason, alone=True)
 
 
 # Python's decoder refuses every malformed sequence alike (the reader: tests/training/test_data.py).
@@ -74,68 +62,41 @@ def translate_input(monkeypatch, tmp_path, source, data):
     return ["--file", tmp_path / "in.en"], tmp_path / "in.en"
 
 
-@pytest.mark.parametrize("source", ["--file", "stdin"])
-def test_translate_input_that_is_not_utf8_names_file_and_line(monkeypatch, capsys, saved_model_dir, tmp_path, source):
-    args, name = translate_input(monkeypatch, tmp_path, source, with_bad_line(NOT_UTF8))
-    code, err = run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--num_beams", "1",
-                           "--max_new_tokens", "2", "--batch_size", "1", *args)
-    assert_error_line(code, err, f"{name}, line 3", "UTF-8")
-
-
-def test_evaluate_input_that_is_not_utf8_names_file_and_line(monkeypatch, capsys, saved_model_dir, tmp_path):
-    """--source_file and --reference_file are read alike (read_lines)."""
+@pytest.mark.parametrize("door", ["translate --file", "translate stdin", "evaluate_model", "train"])
+def test_input_that_is_not_utf8_is_named_by_file_and_line(monkeypatch, capsys, saved_model_dir, tmp_path, door):
+    """evaluate_model.py's --source_file and --reference_file, and train.py's two files, are read alike."""
     good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
     good.write_bytes(with_bad_line(b"fine"))
     bad.write_bytes(with_bad_line(NOT_UTF8))
-    code, err = run_script(monkeypatch, capsys, "evaluate_model.py", "--model", saved_model_dir, "--output_dir",
-                           tmp_path / "out", "--source_file", good, "--reference_file", bad)
-    assert_error_line(code, err, f"{bad}, line 3", "UTF-8", alone=True)
+    if door.startswith("translate"):
+        args, bad = translate_input(monkeypatch, tmp_path, door.split()[1], bad.read_bytes())
+        args = ["--model", saved_model_dir, "--num_beams", "1", "--max_new_tokens", "2", "--batch_size", "1", *args]
+    else:
+        args = {"evaluate_model": ["--model", saved_model_dir, "--source_file", good, "--reference_file", bad],
+                "train": ["--train_source", bad, "--train_target", good, "--report_to", "none"]}[door]
+    code, err = run_script(monkeypatch, capsys, f"{door.split()[0]}.py", *args, *(
+        [] if door.startswith("translate") else ["--output_dir", tmp_path / "out"]))
+    assert_error_line(code, err, f"{bad}, line 3", "UTF-8", alone=not door.startswith("translate"))
 
 
 LINE_BREAK_LOOKALIKES = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 
 
-@pytest.mark.parametrize("source", ["--file", "stdin"])
-def test_translate_keeps_one_output_line_per_input_line(monkeypatch, capsys, saved_model_dir, tmp_path, source):
-    lines = [f"A dog{char}runs." for char in LINE_BREAK_LOOKALIKES] + ["A man.\r", "Two cats."]
-    args, _ = translate_input(monkeypatch, tmp_path, source, ("\n".join(lines) + "\n").encode("utf-8"))
-    assert run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--num_beams", "1",
-                      "--max_new_tokens", "3", "--batch_size", "4", "--output", tmp_path / "out.de", *args)[0] == 0
-    written = (tmp_path / "out.de").read_bytes().decode("utf-8")
-    assert written.endswith("\n") and written.count("\n") == len(lines)
-
-
-def test_translate_script_warns_about_cut_sentences(monkeypatch, capsys, caplog, saved_model_dir, tmp_path):
-    logger = "modeling_vaswani.evaluation.translation"
-    (tmp_path / "in.en").write_text("A dog.\n" + "dog " * 600 + "\n")
-    with caplog.at_level("WARNING", logger=logger):
-        assert run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--file", tmp_path / "in.en",
-                          "--num_beams", "1", "--max_new_tokens", "2", "--batch_size", "1")[0] == 0
-    warnings = [r.getMessage() for r in caplog.records if r.name == logger and "were cut" in r.getMessage()]
-    assert len(warnings) == 1 and "1 of 2 sentences" in warnings[0] and "512 tokens" in warnings[0]
-
-
-def run_process(*args, timeout=300):
-    return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, encoding="utf-8",
-                          env={**CHILD_ENV, "PYTHONIOENCODING": "utf-8"}, timeout=timeout)
-
-
+# Scripts, emoji and characters that a tokenizer or a writer might take apart.
 ODD_TEXT = ["Ein Hund 🐕 läuft über die Wiese.", "一只狗在雪地里奔跑。", "كلب يجري في الثلج",
             "Ζώο τρέχει — «εδώ» 🏃‍♀️🏽", "e\u0301 combining, zero\u200bwidth, ＦＵＬＬＷＩＤＴＨ", "🙂🙃🙂"]
 
 
-@pytest.mark.slow
-def test_mixed_scripts_and_emoji_through_translate_script(saved_model_dir):
-    result = run_process(SCRIPTS / "translate.py", "--model", saved_model_dir, "--num_beams", "1",
-                         "--max_new_tokens", "4", *ODD_TEXT)
-    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
-    assert len(result.stdout.split("\n")) == len(ODD_TEXT) + 1  # one line per input, then the final newline
-
-
-@pytest.mark.slow
-def test_train_script_reports_undecodable_data_in_one_line(tmp_path):
-    (tmp_path / "train.en").write_bytes(b"A dog.\nA cat.\n\x80\x81 broken\n")
-    (tmp_path / "train.de").write_text("Ein Hund.\nEine Katze.\nkaputt\n")
-    result = run_process(SCRIPTS / "train.py", "--train_source", tmp_path / "train.en", "--train_target",
-                         tmp_path / "train.de", "--output_dir", tmp_path / "out", "--report_to", "none")
-    assert_error_line(result.returncode, result.stderr, f"{tmp_path / 'train.en'}, line 3", "UTF-8", alone=True)
+@pytest.mark.parametrize("source", ["--file", "stdin"])
+def test_translate_keeps_one_output_line_per_input_line_and_warns_of_cut_ones(monkeypatch, capsys, caplog,
+                                                                              saved_model_dir, tmp_path, source):
+    lines = [f"A dog{char}runs." for char in LINE_BREAK_LOOKALIKES] + ["A man.\r", "dog " * 600, *ODD_TEXT]
+    args, _ = translate_input(monkeypatch, tmp_path, source, ("\n".join(lines) + "\n").encode("utf-8"))
+    logger = "modeling_vaswani.evaluation.translation"
+    with caplog.at_level("WARNING", logger=logger):
+        assert run_script(monkeypatch, capsys, "translate.py", "--model", saved_model_dir, "--num_beams", "1",
+                          "--max_new_tokens", "3", "--batch_size", "4", "--output", tmp_path / "out.de", *args)[0] == 0
+    written = (tmp_path / "out.de").read_bytes().decode("utf-8")
+    assert written.endswith("\n") and written.count("\n") == len(lines)
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == logger and "were cut" in r.getMessage()]
+    assert_names(warning, f"1 of {len(lines)} sentences", "512 tokens")

@@ -47,7 +47,7 @@ def test_help_answers_before_any_heavy_import(script):
 # transformers' HfArgumentParser: test_command_lines.py.)
 FLAG_ERRORS = {
     "translate.py --batch_size 0": "--batch_size 0", "translate.py --batch_size many": "--batch_size many",
-    "translate.py --max_new_tokens 0": "--max_new_tokens 0",  # --num_beams 0: the full message below
+    "translate.py --max_new_tokens 0": "--max_new_tokens 0", "translate.py --num_beams 0": "--num_beams 0",
     "translate.py --bad 3": "--bad", "evaluate_model.py --threads 0": "--threads 0",
     "evaluate_model.py --model m --num_beams -2": "--num_beams -2",
     "evaluate_model.py --model m --max_samples -1": "--max_samples -1",
@@ -70,12 +70,8 @@ def test_a_flag_mistake_is_one_error_line_before_any_heavy_import(command):
     assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
         result.stderr
     assert_names(result.stderr, *FLAG_ERRORS[command].split())
-
-
-def test_the_full_message_of_a_flag_out_of_range():
-    """The one test that pins wording: what a user reads for a flag value out of range."""
-    assert run_light("translate.py", "--num_beams", "0").stderr.startswith(
-        "error: argument --num_beams: expected a positive integer")
+    if command == "translate.py --num_beams 0":  # the one case that pins wording: what a user reads
+        assert result.stderr.startswith("error: argument --num_beams: expected a positive integer")
 
 
 @pytest.mark.parametrize("script", ["translate.py", "evaluate_model.py", "convert_marian.py", "export_marian.py"])
@@ -125,7 +121,7 @@ def test_load_translator_refuses_a_missing_local_path_without_asking_the_hub(tmp
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(translation.AutoModelForSeq2SeqLM, "from_pretrained", _no_hub)
     monkeypatch.setattr(translation.PretrainedConfig, "get_config_dict", _no_hub)
-    with pytest.raises(FileNotFoundError, match="no such model folder") as error:
+    with pytest.raises(FileNotFoundError) as error:
         load_translator(name, device="cpu")
     assert "\n" not in str(error.value) and os.path.abspath(name) in str(error.value)
     assert ("shipped_model_path()" in str(error.value)) == (name == "hub_card")

@@ -1,5 +1,6 @@
 """What the result scripts compute: collect_results.py's training block (a fine-tuned model's card counts the
-training it started from), plot_training_curve.py's minutes, evaluate_model.py's searches and threads."""
+training it started from), plot_training_curve.py's minutes and its advice to a run that logged no loss,
+evaluate_model.py's searches and threads."""
 
 import json
 import math
@@ -51,8 +52,9 @@ def test_started_from_a_folder_without_results_says_what_to_pass(collect_results
     # A training block without its steps would only fail later, inside the sums.
     for results in ({"evaluations": []}, {"training": {**EARLIER, "steps": None}}):
         (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
-        with pytest.raises(ValueError, match="no training segments, steps"):
+        with pytest.raises(ValueError) as error:
             collect_results.earlier_training(tmp_path)
+        assert_names(error, f"--started_from {tmp_path}")
     (tmp_path / "results.json").write_text(json.dumps({"training": EARLIER}), encoding="utf-8")
     assert collect_results.earlier_training(tmp_path) == EARLIER
     training = collect_results.earlier_training(SCRIPTS.parent / "hub_card")  # the shipped card: a valid start
@@ -83,6 +85,14 @@ def test_minutes_are_the_logged_ones_else_the_step_at_the_runs_mean_rate(tmp_pat
     with pytest.raises(SystemExit) as exit_info:  # one label per run
         PLOT["main"](["--time_to_quality", "a", "b", "--labels", "only one", "--output", str(tmp_path / "t.png")])
     assert exit_info.value.code == 2
+
+
+def test_a_curve_of_a_run_that_logged_no_loss_says_how_to_log_it(tmp_path):
+    (tmp_path / "trainer_state.json").write_text(json.dumps(
+        {"global_step": 27, "logging_steps": 50, "log_history": [{"step": 27, "eval_bleu": 1.0}]}))
+    with pytest.raises(ValueError) as refused:
+        PLOT["main"](["--run_dir", str(tmp_path), "--output", str(tmp_path / "curve.png")])
+    assert_names(refused, "--logging_steps N, N at most 27")
 
 
 SOURCES = ["A dog runs.", "Two men are talking in the street.", "A girl."]

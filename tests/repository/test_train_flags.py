@@ -3,7 +3,6 @@ flag before any work, the Trainer's settings, an output folder holding an earlie
 
 import json
 import os
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -146,11 +145,3 @@ def test_an_earlier_run_is_refused_unless_replacing_or_resuming_it_is_asked_for(
     claim_output_dir(recipe("--output_dir", run, "--overwrite_output_dir")).release()
     assert list(run.iterdir()) == []
 
-
-def test_a_curve_of_a_run_that_logged_no_loss_says_how_to_log_it(tmp_path):
-    plot = runpy.run_path(str(REPO / "scripts" / "plot_training_curve.py"), run_name="plot_under_test")
-    (tmp_path / "trainer_state.json").write_text(json.dumps(
-        {"global_step": 27, "logging_steps": 50, "log_history": [{"step": 27, "eval_bleu": 1.0}]}))
-    with pytest.raises(ValueError) as refused:
-        plot["main"](["--run_dir", str(tmp_path), "--output", str(tmp_path / "curve.png")])
-    assert "train with --logging_steps N, N at most 27" in str(refused.value)
