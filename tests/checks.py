@@ -1,4 +1,4 @@
-"""Assertions, folder edits and a hostile pickle shared by the tests (`from checks import ...`)."""
+"""Assertions, folder edits, a hostile pickle and a padded batch shared by the tests (`from checks import ...`)."""
 
 import json
 import os
@@ -7,10 +7,17 @@ import shutil
 import sys
 from pathlib import Path
 
+import torch
+
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 # A child process that imports this checkout, offline and single-threaded.
 CHILD_ENV = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(SCRIPTS.parent))
 DELETE = object()  # edit_json(path, field=DELETE) removes the field
+# A padded batch of the tiny model's ids (<pad> 0, <s> 1, </s> 2): sentence 0 is shorter than sentence 1.
+EOS = 2
+SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
+SOURCE_MASK = (SOURCE != 0).long()
+TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])  # decoder inputs, from <s>
 
 
 def assert_names(error, *names):

@@ -10,13 +10,12 @@ from transformers import GenerationConfig, GenerationMixin, LogitsProcessorList
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
 from transformers.modeling_outputs import BaseModelOutput
 
+from checks import EOS
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.model import beam_search as search
 from modeling_vaswani.model import generation
 from modeling_vaswani.model.beam_search import gnmt_length_penalty
 from modeling_vaswani.model.generation import PAPER_DECODING, PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
-
-EOS = 2
 
 
 @pytest.fixture

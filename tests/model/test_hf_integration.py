@@ -9,13 +9,10 @@ from safetensors import safe_open
 from transformers import AutoModel, AutoModelForSeq2SeqLM, pipeline
 from transformers.modeling_outputs import Seq2SeqLMOutput, Seq2SeqModelOutput
 
+from checks import SOURCE, SOURCE_MASK, TARGET
 from modeling_vaswani import VaswaniForConditionalGeneration, VaswaniModel
 from modeling_vaswani.model.pipeline_vaswani import VaswaniTranslationPipeline
 
-EOS = 2
-SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
-SOURCE_MASK = (SOURCE != 0).long()
-TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
 INPUTS = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET)
 
 

@@ -5,18 +5,12 @@ from contextlib import nullcontext
 
 import pytest
 import torch
-from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCache
 
+from checks import EOS, SOURCE, SOURCE_MASK, TARGET
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
 from modeling_vaswani.model.generation import MAX_OUTPUT_LENGTH_OFFSET
-
-EOS = 2
-
-# A padded batch: sentence 0 is shorter than sentence 1.
-SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
-SOURCE_MASK = (SOURCE != 0).long()
-TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
+from modeling_vaswani.model.label_smoothing import label_smoothed_cross_entropy
 
 
 def analytic_count(V, d, d_ff, N, attention_bias=False):
@@ -101,28 +95,40 @@ def test_default_length_limit_is_input_length_plus_50(tiny_model):
     assert length() == 1 + 5 + 50
 
 
-@pytest.mark.parametrize("name", ["cache", "past_key_values", None])
+@pytest.mark.parametrize("name", ["cache", "past_key_values", None, "static"])
 @pytest.mark.parametrize("part", ["VaswaniForConditionalGeneration", "VaswaniModel"])
 def test_decoding_step_by_step_from_a_cache_equals_the_full_pass(tiny_model, part, name):
-    """A cache passed as cache=, as past_key_values= (its name before transformers 5.24: it warns), or created
-    by forward(use_cache=True) (None) and returned to continue from."""
+    """A cache passed as cache=, as past_key_values= (its name before transformers 5.24: it warns), created
+    by forward(use_cache=True) (None) and returned to continue from, or a static one (its empty slots hidden
+    as the future); the first step two tokens, then one at a time."""
     module = tiny_model if part == "VaswaniForConditionalGeneration" else tiny_model.model
     result = (lambda out: out.logits) if module is tiny_model else (lambda out: out.last_hidden_state)
     full = result(module(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, use_cache=False))
     encoder_outputs = tiny_model.get_encoder()(input_ids=SOURCE, attention_mask=SOURCE_MASK)
-    cache, steps, start = EncoderDecoderCache(DynamicCache(), DynamicCache()), [], 0
+
+    def new_cache():
+        if name == "static":
+            return EncoderDecoderCache(StaticCache(config=tiny_model.config, max_cache_len=10),
+                                       StaticCache(config=tiny_model.config, max_cache_len=SOURCE.shape[1]))
+        return EncoderDecoderCache(DynamicCache(), DynamicCache())
+
+    cache, steps, start = new_cache(), [], 0
     if name is None:
         first = module(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET[:, :2], use_cache=True)
         assert isinstance(first.cache, EncoderDecoderCache) and first.cache.get_seq_length() == 2
-        cache, steps, start, name = first.cache, [result(first)], 2, "cache"
-    for t in range(start, TARGET.shape[1]):
+        cache, steps, start = first.cache, [result(first)], 2
+    for a, b in [(a, b) for a, b in ((0, 2), (2, 3), (3, 4), (4, 5)) if a >= start]:
         with pytest.warns(FutureWarning, match="past_key_values") if name == "past_key_values" else nullcontext():
-            out = module(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK,
-                         decoder_input_ids=TARGET[:, t:t + 1], use_cache=True, **{name: cache})
+            out = module(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET[:, a:b],
+                         use_cache=True, **{"past_key_values" if name == "past_key_values" else "cache": cache})
         assert out.cache is cache
         steps.append(result(out))
-    assert cache.get_seq_length() == TARGET.shape[1]
+    assert int(cache.get_seq_length()) == TARGET.shape[1]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
+    # A 2-D decoder mask over the tokens so far (not a static cache's slots) is accepted too.
+    out = module(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET,
+                 decoder_attention_mask=torch.ones_like(TARGET), cache=new_cache())
+    torch.testing.assert_close(result(out), full, rtol=0, atol=1e-5)
 
 
 def test_attentions_hidden_states_and_cache_only_when_asked_for(tiny_model):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from checks import EOS, SOURCE, SOURCE_MASK, TARGET
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.model.attention import scaled_dot_product_attention
 from modeling_vaswani.model.masking import padding_mask
@@ -14,10 +15,6 @@ from modeling_vaswani.training.optimization import create_adam
 
 HALF = [torch.bfloat16, torch.float16]
 BF16 = torch.bfloat16
-EOS = 2
-SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
-SOURCE_MASK = (SOURCE != 0).long()
-TARGET = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]])
 LABELS = torch.tensor([[5, 6, 7, 8, EOS], [9, 10, 11, EOS, -100]])
 # Largest |logit| difference from float32 seen on the tiny models (about 0.02 bf16, 0.003 fp16), with room.
 TOLERANCE = {torch.bfloat16: 0.1, torch.float16: 0.02}

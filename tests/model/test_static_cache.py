@@ -1,13 +1,11 @@
-"""A static key/value cache (`cache_implementation="static"`) and torch.compile decode as the dynamic cache does."""
+"""A static key/value cache (`cache_implementation="static"`) and torch.compile decode as the dynamic cache does
+(a static cache by hand: test_modeling.py)."""
 
 import pytest
 import torch
 from transformers import CompileConfig
-from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCache
 
-EOS = 2
-SOURCE = torch.tensor([[5, 6, 7, 8, EOS, 0, 0], [9, 10, 11, 12, 13, 14, EOS]])
-SOURCE_MASK = (SOURCE != 0).long()
+from checks import SOURCE, SOURCE_MASK
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
@@ -23,25 +21,6 @@ def test_static_cache_generates_the_tokens_of_the_dynamic_cache(make_model, impl
     assert torch.equal(static.sequences, dynamic.sequences)
     for a, b in zip(static.scores, dynamic.scores):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
-
-
-def test_decoding_by_hand_with_a_static_cache_matches_the_full_forward(make_model):
-    model = make_model(seed=3)
-    static = lambda: EncoderDecoderCache(StaticCache(config=model.config, max_cache_len=10),  # noqa: E731
-                                         StaticCache(config=model.config, max_cache_len=SOURCE.shape[1]))
-    target = torch.tensor([[1, 5, 6, 7], [1, 9, 10, 11]])
-    full = model(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=target, use_cache=False).logits
-    encoder_outputs = model.get_encoder()(input_ids=SOURCE, attention_mask=SOURCE_MASK)
-    cache = static()
-    steps = [model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target[:, a:b],
-                   cache=cache).logits for a, b in ((0, 2), (2, 3), (3, 4))]  # empty slots: hidden as future
-    assert int(cache.get_seq_length()) == 4
-    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-5)
-    # A 2-D decoder mask over the tokens so far (not the slots) is accepted too.
-    for cache in (EncoderDecoderCache(DynamicCache(), DynamicCache()), static()):
-        out = model(encoder_outputs=encoder_outputs, attention_mask=SOURCE_MASK, decoder_input_ids=target,
-                    decoder_attention_mask=torch.ones_like(target), cache=cache)
-        torch.testing.assert_close(out.logits, full, rtol=0, atol=1e-5)
 
 
 def test_a_shorter_input_does_not_compile_the_decoding_step_again(make_model):
