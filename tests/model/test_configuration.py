@@ -8,6 +8,7 @@ from transformers import AutoConfig
 import modeling_vaswani  # noqa: F401  (registers "vaswani" with the Auto classes)
 from checks import DELETE, assert_names, edit_json
 from modeling_vaswani import VaswaniConfig
+from modeling_vaswani.model.configuration_vaswani import PRESETS
 
 TINY = dict(vocab_size=50, d_model=16, d_ff=32, num_heads=4, num_layers=2)
 
@@ -46,6 +47,9 @@ def test_presets_overrides_defaults_and_derived_sizes():
     assert_names(info, "num_heads", "d_k")
     explicit = VaswaniConfig(**{**TINY, "d_model": 18}, d_k=5, d_v=7)
     assert (explicit.d_k, explicit.d_v) == (5, 7)
+    # §3.2.2's projections are matrices (biases: a deviation, and a saved config.json from before the field).
+    assert not any(VaswaniConfig.from_preset(name).attention_bias for name in PRESETS)
+    assert VaswaniConfig().attention_bias is False
 
 
 SIZES = ["vocab_size", "d_model", "d_ff", "num_heads", "num_layers", "num_decoder_layers", "max_position_embeddings",
@@ -93,19 +97,6 @@ def test_tie_word_embeddings_follows_share_embeddings_unless_given(share):
     assert VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share).tie_word_embeddings is not share
 
 
-def test_attention_projections_are_bias_free_unless_a_saved_config_predates_the_field(tmp_path):
-    """§3.2.2's projections are matrices; a config.json without `attention_bias` predates it: biases."""
-    from modeling_vaswani.model.configuration_vaswani import PRESETS
-
-    assert VaswaniConfig().attention_bias is False
-    assert all(VaswaniConfig.from_preset(name).attention_bias is False for name in PRESETS)
-    VaswaniConfig(**TINY).save_pretrained(tmp_path / "older")
-    edit_json(tmp_path / "older" / "config.json", attention_bias=DELETE)
-    assert VaswaniConfig.from_pretrained(tmp_path / "older").attention_bias is True
-    assert AutoConfig.from_pretrained(tmp_path / "older").attention_bias is True
-    assert VaswaniConfig.from_pretrained(tmp_path / "older", attention_bias=False).attention_bias is False
-
-
 @pytest.mark.parametrize("attention_bias", [False, True])  # both values are written, so both survive
 def test_save_load_round_trip_and_auto_config(tmp_path, attention_bias):
     config = VaswaniConfig(
@@ -122,6 +113,9 @@ def test_save_load_round_trip_and_auto_config(tmp_path, attention_bias):
         got, want = loaded.to_dict(), config.to_dict()
         got.pop("_name_or_path"), want.pop("_name_or_path")  # where it was loaded from
         assert got == want and loaded.tie_word_embeddings is False
+    edit_json(tmp_path / "config.json", attention_bias=DELETE)  # a config.json from before the field: biases
+    assert VaswaniConfig.from_pretrained(tmp_path).attention_bias is AutoConfig.from_pretrained(tmp_path).attention_bias is True
+    assert VaswaniConfig.from_pretrained(tmp_path, attention_bias=False).attention_bias is False
     edit_json(tmp_path / "config.json", dropout=1.5)
     with pytest.raises(ValueError, match="dropout"):
         AutoConfig.from_pretrained(tmp_path)

@@ -14,29 +14,22 @@ LOGITS = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
 
 
 @pytest.mark.parametrize("gold, expected", [(0, 0.6401897), (2, 2.3735230)])
-def test_closed_form_on_a_tiny_example(gold, expected):
+def test_closed_form_on_a_tiny_example_and_epsilon_is_not_spread_over_all_v_tokens(gold, expected):
     # -[0.9 (z_gold - Z) + 0.1/3 Σ_other (z - Z)], Z = log Σ exp z = 2.44018970
     loss = label_smoothed_cross_entropy(LOGITS, torch.tensor([gold]), epsilon=0.1)
     assert loss.item() == pytest.approx(expected, rel=1e-6)
+    assert not torch.isclose(loss, F.cross_entropy(LOGITS, torch.tensor([gold]), label_smoothing=0.1))
 
 
-def test_epsilon_zero_equals_cross_entropy_and_epsilon_is_not_spread_over_all_v_tokens():
-    ours = label_smoothed_cross_entropy(LOGITS, torch.tensor([0]), epsilon=0.1)
-    assert not torch.isclose(ours, F.cross_entropy(LOGITS, torch.tensor([0]), label_smoothing=0.1))
+def test_epsilon_zero_equals_cross_entropy_and_ignored_positions_are_excluded():
     torch.manual_seed(0)
-    logits = torch.randn(2, 5, 7)
-    labels = torch.randint(0, 7, (2, 5))
+    logits, labels = torch.randn(2, 5, 7), torch.randint(0, 7, (2, 5))
     labels[0, 3] = -100
     for reduction in ("mean", "sum", "none"):
         ours = label_smoothed_cross_entropy(logits, labels, epsilon=0.0, reduction=reduction)
         reference = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1), reduction=reduction)
         torch.testing.assert_close(ours.reshape(-1) if reduction == "none" else ours, reference)
-
-
-def test_ignored_positions_are_excluded():
-    torch.manual_seed(0)
-    logits = torch.randn(1, 3, 4)
-    labels = torch.tensor([[0, -100, 2]])
+    logits, labels = logits[:1, :3, :4], torch.tensor([[0, -100, 2]])
     assert label_smoothed_cross_entropy(logits, labels, reduction="none")[0, 1].item() == 0.0
     kept = label_smoothed_cross_entropy(logits[:, [0, 2]], labels[:, [0, 2]], reduction="sum")
     assert label_smoothed_cross_entropy(logits, labels, reduction="sum").item() == pytest.approx(kept.item())
@@ -54,13 +47,6 @@ def test_half_precision_input_gives_finite_float32_loss(dtype):
     loss = label_smoothed_cross_entropy(logits, labels)
     assert loss.dtype == torch.float32 and torch.isfinite(loss)
     assert loss.item() == pytest.approx(label_smoothed_cross_entropy(logits.float(), labels).item(), rel=1e-6)
-
-
-def test_gradient_is_softmax_minus_q():  # the fast loss's: equal to this one's (below)
-    logits = torch.zeros(1, 4, requires_grad=True)
-    label_smoothed_cross_entropy(logits, torch.tensor([0])).backward()
-    # d loss / d logit_j = softmax_j - q_j = 0.25 - q_j
-    torch.testing.assert_close(logits.grad, torch.tensor([[0.25 - 0.9] + [0.25 - 0.1 / 3] * 3]))
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
@@ -93,13 +79,19 @@ def test_fast_loss_on_bf16_logits_gives_a_bf16_gradient_computed_in_float32():
     torch.testing.assert_close(logits.grad.float(), exact.grad, rtol=1e-2, atol=1e-4)
 
 
-def test_target_entropy_is_the_floor_reached_at_p_equal_q():
+def test_target_entropy_is_the_floor_reached_at_p_equal_q_where_the_gradient_softmax_minus_q_is_zero():
     # V = 4, ε = 0.1: logits log q make p = q, and the loss is H(q) itself.
     q = torch.tensor([[0.9, 0.1 / 3, 0.1 / 3, 0.1 / 3]])
     floor = target_entropy(0.1, 4)
     assert floor == pytest.approx(-(0.9 * math.log(0.9) + 0.1 * math.log(0.1 / 3)))
-    assert label_smoothed_cross_entropy(q.log(), torch.tensor([0])).item() == pytest.approx(floor, rel=1e-6)
-    assert label_smoothed_cross_entropy(LOGITS, torch.tensor([0])).item() > floor
+    logits = q.log().requires_grad_()
+    loss = label_smoothed_cross_entropy(logits, torch.tensor([0]))
+    assert loss.item() == pytest.approx(floor, rel=1e-6) and label_smoothed_cross_entropy(LOGITS, torch.tensor([0])) > floor
+    loss.backward()
+    torch.testing.assert_close(logits.grad, torch.zeros(1, 4), rtol=0, atol=1e-6)
+    logits = torch.zeros(1, 4, requires_grad=True)  # softmax 0.25 everywhere (the fast loss's gradient: below)
+    label_smoothed_cross_entropy(logits, torch.tensor([0])).backward()
+    torch.testing.assert_close(logits.grad, torch.tensor([[0.25 - 0.9] + [0.25 - 0.1 / 3] * 3]))
     assert target_entropy(0.1, 8000) == pytest.approx(1.224, abs=1e-3)  # the gap at the shipped vocabulary
     assert target_entropy(0.0, 8000) == 0.0
 
