@@ -4,6 +4,7 @@ import json
 import os
 import runpy
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,6 +47,23 @@ def assert_error_line(code, err, *names, alone=False):
     assert code == 2 and "Traceback" not in err and len(errors) == 1, err
     assert err.strip().splitlines()[-1] == errors[0] and (not alone or err.strip() == errors[0]), err
     assert_names(errors[0], *names)
+
+
+def run_without_package(code, folder, tmp_path, cwd, isolated=False) -> dict:
+    """Python `code` that fills a dict `report`, run on `folder` (its sys.argv[1]) where `import modeling_vaswani`
+    fails, as on a user's machine: a fresh interpreter (isolated: -I, no working directory, PYTHONPATH or user
+    site-packages on sys.path), offline. The report, with the child's stdout; no module of the package ran."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    code = (f"import sys; sys.modules['modeling_vaswani'] = None\nimport json\n{code}\nreport['imported'] = [name for "
+            "name, module in sys.modules.items() if name.startswith('modeling_vaswani') and module]\n"
+            "print(json.dumps(report))")
+    completed = subprocess.run([sys.executable, *(["-I"] if isolated else []), "-c", code, str(folder)], cwd=cwd,
+                               env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report.pop("imported") == []
+    return {**report, "stdout": completed.stdout}
 
 
 def hostile_pickle(marker) -> bytes:

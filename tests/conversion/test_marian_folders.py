@@ -2,14 +2,12 @@
 evaluate_model.py, and the converted folder loaded with remote code where the package is not installed."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 from transformers import AutoTokenizer, MarianMTModel, MarianTokenizer
 
+from checks import run_without_package
 from marian_models import SENTENCES, assert_same_state, random_marian
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.marian import MarianConversionError, convert_marian, export_marian
@@ -77,10 +75,8 @@ def test_a_folder_of_another_model_type_is_refused(request, tmp_path, convert, s
         convert(request.getfixturevalue(source), tmp_path / "out")
 
 
-# Runs where `import modeling_vaswani` fails, from a copy of the folder, as on a user's machine.
+# Run where the package cannot be imported (checks.run_without_package), from a copy of the folder.
 CHILD = f"""
-import sys; sys.modules['modeling_vaswani'] = None
-import json
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
 folder = sys.argv[1]
@@ -89,10 +85,9 @@ tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
 inputs = tokenizer({SENTENCES!r}, return_tensors="pt", padding=True)
 generated = model.generate(**inputs, num_beams=4, max_new_tokens=8)
 translator = pipeline("translation", model=folder, trust_remote_code=True)
-print(json.dumps(dict(model_module=type(model).__module__, tokenizer_class=type(tokenizer).__name__,
-    generated=generated.tolist(), pipeline_class=type(translator).__name__,
-    result=translator({SENTENCES[0]!r}, num_beams=1, max_new_tokens=8),
-    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module])))
+report = dict(model_module=type(model).__module__, tokenizer_class=type(tokenizer).__name__,
+              generated=generated.tolist(), pipeline_class=type(translator).__name__,
+              result=translator({SENTENCES[0]!r}, num_beams=1, max_new_tokens=8))
 """
 
 
@@ -104,13 +99,8 @@ def test_converted_folder_loads_with_remote_code_without_the_package(converted_f
     tokenizer = AutoTokenizer.from_pretrained(marian_folder)
     inputs = tokenizer(SENTENCES, return_tensors="pt", padding=True)
     expected = marian.generate(**inputs, num_beams=4, max_new_tokens=8)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    completed = subprocess.run([sys.executable, "-c", CHILD, str(folder)], cwd=folder, env=env,
-                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["model_module"].startswith("transformers_modules.") and report["imported"] == []
+    report = run_without_package(CHILD, folder, tmp_path, cwd=folder)
+    assert report["model_module"].startswith("transformers_modules.")
     assert (report["tokenizer_class"], report["pipeline_class"]) == ("MarianTokenizer", "VaswaniTranslationPipeline")
     assert report["generated"] == expected.tolist()
     expected_text = tokenizer.decode(marian.generate(**tokenizer([SENTENCES[0]], return_tensors="pt"), num_beams=1,

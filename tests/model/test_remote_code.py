@@ -2,24 +2,19 @@
 §6.1's search through the folder's custom_generate (that it holds exactly the model's code:
 tests/untrusted_folders/test_code_and_pickles.py)."""
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from checks import run_without_package
 from modeling_vaswani.model.loading import CUSTOM_GENERATE_SOURCE
 
 SENTENCE = "A man is riding a bicycle."
 
-# Runs in a fresh, isolated interpreter in which `import modeling_vaswani` fails, as on a user's machine.
+# Run where the package cannot be imported (checks.run_without_package).
 CHILD = f"""
-import sys; sys.modules['modeling_vaswani'] = None
-import json
 import torch
 from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
@@ -31,7 +26,7 @@ tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
 inputs = tokenizer([{SENTENCE!r}, "Two dogs."], return_tensors="pt", padding=True)
 paper = model.generate(**inputs, max_new_tokens=6, output_scores=True, return_dict_in_generate=True)
 translator = pipeline("translation", model=folder, trust_remote_code=True)
-print(json.dumps(dict(
+report = dict(
     classes=[type(m).__name__ for m in (model, base)],
     modules=[type(m).__module__ for m in (model, base)],
     generate=getattr(model.generate, "func", model.generate).__module__,
@@ -42,8 +37,7 @@ print(json.dumps(dict(
     greedy=model.generate(**inputs, num_beams=1, max_new_tokens=5).tolist(),
     pipeline_class=type(translator).__name__,
     result=translator({SENTENCE!r}, num_beams=1, max_new_tokens=5),
-    imported=[name for name, module in sys.modules.items() if name.startswith("modeling_vaswani") and module],
-)))
+)
 """
 
 
@@ -51,14 +45,8 @@ print(json.dumps(dict(
 def test_loads_translates_and_searches_as_the_paper_without_the_package(saved_model_dir, translation_model, tokenizer,
                                                                         tmp_path):
     folder = shutil.copytree(saved_model_dir, tmp_path / "elsewhere" / "copied")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    # -I: isolated mode, neither the working directory nor PYTHONPATH nor user site-packages on sys.path.
-    completed = subprocess.run([sys.executable, "-I", "-c", CHILD, str(folder)], cwd=tmp_path / "elsewhere", env=env,
-                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["imported"] == [] and str(saved_model_dir.parent) not in completed.stdout
+    report = run_without_package(CHILD, folder, tmp_path, cwd=tmp_path / "elsewhere", isolated=True)
+    assert str(saved_model_dir.parent) not in report["stdout"]
     assert report["classes"] == ["VaswaniForConditionalGeneration", "VaswaniModel"]
     assert all(module.startswith("transformers_modules.") for module in report["modules"])  # the folder's code
     assert report["generate"].startswith("transformers_modules.") and report["generate"].endswith(
