@@ -98,13 +98,10 @@ def test_every_door_refuses_a_bad_decoding_setting_naming_it(folder, door, case,
     assert setting in message or (setting == "max_new_tokens" and "length" in message), message
 
 
-def test_the_bound_counts_beams_batch_and_length():
+def test_the_bound_counts_beams_batch_and_length_and_the_papers_settings_pass(saved_model_dir):
+    assert _load(saved_model_dir).generate(SOURCE, num_beams=4, length_penalty=0.6).shape[0] == 1
     settings = {"num_beams": 4, "max_new_tokens": 50}
     batch = MAX_DECODING_POSITIONS // (4 * (50 + 10))
     check_decoding(settings, "here", batch_size=batch, input_length=10)
     with pytest.raises(ValueError, match=f"num_beams 4 × batch {batch + 1} × length 60"):
         check_decoding(settings, "here", batch_size=batch + 1, input_length=10)
-
-
-def test_the_papers_settings_pass(saved_model_dir):
-    assert _load(saved_model_dir).generate(SOURCE, num_beams=4, length_penalty=0.6).shape[0] == 1

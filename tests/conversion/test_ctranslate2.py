@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from checks import assert_names
+from marian_models import SENTENCES
 from modeling_vaswani.conversion.ctranslate2 import (CTranslate2ConversionError, CTranslate2NotInstalledError,
                                                      check_convertible, convert_ctranslate2, import_ctranslate2)
 from modeling_vaswani.evaluation.translation import translate
@@ -21,8 +22,6 @@ requires_ctranslate2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2"
 # generation config names; the tests compare with ours decoding by that rule.
 pytestmark = pytest.mark.filterwarnings("ignore:This model decodes with:UserWarning")
 
-SENTENCES = ["A man is riding a bicycle.", "Two dogs are playing in the snow.",
-             "A little girl in a pink dress climbs the stairs.", "People."]
 TARGETS = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
            "Ein kleines Mädchen in einem rosa Kleid steigt die Treppe hinauf.", "Leute."]
 VARIANTS = {
@@ -92,9 +91,13 @@ def test_greedy_and_beam_outputs_equal_ours(saved_pair, num_beams):
 
 
 @requires_ctranslate2
-def test_decoding_settings_map_to_translate_batch(saved_pair):
-    _, _, folder = saved_pair
-    engine, _ = load_engine(folder)
+def test_decoding_settings_map_to_translate_batch_and_threads_follow_the_package_rule(saved_pair, monkeypatch):
+    model, _, folder = saved_pair
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    engine, _ = load_engine(folder, threads=None)
+    assert (engine.threads, engine.threads_chosen_by) == (1, "the model has under 20M parameters")
+    assert load_engine(folder, threads=2)[0].threads == 2
+    assert json.loads((folder / "conversion.json").read_text())["num_parameters"] == model.num_parameters()
     options = engine.settings(input_length=7)
     assert options["beam_size"] == 4 and options["length_penalty"] == 0.6
     assert options["max_decoding_length"] == 7 + 50
@@ -103,16 +106,6 @@ def test_decoding_settings_map_to_translate_batch(saved_pair):
         **options, "beam_size": 1, "length_penalty": 1.0, "max_decoding_length": 9}
     with pytest.raises(ValueError, match="do_sample"):
         engine.generate(torch.tensor([[5, 2]]), do_sample=True)
-
-
-@requires_ctranslate2
-def test_threads_follow_the_package_rule(saved_pair, monkeypatch):
-    model, _, folder = saved_pair
-    assert json.loads((folder / "conversion.json").read_text())["num_parameters"] == model.num_parameters()
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    engine, _ = load_engine(folder, threads=None)
-    assert (engine.threads, engine.threads_chosen_by) == (1, "the model has under 20M parameters")
-    assert load_engine(folder, threads=2)[0].threads == 2
 
 
 @requires_ctranslate2

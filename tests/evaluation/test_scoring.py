@@ -12,7 +12,7 @@ from modeling_vaswani.evaluation.scoring import METRIC_PATH, compute_bleu, load_
 SCORES = ("bleu", "bleu_lowercase_tokenized", "bleu_paper_tokenized", "chrf")
 
 
-def test_known_examples_match_sacrebleu():
+def test_known_examples_match_sacrebleu_and_the_lowercased_score():
     sentence = ["Ein Mann fährt mit dem Fahrrad durch die Stadt ."]
     result = compute_bleu(sentence, sentence)
     assert [result[name] for name in SCORES] == pytest.approx([100.0] * 4)
@@ -26,9 +26,7 @@ def test_known_examples_match_sacrebleu():
     assert [result[key] for key in ("counts", "bp", "sys_len", "ref_len")] == [
         expected.counts, pytest.approx(expected.bp), expected.sys_len, expected.ref_len]
     assert result["chrf"] == pytest.approx(sacrebleu.corpus_chrf(predictions, [references]).score)
-
-
-def test_lowercasing_signatures_and_chrf():
+    # Lowercased BLEU, the signatures, chrF.
     result = compute_bleu(["The Cat sat on The Mat today ."], ["the cat sat on the mat today ."])
     assert result["bleu_lowercase_tokenized"] == pytest.approx(100.0) and result["bleu"] < 60.0
     assert "case:mixed" in result["signature"] and "tok:13a" in result["signature"]

@@ -85,13 +85,16 @@ def test_body_has_the_tables_config_and_citation(model_dir, results):
     assert "target tokens" not in body  # the record does not have them
 
 
-def test_measured_losses_and_a_logged_perplexity_get_their_columns(model_dir, results):
+def test_measured_losses_a_logged_perplexity_and_recorded_tokens_are_shown_and_published_scores_only_for_en_de(
+        model_dir, results):
     results["training"]["log_history"][1].update(eval_nll_loss=3.0, eval_ppl=20.0855)
     results["losses"] = [{"split": "validation", "split_name": "val", "weights": "averaged", "averaged": True,
                           "reference_tokens": 12825, "loss": 3.1, "kl_loss": 2.3, "nll_loss": 1.8, "ppl": 6.0496}]
+    results["target_lang"], results["training"]["target_tokens"] = "fr", 63_954_000
     body = str(render_model_card(model_dir, results, "someone/vaswani-test")).split("---", 2)[2]
     assert "| val | averaged | 12,825 | 3.100 | 2.300 | 1.800 | 6.05 |" in body
     assert f"| 100 | 0.8 | 5.432 | 4.500 | {4.5 - target_entropy(0.1, 100):.3f} | 20.09 | 12.35 |" in body
+    assert "## How it compares" not in body and "about 64.0M\n  padded target tokens" in body
 
 
 def test_results_without_the_shipped_configuration_are_refused(results):
@@ -126,9 +129,3 @@ def test_the_speed_section_keeps_every_system_at_every_thread_count(model_dir, r
     with pytest.raises(ValueError) as error:
         speed_from_benchmark({"figure_1_training": {}}, "other.json")
     assert_names(error, "other.json")
-
-
-def test_published_scores_only_for_english_german_and_padded_tokens_when_recorded(model_dir, results):
-    results["target_lang"], results["training"]["target_tokens"] = "fr", 63_954_000
-    text = str(render_model_card(model_dir, results, "someone/vaswani-test"))
-    assert "## How it compares" not in text and "about 64.0M\n  padded target tokens" in text
