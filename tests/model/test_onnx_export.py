@@ -24,38 +24,25 @@ class EncoderGraph(nn.Module):
         return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
-class FirstStepGraph(nn.Module):
-    """decoder_input_ids (B, 1) → logits and, per layer, self keys/values and cross keys/values."""
+class StepGraph(nn.Module):
+    """decoder_input_ids (B, 1) → logits and, per layer, self keys/values and cross keys/values (the first
+    step); or, given those back as tensors (`*past`), logits and the grown self keys/values (a later step)."""
 
     def __init__(self, model):
         super().__init__()
         self.model = model
-
-    def forward(self, decoder_input_ids, encoder_hidden_states, attention_mask):
-        out = self.model(encoder_outputs=(encoder_hidden_states,), attention_mask=attention_mask,
-                         decoder_input_ids=decoder_input_ids, use_cache=True)
-        layers = zip(out.cache.self_attention_cache.layers, out.cache.cross_attention_cache.layers)
-        return (out.logits, *(t for own, cross in layers for t in (own.keys, own.values, cross.keys, cross.values)))
-
-
-class NextStepGraph(nn.Module):
-    """decoder_input_ids (B, 1) and the cache as tensors → logits and the grown self keys/values."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-        self.layers = model.config.num_decoder_layers
 
     def forward(self, decoder_input_ids, encoder_hidden_states, attention_mask, *past):
         cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        for i in range(self.layers):
+        for i in range(len(past) // 4):
             cache.self_attention_cache.update(past[4 * i], past[4 * i + 1], i)
             cache.cross_attention_cache.update(past[4 * i + 2], past[4 * i + 3], i)
             cache.is_updated[i] = True  # the encoder's keys and values are in the cache already
         out = self.model(encoder_outputs=(encoder_hidden_states,), attention_mask=attention_mask,
                          decoder_input_ids=decoder_input_ids, cache=cache, use_cache=True)
-        grown = [t for layer in out.cache.self_attention_cache.layers for t in (layer.keys, layer.values)]
-        return (out.logits, *grown)
+        layers = zip(out.cache.self_attention_cache.layers, out.cache.cross_attention_cache.layers)
+        n = 2 if past else 4  # a later step returns what it adds only: its own keys and values
+        return (out.logits, *(t for own, cross in layers for t in (own.keys, own.values, cross.keys, cross.values)[:n]))
 
 
 def names(layers, kinds=("self_k", "self_v", "cross_k", "cross_v"), prefix="past"):
@@ -79,11 +66,11 @@ def export(graph, arguments, path, inputs, outputs, axes, dynamo=False, **option
 def export_all(model, folder, **options):
     """The three graphs, with batch, source length and cache length dynamic."""
     layers = model.config.num_decoder_layers
-    encoder, first, step = EncoderGraph(model).eval(), FirstStepGraph(model).eval(), NextStepGraph(model).eval()
+    encoder, step = EncoderGraph(model).eval(), StepGraph(model).eval()  # one module, two graphs
     start = torch.ones(SOURCE.shape[0], 1, dtype=torch.long)
     with torch.no_grad():
         hidden = encoder(SOURCE, SOURCE_MASK)
-        past = first(start, hidden, SOURCE_MASK)[1:]
+        past = step(start, hidden, SOURCE_MASK)[1:]
     present, past_names = names(layers, prefix="present"), names(layers)
     batch_source = {0: "batch", 1: "source"}
     export(encoder, (SOURCE, SOURCE_MASK), folder / "encoder.onnx", ["input_ids", "attention_mask"],
@@ -91,7 +78,7 @@ def export_all(model, folder, **options):
                                        "encoder_hidden_states": batch_source}, **options)
     step_inputs = ["decoder_input_ids", "encoder_hidden_states", "attention_mask"]
     common = {"decoder_input_ids": {0: "batch"}, "encoder_hidden_states": batch_source, "attention_mask": batch_source}
-    export(first, (start, hidden, SOURCE_MASK), folder / "decoder_first.onnx", step_inputs, ["logits"] + present,
+    export(step, (start, hidden, SOURCE_MASK), folder / "decoder_first.onnx", step_inputs, ["logits"] + present,
            {**common, **{n: {0: "batch", 2: "source" if "cross" in n else "target"} for n in present}}, **options)
     export(step, (start, hidden, SOURCE_MASK, *past), folder / "decoder_step.onnx", step_inputs + past_names,
            ["logits"] + names(layers, ("self_k", "self_v"), "present"),
