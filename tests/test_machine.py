@@ -3,14 +3,11 @@
 from modeling_vaswani.machine import describe_machine, hardware_line
 
 
-def test_the_line_names_the_cpu_its_threads_and_bf16_support_or_the_gpu():
+def test_the_line_names_the_cpu_its_threads_and_bf16_support_or_the_gpu_and_this_machine_has_every_fact():
     info = {"cpu": "AMD EPYC", "torch_threads": 2, "cpu_bf16": "none"}
     assert hardware_line(info) == "CPU: AMD EPYC, 2 threads, bf16: none"
     assert hardware_line({**info, "torch_threads": 1}) == "CPU: AMD EPYC, 1 thread, bf16: none"
     assert hardware_line({**info, "gpu": "NVIDIA H200"}) == "NVIDIA H200"
-
-
-def test_this_machine_has_every_fact_the_line_needs():
     info = describe_machine()
     line = hardware_line({key: value for key, value in info.items() if key != "gpu"})
     assert line.startswith(f"CPU: {info['cpu']}, {info['torch_threads']} thread") and "\n" not in line

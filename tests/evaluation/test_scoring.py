@@ -52,15 +52,12 @@ def test_paper_tokenized_bleu_splits_compounds_as_the_papers_script_and_is_cased
     assert compute_bleu(["the car ."], ["The car ."])["bleu_paper_tokenized"] < 100.0
 
 
-def test_bad_inputs_are_rejected():
+def test_bad_inputs_are_rejected_and_the_metric_loads_without_network(no_network):
     with pytest.raises(ValueError) as error:
         compute_bleu(["a", "b"], ["a"])
     assert_names(error, "2 predictions", "1 references")
     with pytest.raises(ValueError, match="lists of strings"):
         compute_bleu("a b", "a b")
-
-
-def test_metric_loads_without_network(no_network):
     metric = load_bleu_metric(keep_in_memory=True)
     assert metric.compute(predictions=["a b c d"], references=["a b c d"])["bleu"] == pytest.approx(100.0)
     assert no_network == []

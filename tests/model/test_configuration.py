@@ -83,18 +83,15 @@ def test_values_set_after_building_are_checked_like_given_ones(name, field, valu
     assert getattr(config, field) == VaswaniConfig(**TINY).to_dict()[field]  # the refused value is not kept
 
 
-def test_values_at_the_edges_are_valid_and_a_saved_warmup_steps_is_dropped():
+def test_values_at_the_edges_are_valid_tying_follows_sharing_unless_given_and_a_saved_warmup_steps_is_dropped():
     assert all(getattr(VaswaniConfig(**{**TINY, field: 0.0}), field) == 0.0 for field in RATES)
     assert VaswaniConfig(**TINY, positional_encoding="learned").positional_encoding == "learned"
+    for share in (True, False):
+        assert VaswaniConfig(**TINY, share_embeddings=share).tie_word_embeddings is share
+        # Deviation: the projection may be tied or not whatever the embeddings do (test_hf_integration.py).
+        assert VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share).tie_word_embeddings is not share
     config = VaswaniConfig.from_dict({**TINY, "warmup_steps": 4000})  # Eq. (3)'s, now the trainer's
     assert not hasattr(config, "warmup_steps") and "warmup_steps" not in config.to_json_string()
-
-
-@pytest.mark.parametrize("share", [True, False])
-def test_tie_word_embeddings_follows_share_embeddings_unless_given(share):
-    assert VaswaniConfig(**TINY, share_embeddings=share).tie_word_embeddings is share
-    # Deviation: the projection may be tied or not whatever the embeddings do (tests/model/test_hf_integration.py).
-    assert VaswaniConfig(**TINY, share_embeddings=share, tie_word_embeddings=not share).tie_word_embeddings is not share
 
 
 @pytest.mark.parametrize("attention_bias", [False, True])  # both values are written, so both survive

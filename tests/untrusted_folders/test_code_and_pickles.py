@@ -256,17 +256,16 @@ def test_an_index_naming_a_shard_outside_the_folder_or_pickled_is_refused(folder
     assert not marker.exists()
 
 
-def test_a_shard_that_is_a_symlink_out_of_a_local_folder_is_refused(folder, doors, refused, tmp_path):
+def test_a_sharded_folder_inside_the_rules_loads_and_a_shard_that_is_a_symlink_out_of_it_is_refused(
+        folder, doors, refused, tmp_path):
+    _sharded(folder)
+    for door in ("from_pretrained", "load_translator"):
+        doors[door](folder)
     outside = tmp_path / "outside.safetensors"
-    (_sharded(folder) / "weights.safetensors").rename(outside)
+    (folder / "weights.safetensors").rename(outside)
     os.symlink(outside, folder / "weights.safetensors")
     refused(ValueError, "from_pretrained", folder, "'weights.safetensors'")
     doors["Hub cache copy"](folder)  # the Hub cache's files are symlinks into its blobs folder
-
-
-@pytest.mark.parametrize("door", ["from_pretrained", "load_translator"])
-def test_a_sharded_folder_inside_the_rules_loads(folder, doors, door):
-    doors[door](_sharded(folder))
 
 
 @pytest.mark.parametrize("weight_map", [[], {"a": 3}, None])
