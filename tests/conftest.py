@@ -58,11 +58,6 @@ def make_model(make_config):
 
 
 @pytest.fixture
-def tiny_config(make_config):
-    return make_config()
-
-
-@pytest.fixture
 def tiny_model(make_model):
     return make_model()
 

@@ -106,11 +106,13 @@ def run_scripted(max_new_tokens=10, trace=None):
                               encoder_outputs=BaseModelOutput(last_hidden_state=torch.zeros(2, 1, 1)), use_cache=False)
 
 
-def test_bound_keeps_searching_after_k_finished_and_finds_the_better_translation():
+def test_bound_keeps_searching_after_k_finished_and_at_the_limit_only_ended_hypotheses_are_translations():
     """Beam 2. Step 1 finishes "</s>" (score log 0.30 = −1.204); step 2 finishes "a </s>"
     (−1.784 / lp(2) = −1.626): two finished, where transformers' early_stopping=True would stop with
     the empty output. The live "b c" (log P −1.101) could still reach −1.101 / lp(10) = −0.635 > −1.204,
-    so the search goes on and finds "b c c </s>": (log .35 + 3 log .95) / lp(4) = −0.943."""
+    so the search goes on and finds "b c c </s>": (log .35 + 3 log .95) / lp(4) = −0.943.
+    With room for 3 tokens "b c c </s>" cannot end; the cut "b c c" is no translation, so the best
+    hypothesis that ended is: "</s>" (tensor2tensor's rule; transformers' would return "b c c")."""
     lp = gnmt_length_penalty
     trace = []
     paper = run_scripted(trace=trace)
@@ -125,31 +127,22 @@ def test_bound_keeps_searching_after_k_finished_and_finds_the_better_translation
     # After step 4 the best live hypothesis ("b c c" + another token, log P ≈ −6.1) is bounded by
     # −6.1 / lp(10) ≈ −3.5 < −0.943: done, although the limit (10 tokens) is far.
     assert trace[-1]["done"] == [True] and trace[-1]["finished"][0][0][0] == [B, C, C, EOS]
-
-
-def test_at_the_limit_only_ended_hypotheses_are_translations():
-    """With room for 3 tokens "b c c </s>" cannot end; the cut "b c c" is no translation, so the best
-    hypothesis that ended is: "</s>" (tensor2tensor's rule; transformers' would return "b c c")."""
     ended = run_scripted(max_new_tokens=3)
     assert ended.sequences.tolist() == [[1, EOS]]
     assert float(ended.sequences_scores[0]) == pytest.approx(math.log(0.30), rel=1e-6)
 
 
-def test_new_models_decode_with_the_papers_search(tmp_path, calls, boosted):
-    model = boosted()
+def test_new_models_search_as_the_paper_and_transformers_search_is_generation_mixins_own(tmp_path, calls, boosted):
+    model, (ids, mask) = boosted(), padded_batch()
     assert {k: getattr(model.generation_config, k) for k in PAPER_SEARCH} == PAPER_SEARCH == {
         k: PAPER_DECODING[k] for k in PAPER_SEARCH}
-    ids, mask = padded_batch()
     paper = model.generate(input_ids=ids, attention_mask=mask)
     model.save_pretrained(tmp_path)  # saved with generation_config.json, and chosen again after loading
     loaded = VaswaniForConditionalGeneration.from_pretrained(tmp_path).eval()
     assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask), paper)
     assert torch.equal(model.generate(input_ids=ids, attention_mask=mask, **PAPER_SEARCH), paper)  # asked for
     assert calls == ["paper"] * 3
-
-
-def test_transformers_beam_search_is_generation_mixins_own(calls, boosted):
-    model, (ids, mask) = boosted(), padded_batch()
+    calls.clear()
     kwargs = dict(input_ids=ids, attention_mask=mask, max_new_tokens=14, output_scores=True,
                   return_dict_in_generate=True)
     theirs = model.generate(**kwargs, **TRANSFORMERS_BEAM_SEARCH)

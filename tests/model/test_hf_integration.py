@@ -16,9 +16,9 @@ from modeling_vaswani.model.pipeline_vaswani import VaswaniTranslationPipeline
 INPUTS = dict(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET)
 
 
-def test_auto_classes_load_save_load_round_trip(make_model, tiny_config, tmp_path):
-    assert type(AutoModelForSeq2SeqLM.from_config(tiny_config)) is VaswaniForConditionalGeneration
-    assert type(AutoModel.from_config(tiny_config)) is VaswaniModel
+def test_auto_classes_load_save_load_round_trip(make_model, make_config, tmp_path):
+    assert type(AutoModelForSeq2SeqLM.from_config(make_config())) is VaswaniForConditionalGeneration
+    assert type(AutoModel.from_config(make_config())) is VaswaniModel
     full = make_model(seed=4)
     full.save_pretrained(tmp_path / "full")
     assert type(AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "full")) is VaswaniForConditionalGeneration
