@@ -97,7 +97,7 @@ def test_a_line_of_invisible_characters_is_an_empty_line(tokenizer, door, line):
     assert echo.batches == [1]  # never decoded
 
 
-def test_translate_stream_is_lazy_and_splits_nothing_but_the_terminator(tokenizer):
+def test_translate_stream_is_lazy_splits_nothing_but_the_terminator_and_writes_one_line_each(tokenizer):
     echo = EchoModel()
     endless = itertools.cycle(["A dog runs.\n", "Two men.\n", "\n"])
     first = list(itertools.islice(translate_stream(echo, tokenizer, endless, batch_size=3), 5))
@@ -106,9 +106,7 @@ def test_translate_stream_is_lazy_and_splits_nothing_but_the_terminator(tokenize
     # Characters str.splitlines takes for a line break: lines end at "\n" (or "\r\n") only.
     lines = ["a\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029b\n", "c\r\n", "d"]
     assert len(list(translate_stream(echo, tokenizer, lines, batch_size=2))) == 3
-
-
-def test_a_translation_with_a_line_break_is_written_on_one_line():
+    # A translation with a line break is written on one line.
     assert as_one_line("Ein Hund\nläuft\r\nschnell\r.") == "Ein Hund läuft schnell ."
     assert as_one_line("kein Umbruch\u2028hier") == "kein Umbruch\u2028hier"  # no reader of ours splits there
 

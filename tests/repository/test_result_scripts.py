@@ -70,7 +70,7 @@ def test_loss_entry_names_each_loss_of_a_split(collect_results, translation_mode
     assert "validation-final: loss H(q, p)" in capsys.readouterr().out
 
 
-def test_minutes_are_the_logged_ones_else_the_step_at_the_runs_mean_rate(tmp_path):
+def test_minutes_are_logged_or_at_the_runs_mean_rate_and_a_run_without_loss_is_told_how_to_log_it(tmp_path):
     run = tmp_path / "run"
     start_segment(run, {"command": "python scripts/train.py", "hardware": "CPU"}, {}, resuming=False)
     set_segment_minutes(run, 30.0)
@@ -85,13 +85,12 @@ def test_minutes_are_the_logged_ones_else_the_step_at_the_runs_mean_rate(tmp_pat
     with pytest.raises(SystemExit) as exit_info:  # one label per run
         PLOT["main"](["--time_to_quality", "a", "b", "--labels", "only one", "--output", str(tmp_path / "t.png")])
     assert exit_info.value.code == 2
-
-
-def test_a_curve_of_a_run_that_logged_no_loss_says_how_to_log_it(tmp_path):
-    (tmp_path / "trainer_state.json").write_text(json.dumps(
+    # A curve of a run that logged no loss says how to log it.
+    (tmp_path / "no-loss").mkdir()
+    (tmp_path / "no-loss" / "trainer_state.json").write_text(json.dumps(
         {"global_step": 27, "logging_steps": 50, "log_history": [{"step": 27, "eval_bleu": 1.0}]}))
     with pytest.raises(ValueError) as refused:
-        PLOT["main"](["--run_dir", str(tmp_path), "--output", str(tmp_path / "curve.png")])
+        PLOT["main"](["--run_dir", str(tmp_path / "no-loss"), "--output", str(tmp_path / "curve.png")])
     assert_names(refused, "--logging_steps N, N at most 27")
 
 
