@@ -24,7 +24,7 @@ def space(tmp_path_factory):
     return write_space(tmp_path_factory.mktemp("space"), MODEL_ID)
 
 
-def test_card_and_code_are_a_gradio_space_of_the_packages_code_and_requirements(space, repo_root):
+def test_card_and_code_are_a_gradio_space_of_the_packages_code_and_pinned_requirements(space, repo_root):
     data = SpaceCard.load(space / "README.md", ignore_metadata_errors=False).data
     assert (data.sdk, data.app_file, data.models) == ("gradio", "app.py", [MODEL_ID])
     assert re.fullmatch(r"\d+\.\d+\.\d+", data.sdk_version)
@@ -41,9 +41,7 @@ def test_card_and_code_are_a_gradio_space_of_the_packages_code_and_requirements(
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
             for name in names:
                 assert name.split(".")[0] in allowed, f"{path.relative_to(space)} imports {name}"
-
-
-def test_requirements_are_the_packages_pins(repo_root):
+    # The requirements are the package's pins.
     config = configparser.ConfigParser()
     config.read(repo_root / "setup.cfg")
     pins = {requirement_name(line): line for line in config["options"]["install_requires"].split()}

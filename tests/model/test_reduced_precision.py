@@ -79,8 +79,10 @@ def test_an_input_longer_than_max_position_embeddings_in_half_precision(make_mod
     assert model.generate(input_ids=source, num_beams=1, max_new_tokens=12, suppress_tokens=[EOS]).shape == (2, 13)
 
 
-def test_float16_written_out_attention_keeps_a_fully_masked_row_finite():
-    torch.manual_seed(0)
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_float16_attention_keeps_a_fully_masked_row_finite_in_a_model_with_a_sentence_of_padding_only(make_model,
+                                                                                                       impl):
+    torch.manual_seed(0)  # Eq. (1) written out, alone
     query = torch.full((1, 1, 3, 8), 4.0, dtype=torch.float16)
     key, value = -query, torch.randn(1, 1, 3, 8, dtype=torch.float16)
     scores = query @ key.transpose(-2, -1) / 8 ** 0.5  # −45 everywhere
@@ -92,10 +94,6 @@ def test_float16_written_out_attention_keeps_a_fully_masked_row_finite():
     # Rows with a visible key still give every hidden key exactly zero weight.
     _, weights = scaled_dot_product_attention(query, key, value, padding_mask(torch.tensor([[1, 0, 0]]), torch.float16))
     assert torch.equal(weights[..., 1:], torch.zeros_like(weights[..., 1:]))
-
-
-@pytest.mark.parametrize("impl", ["eager", "sdpa"])
-def test_float16_model_with_a_sentence_of_padding_only_stays_finite(make_model, impl):
     model = make_model(seed=2, attn_implementation=impl).to(torch.float16)
     with torch.no_grad():  # large weights: scores far below −16, where finfo.min + score overflowed
         for module in model.modules():

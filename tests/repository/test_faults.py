@@ -191,7 +191,8 @@ PANIC_LINE = "a" * 40 + "b"
 
 
 def test_a_tokenizer_panic_is_a_value_error_and_through_a_script_one_line(folder, tmp_path, monkeypatch, capsys):
-    """translate(), then translate.py reading a file as a stream (translate_stream)."""
+    """translate(), then translate.py reading a file as a stream (translate_stream); run_main turns a panic,
+    and no other BaseException, into one line."""
     edit_json(folder / "tokenizer.json", pre_tokenizer=BACKTRACKING)
     model, tokenizer = load_translator(str(folder), device="cpu")
     with pytest.raises(ValueError) as error:
@@ -204,8 +205,6 @@ def test_a_tokenizer_panic_is_a_value_error_and_through_a_script_one_line(folder
                            "--max_new_tokens", "2", "--file", tmp_path / "in.txt", "--output", tmp_path / "o.txt")
     assert_error_line(code, err, "The tokenizer failed", "tokenizer.json")
 
-
-def test_run_main_turns_a_tokenizer_panic_and_no_other_base_exception_into_one_line(capsys):
     def raising(name, message):
         def main():
             raise type(name, (BaseException,), {})(message)
