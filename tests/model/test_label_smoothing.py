@@ -86,7 +86,8 @@ def test_target_entropy_is_the_floor_reached_at_p_equal_q_where_the_gradient_sof
     assert floor == pytest.approx(-(0.9 * math.log(0.9) + 0.1 * math.log(0.1 / 3)))
     logits = q.log().requires_grad_()
     loss = label_smoothed_cross_entropy(logits, torch.tensor([0]))
-    assert loss.item() == pytest.approx(floor, rel=1e-6) and label_smoothed_cross_entropy(LOGITS, torch.tensor([0])) > floor
+    assert loss.item() == pytest.approx(floor, rel=1e-6)
+    assert label_smoothed_cross_entropy(LOGITS, torch.tensor([0])) > floor
     loss.backward()
     torch.testing.assert_close(logits.grad, torch.zeros(1, 4), rtol=0, atol=1e-6)
     logits = torch.zeros(1, 4, requires_grad=True)  # softmax 0.25 everywhere (the fast loss's gradient: below)

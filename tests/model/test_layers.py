@@ -165,7 +165,8 @@ def test_lookup_is_scaled_by_sqrt_d_model_unless_switched_off_and_trains_only_us
     embedding = ScaledEmbedding(6, 4)
     embedding(torch.tensor([[1, 3, 3]])).sum().backward()
     # d/dw (√d · w) = √d = 2, once for id 1 and twice for id 3; the other rows get nothing.
-    torch.testing.assert_close(embedding.weight.grad, torch.tensor([0.0, 2.0, 0.0, 4.0, 0.0, 0.0])[:, None].expand(6, 4))
+    expected = torch.tensor([[0.0], [2.0], [0.0], [4.0], [0.0], [0.0]]).expand(6, 4)
+    torch.testing.assert_close(embedding.weight.grad, expected)
 
 
 def pe(pos, dim, d_model=8):
