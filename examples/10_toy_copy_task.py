@@ -93,10 +93,7 @@ def exact_match(model, tokenizer, strings: list[str]) -> float:
     """Fraction copied exactly, on ids up to the first </s>: a copy that never stops, or stops early, is wrong."""
     batch, generated = generate(model, tokenizer, strings)
     eos = tokenizer.eos_token_id
-
-    def upto_eos(ids):
-        return ids[: ids.index(eos) + 1] if eos in ids else ids
-
+    upto_eos = lambda ids: ids[: ids.index(eos) + 1] if eos in ids else ids  # noqa: E731
     pairs = zip(batch["input_ids"].tolist(), generated.tolist())  # generated rows start with <s>
     return sum(upto_eos(output[1:]) == upto_eos(source) for source, output in pairs) / len(strings)
 

@@ -49,8 +49,7 @@ def main():
             print(f"    {name + ':':<10} {text[i].strip():<60}  log P {logp[i]:7.3f}  |Y| {int(length[i]):2d}  "
                   f"score {score[i]:7.3f}")
     better = int((beam_scores >= greedy_scores - 1e-4).sum())  # two code paths: float rounding, as above
-    same = sum(g.strip() == b.strip() for g, b in zip(greedy_texts, beam_texts))
-    print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences; identical text for {same}.")
+    print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences.")
 
     # The paper's search (GNMT's penalty) against Hugging Face's (|Y|^α) on the first --scan sentences.
     scan, eos = validation_lines(args.source_lang)[: args.scan], tokenizer.eos_token_id
