@@ -16,7 +16,8 @@ curves = {}
 for d_model, warmup in SETTINGS:
     rates = curves[(d_model, warmup)] = [noam_lr(step, d_model, warmup) for step in STEPS]
     peak, expected = max(range(len(rates)), key=rates.__getitem__), (d_model * warmup) ** -0.5
-    print(f"d_model {d_model:4d}, warmup {warmup:4d}: peak {rates[peak]:.2e} = (d_model · warmup)^-0.5 at step {STEPS[peak]}")
+    print(f"d_model {d_model:4d}, warmup {warmup:4d}: peak {rates[peak]:.2e} = (d_model · warmup)^-0.5 "
+          f"at step {STEPS[peak]}")
     assert STEPS[peak] == warmup and abs(rates[peak] - expected) < 1e-12
 
 # The scheduler that training uses: after k updates Adam's rate must be Eq. (3) at step k + 1.
