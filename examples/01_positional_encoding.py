@@ -21,21 +21,14 @@ def rotation_for_offset(k: int, d_model: int) -> torch.Tensor:
 
 
 pe = sinusoidal_table(POSITIONS + 64, D_MODEL, dtype=torch.float64)  # (positions, d_model)
-print(f"PE table: {tuple(pe.shape)} (positions × d_model); even columns sin, odd columns cos")
-print(f"PE[0, :6] = {pe[0, :6].numpy().round(3)}   (sin 0 = 0, cos 0 = 1); every entry in [{pe.min():.0f}, {pe.max():.0f}]")
-wavelengths = [2 * torch.pi * 10000 ** (two_i / D_MODEL) for two_i in (0, D_MODEL // 2, D_MODEL - 2)]
-print("wavelengths of pairs 0, middle, last: " + ", ".join(f"{w:,.1f}" for w in wavelengths)
-      + "  (a geometric progression from 2π towards 10000·2π)")
-
-print("\nPE(pos + k) = M_k · PE(pos), checked for every pos in 0 … 127:")
+print(f"PE table: {tuple(pe.shape)} (positions × d_model); wavelengths grow geometrically from 2π to 10000·2π")
+print("PE(pos + k) = M_k · PE(pos), checked for every pos in 0 … 127:")
 for k in (1, 5, 17, 64):
     error = (pe[:POSITIONS] @ rotation_for_offset(k, D_MODEL).T - pe[k:k + POSITIONS]).abs().max().item()
     print(f"  k = {k:3d}: max |M_k·PE(pos) − PE(pos+k)| = {error:.2e}")
     assert error < 1e-9, "the rotation identity must hold to float64 precision"
 
-similarity = pe[:POSITIONS] @ pe[:POSITIONS].T  # nearby positions have similar encodings
-print("\nPE(10)·PE(10+k) for k = 0, 1, 5, 20: " + ", ".join(f"{similarity[10, 10 + k]:.2f}" for k in (0, 1, 5, 20))
-      + "  (a sum of cos(ω·k): it depends on the offset k only, not on the position)")
+similarity = pe[:POSITIONS] @ pe[:POSITIONS].T  # Σ cos(ω·(p − q)): a function of the offset only
 
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
 fig.colorbar(axes[0].imshow(pe[:POSITIONS].numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1), ax=axes[0])

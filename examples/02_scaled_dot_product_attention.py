@@ -22,8 +22,7 @@ v = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 
 scores = q @ k.T / math.sqrt(2)  # (3, 4)
 weights = torch.softmax(scores, dim=-1)  # (3, 4), rows sum to 1
 output = weights @ v  # (3, 3)
-for name, value in (("Q (3 queries × d_k=2)", q), ("K (4 keys × d_k=2)", k), ("V (4 values × d_v=3)", v),
-                    ("scores = Q Kᵀ / √2", scores), ("weights = softmax(scores) over the keys, rows sum to 1", weights),
+for name, value in (("scores = Q Kᵀ / √2", scores), ("weights = softmax(scores), rows sum to 1", weights),
                     ("output = weights · V, each row a weighted average of V's rows", output)):
     print(f"{name}:\n{value.numpy().round(3)}")
 library_output, library_weights = scaled_dot_product_attention(q, k, v)
@@ -35,16 +34,14 @@ print(f"\n— Part 2: why √d_k ({TRIALS} random queries, {NUM_KEYS} keys each)
 d_values = [2**n for n in range(11)]
 generator = torch.Generator().manual_seed(0)
 rows = []  # per d_k: Var(q·k), then the mean largest weight and mean entropy, unscaled and scaled
-print(f"{'d_k':>5} {'Var(q·k)':>9} {'max weight: unscaled':>21} {'scaled':>7} {'entropy: unscaled':>18} {'scaled':>7}")
 for d_k in d_values:
     q = torch.randn(TRIALS, 1, d_k, generator=generator)  # unit-variance components
     dots = (q @ torch.randn(TRIALS, NUM_KEYS, d_k, generator=generator).transpose(1, 2)).squeeze(1)  # var ≈ d_k
     p = torch.softmax(torch.stack([dots, dots / math.sqrt(d_k)]), dim=-1)  # (unscaled | scaled, TRIALS, NUM_KEYS)
     rows.append([dots.var().item(), *p.max(dim=-1).values.mean(-1).tolist(),
                  *(-(p * torch.log(p.clamp_min(1e-30))).sum(-1).mean(-1)).tolist()])
-    print(f"{d_k:>5} {rows[-1][0]:>9.1f} {rows[-1][1]:>21.3f} {rows[-1][2]:>7.3f} {rows[-1][3]:>18.3f} {rows[-1][4]:>7.3f}")
-print(f"uniform weights over {NUM_KEYS} keys would have entropy ln {NUM_KEYS} = {math.log(NUM_KEYS):.3f}; "
-      "unscaled, the softmax becomes nearly one-hot as d_k grows, scaled it does not.")
+print(f"d_k = {d_values[-1]}: Var(q·k) = {rows[-1][0]:.0f}; largest weight {rows[-1][1]:.3f} unscaled, {rows[-1][2]:.3f} "
+      f"scaled (uniform: {1 / NUM_KEYS:.3f}): unscaled, the softmax is nearly one-hot")
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
 for axis, column, label in ((axes[0], 1, "mean largest softmax weight"), (axes[1], 3, "mean entropy (nats)")):

@@ -10,17 +10,15 @@ import math
 import torch
 import torch.nn.functional as F
 
-from common import load_trained, model_parser, plt, run, save
+from common import plt, run, save, trained_model
 
 SENTENCE = "Two dogs are playing in the snow."
 
 
 @torch.no_grad()
 def main():
-    parser = model_parser(__doc__)
-    parser.add_argument("--layer", type=int, default=2, help="which encoder layer, from 1 (default 2)")
-    args = parser.parse_args()
-    model, tokenizer = load_trained(args.model, attn_implementation="eager")
+    args, model, tokenizer = trained_model(__doc__, {"layer": (2, "which encoder layer, from 1")},
+                                           attn_implementation="eager")
     config, encoder = model.config, model.model.encoder
     if not 1 <= args.layer <= len(encoder.layers):
         raise ValueError(f"--layer must be in [1, {len(encoder.layers)}], got {args.layer}")

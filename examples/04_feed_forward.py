@@ -26,9 +26,8 @@ with torch.no_grad():
               "FFN(shuffled x) vs shuffled FFN(x)": ffn(x[:, permutation]) - whole[:, permutation],
               "output at position 2 vs position 7 (same input)": whole[0, 2] - whole[0, 7],
               "two kernel-size-1 convolutions vs FFN": conv - whole}
-print(f"W_1: {tuple(w1.weight.T.shape)} (d_model × d_ff), W_2: {tuple(w2.weight.T.shape)} (d_ff × d_model); "
+print(f"x {tuple(x.shape)} → hidden {tuple(hidden.shape)} → FFN(x) {tuple(whole.shape)}; W_1, b_1, W_2, b_2: "
       f"{sum(p.numel() for p in ffn.parameters()):,} parameters shared by all {T} positions")
-print(f"shapes: x {tuple(x.shape)} → hidden {tuple(hidden.shape)} → FFN(x) {tuple(whole.shape)}")
 for name, difference in checks.items():
     print(f"  max |difference|, {name}: {difference.abs().max():.1e}")
     assert difference.abs().max() < 1e-5

@@ -25,13 +25,9 @@ panels = {"padding, sentence 1\n(keys 4, 5 are <pad>)": pad[0, 0].expand(L, L),
           "padding, sentence 2\n(no <pad>)": pad[1, 0].expand(L, L), "causal\n(no looking ahead)": causal[0, 0],
           "causal ∧ padding, sentence 1\n(decoder self-attention)": both[0, 0],
           "causal with a cache:\n2 new queries, 3 cached keys": cached[0, 0]}
-for title, mask in panels.items():  # rows: queries, columns: keys
-    print(f"\n{title.replace(chr(10), ' ')}:\n" + "\n".join("    " + " ".join("●" if v == 0 else "·" for v in row)
-                                                          for row in mask.tolist()))
-
 # Equal scores everywhere: the softmax spreads evenly over the visible keys only.
 weights = torch.softmax(torch.zeros(B, 1, L, L) + both, dim=-1)
-print(f"\nsoftmax of all-equal scores under causal ∧ padding, sentence 1 (hidden keys get exactly 0):\n"
+print(f"softmax of equal scores under causal ∧ padding, sentence 1 (hidden keys get exactly 0):\n"
       f"{weights[0, 0].numpy().round(2)}")
 assert torch.all(weights[both == torch.finfo(DTYPE).min] == 0) and not torch.isnan(weights).any()
 

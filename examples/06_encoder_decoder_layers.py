@@ -33,14 +33,10 @@ STEPS = {  # module inside VaswaniForConditionalGeneration: what the step is
 torch.manual_seed(0)
 config = VaswaniConfig(vocab_size=100, d_model=32, d_ff=64, num_heads=4, num_layers=2, dropout=0.1)
 model = VaswaniForConditionalGeneration(config).eval()
-print(f"config: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
-      f"d_k=d_v={config.d_k}, vocabulary {config.vocab_size}")
 input_ids = torch.tensor([[15, 27, 33, 48, 2, 0, 0], [12, 19, 44, 51, 66, 70, 2]])  # S = 7, the first padded
 labels = torch.tensor([[21, 34, 55, 2, 0], [17, 28, 39, 61, 2]])  # T = 5
 decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)  # [<s>, y_1, …, y_{T−1}]
-print(f"input_ids {tuple(input_ids.shape)} (B, S); decoder_input_ids {tuple(decoder_input_ids.shape)} (B, T)\n"
-      f"labels[0]            = {labels[0].tolist()}\ndecoder_input_ids[0] = {decoder_input_ids[0].tolist()}   "
-      "(shifted right, starts with <s> = 1)")
+print(f"labels[0] = {labels[0].tolist()} → decoder_input_ids[0] = {decoder_input_ids[0].tolist()} (shifted right)")
 
 trace = []  # (name, output shape) in the order the modules finish
 for name in STEPS:  # an output is a tensor, a tuple (output first) or a model output (last_hidden_state)
@@ -52,7 +48,7 @@ with torch.no_grad():
 print("\nstep by step (B = 2, S = 7 source positions, T = 5 target positions):")
 for name, shape in trace:
     print(f"  {str(shape):>13}  {STEPS[name]:<66} [{name}]")
-print(f"\nlogits {tuple(logits.shape)} = (B, T, vocabulary): one next-token distribution per target position")
+print(f"  {str(tuple(logits.shape)):>13}  logits (B, T, vocabulary): a next-token distribution per target position")
 shapes = dict(trace)
 assert shapes["model.encoder"] == (2, 7, config.d_model) and shapes[D + "cross_attn"] == (2, 5, config.d_model)
 assert shapes[D + "cross_attn.k_proj"] == (2, 7, config.num_heads * config.d_k)

@@ -42,30 +42,21 @@ for preset, paper in (("base", 65), ("big", 213)):
         "LayerNorms": sum(count(m) for m in model.modules() if isinstance(m, torch.nn.LayerNorm))}
     assert model.lm_head.weight is model.model.shared.weight, "§3.4: the projection is the embedding matrix"
     assert sum(parts.values()) == total and not config.attention_bias  # §3.2.2: W^Q, W^K, W^V, W^O have no biases
-    print(f"{preset}: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, h={config.num_heads}, "
-          f"V={VOCAB:,} → {total:,} parameters ({total / 1e6:.1f}M; Table 3: {paper}M, "
-          f"{100 * (total / 1e6 - paper) / paper:+.1f}%)")
-    for name, value in [*parts.items(), ("lm_head (tied, no extra)", 0)]:
-        print(f"    {name:<28} {value:>12,}  {100 * value / total:5.1f}%")
-    print(f"    biases and LayerNorms are too few to matter: {sum(p.numel() for p in model.parameters() if p.dim() == 1):,}")
+    print(f"{preset}: N={config.num_layers}, d_model={config.d_model}, d_ff={config.d_ff}, V={VOCAB:,} → {total:,} "
+          f"parameters (Table 3: {paper}M; the lm_head is the embedding, §3.4)")
 
 # Which vocabulary would make each row's count round to the paper's? Layers + V·d_model within ±0.5M.
-print("\nTable 3 rows with a reported size (same V), and the V at which ours gives the paper's count:")
-fits, totals = {}, {}
+fits = {}
 for label, changes, paper in TABLE_3_ROWS:
     model = build_on_meta("big") if changes is None else build_on_meta("base", **changes)
     total, d_model = count(model), model.config.d_model
-    totals[label] = total
     layers = total - VOCAB * d_model
     fits[label] = [math.ceil(((paper - 0.5) * 1e6 - layers) / d_model), math.floor(((paper + 0.5) * 1e6 - layers) / d_model)]
-    print(f"    {label:<18} ours {total / 1e6:6.1f}M   paper {paper:4d}M   difference {total / 1e6 - paper:+5.1f}M"
-          f"   fits V = {fits[label][0]:,}–{fits[label][1]:,}")
 from_base = [fits[label] for label, changes, _ in TABLE_3_ROWS if changes is not None]
 shared_fit = [max(low for low, _ in from_base), min(high for _, high in from_base)]
-print(f"    Every row derived from base fits one shared embedding of {shared_fit[0]:,}–{shared_fit[1]:,} rows (the paper\n"
-      f"    counts more embedding rows than the {VOCAB:,} here); big fits only {fits['big'][0]:,}–{fits['big'][1]:,}: no one\n"
-      f"    vocabulary gives 65M and 213M. Big adds {(totals['big'] - totals['(C) d_model=1024']) / 1e6:.1f}M to "
-      f"(C) d_model=1024 here (d_ff doubled), {213 - 168}M in the paper.")
+print(f"\nEvery Table 3 row derived from base rounds to the paper's size with one shared embedding of "
+      f"{shared_fit[0]:,}–{shared_fit[1]:,} rows\n(more than the {VOCAB:,} here); big only with {fits['big'][0]:,}–"
+      f"{fits['big'][1]:,}: no one vocabulary gives 65M and 213M.")
 
 fig, axes = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 2]})
 bottoms = [0.0, 0.0]

@@ -12,12 +12,12 @@ from modeling_vaswani.training.optimization import create_adam, get_noam_schedul
 STEPS = range(1, 40_001)
 SETTINGS = [(512, 4000), (512, 8000), (512, 2000), (1024, 4000), (256, 4000)]  # (d_model, warmup): base, ..., big
 
-print(f"{'d_model':>7} {'warmup':>7} {'peak step':>9} {'peak rate':>10} {'(d·w)^-0.5':>11} {'rate @ 40k':>10}")
 curves = {}
 for d_model, warmup in SETTINGS:
     rates = curves[(d_model, warmup)] = [noam_lr(step, d_model, warmup) for step in STEPS]
     peak, expected = max(range(len(rates)), key=rates.__getitem__), (d_model * warmup) ** -0.5
-    print(f"{d_model:>7} {warmup:>7} {STEPS[peak]:>9} {rates[peak]:>10.2e} {expected:>11.2e} {rates[-1]:>10.2e}")
+    print(f"d_model {d_model:4d}, warmup {warmup:4d}: peak {rates[peak]:.2e} = (d_model · warmup)^-0.5 "
+          f"at step {STEPS[peak]}")
     assert STEPS[peak] == warmup and abs(rates[peak] - expected) < 1e-12
 
 # The scheduler that training uses: after k updates Adam's rate must be Eq. (3) at step k + 1.

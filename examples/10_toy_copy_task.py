@@ -17,7 +17,7 @@ from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.model.label_smoothing import target_entropy
-from modeling_vaswani.threads import choose_threads, use_threads
+from modeling_vaswani.threads import use_threads
 from modeling_vaswani.training import paper_loop
 
 DIGITS, MIN_LENGTH, MAX_LENGTH = "0123456789", 4, 10
@@ -38,7 +38,7 @@ def digit_tokenizer() -> PreTrainedTokenizerFast:
                                    unk_token="<unk>")
 
 
-def random_strings(count: int, seed: int, exclude: frozenset = frozenset()) -> list[str]:
+def training_strings(seed: int, count: int = TRAINING_STRINGS, exclude=()) -> list[str]:
     """`count` distinct random digit strings ("3 1 4 1"), 4 to 10 digits long, none of them in `exclude`."""
     rng, strings, seen = random.Random(seed), [], set(exclude)
     while len(strings) < count:
@@ -49,12 +49,8 @@ def random_strings(count: int, seed: int, exclude: frozenset = frozenset()) -> l
     return strings
 
 
-def training_strings(seed: int, count: int = TRAINING_STRINGS) -> list[str]:
-    return random_strings(count, seed=seed)
-
-
 def held_out_strings(count: int, train_strings: list[str], seed: int = 12345) -> list[str]:
-    return random_strings(count, seed=seed, exclude=frozenset(train_strings))  # a test of copying, not of memory
+    return training_strings(seed, count, exclude=train_strings)  # a test of copying, not of memory
 
 
 def train_copy_model(seed: int = 0, steps: int = STEPS, max_tokens: int = MAX_TOKENS, d_model: int = 32,
@@ -97,10 +93,7 @@ def exact_match(model, tokenizer, strings: list[str]) -> float:
     """Fraction copied exactly, on ids up to the first </s>: a copy that never stops, or stops early, is wrong."""
     batch, generated = generate(model, tokenizer, strings)
     eos = tokenizer.eos_token_id
-
-    def upto_eos(ids):
-        return ids[: ids.index(eos) + 1] if eos in ids else ids
-
+    upto_eos = lambda ids: ids[: ids.index(eos) + 1] if eos in ids else ids  # noqa: E731
     pairs = zip(batch["input_ids"].tolist(), generated.tolist())  # generated rows start with <s>
     return sum(upto_eos(output[1:]) == upto_eos(source) for source, output in pairs) / len(strings)
 
@@ -124,17 +117,13 @@ def plot_training(log, config: VaswaniConfig, warmup_steps: int, path: Path) -> 
 if __name__ == "__main__":
     began = time.monotonic()
     model, tokenizer, log = train_copy_model()
-    threads, why = choose_threads(model.num_parameters(), training=True)  # what training used
-    config, first, last = model.config, log[0], log[-1]
-    print(f"model: {model.num_parameters():,} parameters (d_model {config.d_model}, N {config.num_layers}), {STEPS} "
-          f"steps of ≤ {MAX_TOKENS} tokens a side in {time.monotonic() - began:.0f} s on {threads} CPU thread"
-          f"{'s' * (threads > 1)} ({why})\ntraining loss H(q, p): {first['loss']:.3f} (step {first['step']}) → "
-          f"{last['loss']:.3f} (step {last['step']}); floor H(q): {target_entropy(config.label_smoothing, config.vocab_size):.3f}")
+    print(f"{model.num_parameters():,} parameters, {STEPS} steps of ≤ {MAX_TOKENS} tokens a side in "
+          f"{time.monotonic() - began:.0f} s; training loss H(q, p): {log[0]['loss']:.3f} → {log[-1]['loss']:.3f}")
     held_out = held_out_strings(200, training_strings(0))
     print("\nheld-out strings and their copies:\n" + "\n".join(
         f"  {source:<20} → {copy:<20} {'ok' if copy == source else 'WRONG'}"
         for source, copy in zip(held_out[:6], copy_strings(model, tokenizer, held_out[:6]))))
     print(f"\nexact match on {len(held_out)} held-out strings: {exact_match(model, tokenizer, held_out):.1%}")
     path = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent)) / "10_toy_copy_task.png"
-    plot_training(log, config, WARMUP_STEPS, path)
+    plot_training(log, model.config, WARMUP_STEPS, path)
     print(f"saved {path}")

@@ -6,16 +6,13 @@ each decoder layer's weights, averaged over the heads, line up like an alignment
 
 import torch
 
-from common import load_trained, model_parser, plt, run, save, validation_lines
+from common import plt, run, save, trained_model, validation_lines
 
 
 @torch.no_grad()
 def main():
-    parser = model_parser(__doc__)
-    parser.add_argument("--index", type=int, default=6, help="which Multi30k validation sentence (default 6)")
-    parser.add_argument("--source_lang", default="en", help="the model's source language (default en)")
-    args = parser.parse_args()
-    model, tokenizer = load_trained(args.model, attn_implementation="eager")
+    args, model, tokenizer = trained_model(__doc__, {"index": (6, "which Multi30k validation sentence"), "source_lang": (
+        "en", "the model's source language")}, attn_implementation="eager")
     sentences = validation_lines(args.source_lang)
     if not 0 <= args.index < len(sentences):
         raise ValueError(f"--index must be in [0, {len(sentences)}), got {args.index}")
@@ -25,15 +22,10 @@ def main():
     outputs = model(**encoded, decoder_input_ids=generated[:, :-1], output_attentions=True)
     source, target = (tokenizer.convert_ids_to_tokens(ids) for ids in (encoded["input_ids"][0], generated[0, 1:]))
     print(f"source (validation #{args.index}): {sentences[args.index]}\n"
-          f"translation: {tokenizer.decode(generated[0], skip_special_tokens=True).strip()}\n"
-          f"source tokens ({len(source)}): {' '.join(source)}\noutput tokens ({len(target)}): {' '.join(target)}")
+          f"translation: {tokenizer.decode(generated[0], skip_special_tokens=True).strip()}")
     layers = [weights[0].mean(0) for weights in outputs.cross_attentions]  # per layer (B=1, h, T, S) → (T, S)
-    print(f"\ncross-attention: {len(layers)} layers × {outputs.cross_attentions[0].shape[1]} heads, each "
-          f"(T={len(target)}, S={len(source)}); every row sums to 1\n"
-          "most-attended source token per output token (last layer, mean over heads):")
-    for t, token in enumerate(target):
-        s = int(layers[-1][t].argmax())
-        print(f"  {token:>14} ← {source[s]:<14} ({layers[-1][t, s]:.2f})")
+    print(f"cross-attention: {len(layers)} layers × {outputs.cross_attentions[0].shape[1]} heads, each "
+          f"(T={len(target)} output tokens, S={len(source)} source tokens); every row sums to 1")
 
     width = min(24.0, 0.45 * len(source) * len(layers) + 3)  # deep models: narrower panels
     fig, axes = plt.subplots(1, len(layers), figsize=(width, 0.38 * len(target) + 2.5), squeeze=False)

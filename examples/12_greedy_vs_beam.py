@@ -6,7 +6,7 @@ sentences with GNMT's ((5 + |Y|) / 6)^α [38], the paper's, against |Y|^α, and 
 
 import torch
 
-from common import load_trained, model_parser, plt, run, save, validation_lines
+from common import plt, run, save, trained_model, validation_lines
 from modeling_vaswani.model.beam_search import gnmt_length_penalty
 from modeling_vaswani.model.generation import PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH
 
@@ -30,16 +30,11 @@ def decode(model, tokenizer, sources, num_beams, **search):
 
 @torch.no_grad()
 def main():
-    parser = model_parser(__doc__)
-    parser.add_argument("--count", type=int, default=5, help="how many validation sentences (default 5)")
-    parser.add_argument("--scan", type=int, default=100, help="how many sentences to decode with each length "
-                        "penalty (default 100)")
-    parser.add_argument("--source_lang", default="en", help="the model's source language (default en)")
-    parser.add_argument("--target_lang", default="de", help="the model's target language (default de)")
-    args = parser.parse_args()
+    args, model, tokenizer = trained_model(__doc__, {
+        "count": (5, "how many validation sentences"), "scan": (100, "sentences decoded with each length penalty"),
+        "source_lang": ("en", "the model's source language"), "target_lang": ("de", "the model's target language")})
     if args.count < 1:
         raise ValueError(f"--count must be at least 1, got {args.count}")
-    model, tokenizer = load_trained(args.model)
     sources, references = (validation_lines(lang)[: args.count] for lang in (args.source_lang, args.target_lang))
     greedy_texts, greedy_logp, greedy_len, _ = decode(model, tokenizer, sources, 1)
     beam_texts, beam_logp, beam_len, out = decode(model, tokenizer, sources, NUM_BEAMS, length_penalty=ALPHA,
@@ -54,8 +49,7 @@ def main():
             print(f"    {name + ':':<10} {text[i].strip():<60}  log P {logp[i]:7.3f}  |Y| {int(length[i]):2d}  "
                   f"score {score[i]:7.3f}")
     better = int((beam_scores >= greedy_scores - 1e-4).sum())  # two code paths: float rounding, as above
-    same = sum(g.strip() == b.strip() for g, b in zip(greedy_texts, beam_texts))
-    print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences; identical text for {same}.")
+    print(f"\nbeam score ≥ greedy score for {better} of {len(sources)} sentences.")
 
     # The paper's search (GNMT's penalty) against Hugging Face's (|Y|^α) on the first --scan sentences.
     scan, eos = validation_lines(args.source_lang)[: args.scan], tokenizer.eos_token_id

@@ -25,11 +25,15 @@ def save(fig, name: str) -> None:
     print(f"\nsaved {OUTPUT_DIR / name}")
 
 
-def model_parser(doc: str) -> argparse.ArgumentParser:
-    """The flags of the examples that read a trained model; each adds its own."""
+def trained_model(doc: str, flags: dict, **kwargs):
+    """(arguments, model, tokenizer) of an example that reads a trained model: --model and `flags`,
+    {name: (default, help)}, the type that of the default."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a saved model folder (default: the shipped model, hub_card/)")
-    return parser
+    for name, (default, about) in flags.items():
+        parser.add_argument(f"--{name}", type=type(default), default=default, help=f"{about} (default {default})")
+    args = parser.parse_args()
+    return args, *load_trained(args.model, **kwargs)
 
 
 def load_trained(folder: str | None, **kwargs):
