@@ -7,7 +7,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from .cli import looks_like_hub_id
+from .cli import looks_like_hub_id, one_line
 from .model.strict_json import read_json
 
 
@@ -54,7 +54,6 @@ def _loaded(load, name: str):
             raise
         if isinstance(error, OSError) and not Path(name).exists():
             raise  # a Hub id that cannot be fetched: transformers' message says why
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise ValueError(f"{name} is not a valid tokenizer ({reason}); save the tokenizer again with save_pretrained, "
+        raise ValueError(f"{name} is not a valid tokenizer ({one_line(error)}); save the tokenizer again with save_pretrained, "
                          "or copy the model's tokenizer files (tokenizer.json, tokenizer_config.json) from where the "
                          "model came from.") from None
