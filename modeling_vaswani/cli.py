@@ -110,8 +110,9 @@ def require_model(flag: str, name: str) -> None:
 
 
 def one_line(error: BaseException) -> str:
-    """The error's message on one line (every line of it kept), or its type where it has none."""
-    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+    """The error's message on one line (its words kept, runs of white space as one space), or its type where it
+    has none."""
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def run_main(main: Callable[[], object]) -> None:

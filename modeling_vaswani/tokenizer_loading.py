@@ -7,7 +7,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from .cli import looks_like_hub_id
+from .cli import looks_like_hub_id, one_line
 from .model.strict_json import read_json
 
 
@@ -19,13 +19,14 @@ def load_tokenizer(path):
         raise NotADirectoryError(f"{directory} is a file, not a tokenizer folder; point to the model's folder.")
     if not directory.exists() and looks_like_hub_id(str(path)):
         return _loaded(lambda: AutoTokenizer.from_pretrained(str(path), trust_remote_code=False), str(path))
-    if not (directory / "tokenizer.json").is_file() and (directory / "tokenizer_config.json").is_file():
+    if (directory / "tokenizer.json").is_file():
+        return _loaded(lambda: PreTrainedTokenizerFast.from_pretrained(str(directory)),
+                       str(directory / "tokenizer.json"))
+    if (directory / "tokenizer_config.json").is_file():
         return _loaded(lambda: AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False),
                        str(directory / "tokenizer_config.json"))
-    if not (directory / "tokenizer.json").is_file():
-        raise FileNotFoundError(f"No tokenizer found at {directory}: expected {directory / 'tokenizer.json'}. Train "
-                                "one with train_bpe_tokenizer(...) and save it with tokenizer.save_pretrained(path).")
-    return _loaded(lambda: PreTrainedTokenizerFast.from_pretrained(str(directory)), str(directory / "tokenizer.json"))
+    raise FileNotFoundError(f"No tokenizer found at {directory}: expected {directory / 'tokenizer.json'}. Train "
+                            "one with train_bpe_tokenizer(...) and save it with tokenizer.save_pretrained(path).")
 
 
 # What from_pretrained puts into a tokenizer's init_kwargs about how it was loaded (offline mode,
@@ -54,7 +55,6 @@ def _loaded(load, name: str):
             raise
         if isinstance(error, OSError) and not Path(name).exists():
             raise  # a Hub id that cannot be fetched: transformers' message says why
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise ValueError(f"{name} is not a valid tokenizer ({reason}); save the tokenizer again with save_pretrained, "
+        raise ValueError(f"{name} is not a valid tokenizer ({one_line(error)}); save the tokenizer again with save_pretrained, "
                          "or copy the model's tokenizer files (tokenizer.json, tokenizer_config.json) from where the "
                          "model came from.") from None

@@ -60,7 +60,7 @@ def main(argv=None):
         raise FileNotFoundError(f"--model_dir {args.model_dir}: no such folder.")
     if not cli.looks_like_hub_id(args.repo_id):
         raise ValueError(f"--repo_id {args.repo_id!r} is not a Hub repository id (namespace/name).")
-    if args.space is not None and (args.space.count("/") != 1 or not all(args.space.split("/"))):
+    if args.space is not None and not cli.looks_like_hub_id(args.space):
         raise ValueError(f"--space {args.space!r} is not a Hub repository id (namespace/name).")
     if not (model_dir / "results.json").is_file():
         raise FileNotFoundError(missing_results(model_dir))

@@ -40,11 +40,13 @@ def import_ctranslate2():
     return ctranslate2
 
 
-def check_convertible(config: VaswaniConfig) -> None:
+def check_convertible(config: VaswaniConfig, error_class=CTranslate2ConversionError,
+                      target: str = "converted: CTranslate2's") -> None:
+    """Refuse heads narrower or wider than d_model / h, which CTranslate2 and Marian cannot represent."""
     head = config.d_model / config.num_heads
     if config.d_k != head or config.d_v != head:
-        raise CTranslate2ConversionError(f"d_k={config.d_k}, d_v={config.d_v} with num_heads={config.num_heads} cannot "
-                                         f"be converted: CTranslate2's heads are d_model / h = {head:g} wide.")
+        raise error_class(f"d_k={config.d_k}, d_v={config.d_v} with num_heads={config.num_heads} cannot be {target} "
+                          f"heads are d_model / h = {head:g} wide.")
 
 
 def vocabulary(tokenizer, vocab_size: int) -> list[str]:

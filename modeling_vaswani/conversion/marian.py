@@ -22,7 +22,7 @@ from transformers import AutoTokenizer, MarianConfig, MarianMTModel
 from ..model.configuration_vaswani import VaswaniConfig
 from ..model.modeling_vaswani import VaswaniForConditionalGeneration
 from ..outputs import claim, write_folder
-from .ctranslate2 import check_model_type
+from .ctranslate2 import check_convertible, check_model_type
 
 # transformers' MarianMTModel builds every nn.LayerNorm with PyTorch's default ε.
 MARIAN_LAYER_NORM_EPS = 1e-5
@@ -118,10 +118,7 @@ def config_to_marian(config: VaswaniConfig) -> MarianConfig:
     if not config.tie_word_embeddings:
         raise MarianConversionError("tie_word_embeddings=False cannot be exported: the conversion supports an output "
                                     "projection tied to the shared embedding matrix (§3.4), as in the Opus-MT models.")
-    if config.d_k * config.num_heads != config.d_model or config.d_v * config.num_heads != config.d_model:
-        raise MarianConversionError(f"d_k={config.d_k}, d_v={config.d_v} with num_heads={config.num_heads} cannot be "
-                                    f"exported: MarianMTModel's heads are d_model / h = "
-                                    f"{config.d_model / config.num_heads:g} wide.")
+    check_convertible(config, MarianConversionError, "exported: MarianMTModel's")
     return MarianConfig(
         vocab_size=config.vocab_size, decoder_vocab_size=config.vocab_size, encoder_layers=config.num_layers,
         decoder_layers=config.num_decoder_layers, encoder_ffn_dim=config.d_ff, decoder_ffn_dim=config.d_ff,

@@ -7,13 +7,9 @@ from typing import Callable, TextIO
 
 
 def count_lines(path) -> int:
-    """The number of lines in the file at `path` (a last line without "\\n" counts), read in chunks."""
-    lines, last = 0, b"\n"
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return lines + (last != b"\n")
+    """The number of lines in the file at `path` (a last line without "\\n" counts)."""
+    with open(path, "rb") as handle:  # binary: only b"\n" ends a line, as when translating
+        return sum(1 for _ in handle)
 
 
 def progress_bar(total: int | Callable[[], int] | None, description: str = "translating", quiet: bool = False,

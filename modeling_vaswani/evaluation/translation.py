@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator
 import torch
 from transformers import AutoModelForSeq2SeqLM, PretrainedConfig
 
-from ..cli import missing_model_folder
+from ..cli import missing_model_folder, one_line
 from ..model.loading import check_model_location
 from ..model.pipeline_vaswani import source_line
 from ..text_lines import strip_line_end
@@ -42,7 +42,7 @@ def resolve_device(device: str | None = None) -> torch.device:
         torch.empty(0, device=parsed)
     except Exception as error:  # torch raises RuntimeError, AssertionError, ... for a missing backend or index
         available = "cpu" + (f", cuda (0–{torch.cuda.device_count() - 1})" if torch.cuda.is_available() else "")
-        raise ValueError(f"device {device!r} is not available here ({_words(error)}); available: {available}.") \
+        raise ValueError(f"device {device!r} is not available here ({one_line(error)}); available: {available}.") \
             from None
     return parsed
 
@@ -103,7 +103,7 @@ def load_translator(model_name_or_path: str, device: str | None = None, quiet: b
                 raise
             # user/name that is no folder here: the Hub's message alone ("couldn't connect") hides that.
             raise FileNotFoundError(f"{name!r} is no folder here ({os.path.abspath(name)} does not exist), and as "
-                                    f"a Hub id it did not load: {_words(error)}") from None
+                                    f"a Hub id it did not load: {one_line(error)}") from None
         tokenizer = load_tokenizer(model_name_or_path)
     return fast_path.apply(model.to(target).eval()), tokenizer
 
@@ -164,10 +164,6 @@ def as_one_line(text: str) -> str:
     return re.sub(r"\r\n|\r|\n", " ", text)
 
 
-def _words(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
-
-
 def _warn_truncated(cut: int, total: int, max_source_length: int) -> None:
     if cut:
         logger.warning("warning: %d of %d sentences are longer than %d tokens (max_source_length) and were cut to "
@@ -218,6 +214,6 @@ def _tokenizer_call(call, what: str):
     except BaseException as error:
         if type(error).__name__ != "PanicException":
             raise
-        raise ValueError(f"The tokenizer failed on {what} ({_words(error)}); its tokenizer.json is damaged or holds a "
+        raise ValueError(f"The tokenizer failed on {what} ({one_line(error)}); its tokenizer.json is damaged or holds a "
                          "pattern that cannot handle this text. Use the tokenizer the model was trained with, from a "
                          "trusted source.") from None
