@@ -150,15 +150,13 @@ class TimeBudget(TrainingClock):
         self._mark = now
 
 
-class SaveEveryMinutes(TrainingClock):
+class SaveEveryMinutes(TrainerCallback):
     """A checkpoint every `minutes` and at the last step (§6.1: "written at 10-minute intervals")."""
 
     def __init__(self, minutes: float):
-        super().__init__()
         self.interval, self.last_save = minutes, None
 
     def on_train_begin(self, args, state, control, **kwargs):
-        super().on_train_begin(args, state, control, **kwargs)
         self.last_save = time.monotonic()
 
     def on_step_end(self, args, state, control, **kwargs):
