@@ -42,7 +42,11 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_freque
     # this in the normalizer (not the pre-tokenizer) keeps leading spaces, so decoding is exact.
     tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Prepend(_SPACE),
                                                  normalizers.Replace(" ", _SPACE)])
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=_SPACE, prepend_scheme="never")
+    # Punctuation is a token of its own: "▁dog." would otherwise be learnt beside "▁dog", "▁dog," and
+    # "▁dog!", spending merges on combinations and splitting the counts of one word.
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement=_SPACE, prepend_scheme="never"),
+        pre_tokenizers.Punctuation(behavior="isolated")])
     tokenizer.decoder = decoders.Metaspace(replacement=_SPACE, prepend_scheme="always")
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
                                   show_progress=False)

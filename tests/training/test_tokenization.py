@@ -34,6 +34,12 @@ def test_special_ids_shared_vocab_eos_and_padding(tok):
     assert padded["input_ids"][0][-1] == PAD_ID and padded["attention_mask"][0][-1] == 0
 
 
+def test_punctuation_is_a_token_of_its_own(tok):
+    # "▁dog." would be a merge of its own beside "▁dog"; split off, the word keeps one spelling.
+    assert tok.tokenize("A dog runs.")[-1] == "." and "▁dog" in tok.tokenize("A dog, a cat.")
+    assert not [t for t in tok.get_vocab() if len(t) > 1 and t[-1] in ".,!?;:" and t.strip("▁.,!?;:")]
+
+
 def test_round_trip_exact(tok, corpus):
     train, val = corpus
     sentences = [s for pair in train["translation"] for s in pair.values()]
