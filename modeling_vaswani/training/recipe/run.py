@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import datasets
+import torch
 import transformers
 from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq
 
@@ -250,3 +251,7 @@ def run(options: RecipeArguments, training_args, started: float, started_wall: f
     finally:
         if lock is not None:
             lock.release()
+        # Under torchrun: a process that exits with its process group alive can abort at interpreter exit
+        # (Gloo's threads outlive Python), failing a run that finished.
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
