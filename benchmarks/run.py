@@ -23,8 +23,7 @@ from modeling_vaswani.cli import ArgumentParser, positive_int, run_main
 from modeling_vaswani.model.configuration_vaswani import PRESETS
 
 from . import decoding, memory, profiling, report, speedups, training, translation
-from .harness import (FULL, MARIAN, OURS, QUICK, clock, machine_record, prepare_corpus, training_batches,
-                      write_results)
+from .harness import FULL, MARIAN, OURS, QUICK, clock, machine_record, prepare_corpus, training_batches, write_results
 
 HERE = Path(__file__).resolve().parent
 FIGURES = range(1, 9)  # --figures numbers, as the tables and RESULTS.md name them
@@ -118,15 +117,13 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
     if 4 in figures:
         results["figure_4_data_pipeline"] = speedups.data_pipeline_throughput(settings, corpus, device, dtype, log)
     if 5 in figures:
-        results["figure_5_hardware_efficiency"] = training.hardware_efficiency(settings, step_speed, device, dtype,
-                                                                               log)
+        results["figure_5_hardware_efficiency"] = training.hardware_efficiency(settings, step_speed, device, dtype, log)
         if bf16:
             results["figure_5b_hardware_efficiency_bf16"] = training.hardware_efficiency(
                 settings, bf16_speed, device, torch.bfloat16, log)
     if 6 in figures:
         with tempfile.TemporaryDirectory(prefix="vaswani-bench-mem-") as workdir:
-            results["figure_6_peak_memory"] = memory.peak_memory(settings, corpus, batches, device, Path(workdir),
-                                                                 log)
+            results["figure_6_peak_memory"] = memory.peak_memory(settings, corpus, batches, device, Path(workdir), log)
     if 7 in figures:
         results["figure_7_torch_compile"] = speedups.compiled_training_step(
             settings, corpus, batches, device, dtype, log) if settings.run_compile else SKIPPED

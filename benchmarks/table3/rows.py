@@ -33,9 +33,7 @@ PAPER_ROWS = (
     ("E1", dict(positional_encoding="learned"), 4.92, 25.7, None),
 )
 # Rows of ours, in the same form, with no numbers from the paper.
-EXTRA_ROWS = (
-    ("D5", dict(dropout=0.3), "not in Table 3: the big model's P_drop"),
-)
+EXTRA_ROWS = (("D5", dict(dropout=0.3), "not in Table 3: the big model's P_drop"),)
 
 # What the paper found, row group by row group (§6.2), for the reading of the miniature.
 PAPER_FINDINGS = {
