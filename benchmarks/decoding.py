@@ -1,5 +1,5 @@
-"""Decoding: §6.1 beam search (figure 2), and cached `generate` against the recomputing greedy decoder (3).
-Random weights stop anywhere, so every search is forced to the same output length: equal work."""
+"""§6.1 beam search (figure 2), and cached `generate` against the recomputing greedy decoder (3). Random weights
+stop anywhere, so every search is forced to the same output length: equal work."""
 
 from __future__ import annotations
 

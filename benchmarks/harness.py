@@ -1,6 +1,6 @@
-"""What every measurement shares: the two systems (ours and MarianMTModel doing the same computation),
-the sizes, the corpus, timing in alternation, A B A B ..., so a drift of the machine hits both alike, the
-machine's description and the files a run writes."""
+"""What every measurement shares: the two systems (ours, and MarianMTModel doing the same computation), the sizes,
+the corpus, timing in alternation (A B A B ..., so a drift of the machine hits both alike) and the files a run
+writes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from transformers import DataCollatorForSeq2Seq, GenerationConfig, MarianConfig, MarianMTModel
+from transformers import DataCollatorForSeq2Seq, GenerationConfig, MarianMTModel
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.marian import config_to_marian
@@ -61,26 +61,23 @@ class Settings:
     translate_batch_size: int = 32
     translate_reps: int = 3
     translate_threads: tuple = (1, 2)
-    search_preset: str = "base"  # figure 8's beam-search comparison with random weights
+    search_preset: str = "base"  # figure 8b: the two beam searches, random weights
     search_sentences: int = 100
-    compile_batches: int = 3  # figure 8's compile payoff: the first test batches
+    compile_batches: int = 3  # figure 8c: the first test batches
 
 
 FULL = Settings()
 QUICK = Settings(
     presets=("tiny",), vocab_size=300, train_sentences=300, max_tokens=256, train_batches=2, train_reps=1,
-    beam_sentences=8, beam_batch_size=4, beam_reps=1, beam_length=6,
-    decode_preset="tiny", decode_lengths=(4, 8, 16), decode_batch_size=2, decode_reps=1,
-    epoch_seconds=0.5, matmul_size=128, matmul_reps=2,
+    beam_sentences=8, beam_batch_size=4, beam_reps=1, beam_length=6, decode_preset="tiny", decode_lengths=(4, 8, 16),
+    decode_batch_size=2, decode_reps=1, epoch_seconds=0.5, matmul_size=128, matmul_reps=2,
     memory_train_preset="tiny", memory_translate_preset="tiny", memory_train_steps=1, memory_sentences=8,
-    memory_batch_size=4, compile_preset="tiny", run_compile=False,
-    translate_sentences=8, translate_batch_size=4, translate_reps=1, translate_threads=(1,),
-    search_preset="tiny", search_sentences=8, compile_batches=1,
-)
+    memory_batch_size=4, compile_preset="tiny", run_compile=False, translate_sentences=8, translate_batch_size=4,
+    translate_reps=1, translate_threads=(1,), search_preset="tiny", search_sentences=8, compile_batches=1)
 
 
-def marian_twin_config(config: VaswaniConfig) -> MarianConfig:
-    """A MarianConfig doing the computation of `config` (the converter's, modeling_vaswani.conversion.marian)."""
+def marian_twin_config(config: VaswaniConfig):
+    """A MarianConfig doing the computation of `config` (the converter's)."""
     if not getattr(config, "attention_bias", True):
         raise ValueError("MarianMTModel's attention projections always have biases: give attention_bias=True.")
     twin = config_to_marian(config)
@@ -89,8 +86,7 @@ def marian_twin_config(config: VaswaniConfig) -> MarianConfig:
 
 
 def build_model(system: str, config: VaswaniConfig, device: torch.device):
-    """One system's model from the same seed, so both start from equally random weights."""
-    torch.manual_seed(0)
+    torch.manual_seed(0)  # both systems start from equally random weights
     model = VaswaniForConditionalGeneration(config) if system == OURS else MarianMTModel(marian_twin_config(config))
     return model.to(device)
 
@@ -112,21 +108,20 @@ def training_loss(name: str, model, batch: dict) -> torch.Tensor:
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "decoder_input_ids")}
     if name == OURS:
         return model(**inputs, labels=batch["labels"]).loss
-    return label_smoothed_cross_entropy(model(**inputs).logits, batch["labels"], LABEL_SMOOTHING)  # every preset's ε_ls
+    return label_smoothed_cross_entropy(model(**inputs).logits, batch["labels"], LABEL_SMOOTHING)
 
 
-def autocast(device: torch.device, dtype: torch.dtype | None):  # mixed precision when `dtype` is given
+def autocast(device: torch.device, dtype: torch.dtype | None):
     return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
 
 
 class TrainingStep:
-    """One step: zero_grad, forward, loss (`loss(model, batch)`, else `training_loss`), backward, Adam (§5.3)."""
+    """zero_grad, forward, loss (`loss(model, batch)`, else `training_loss`), backward, Adam (§5.3)."""
 
     def __init__(self, name: str, model, autocast_dtype: torch.dtype | None, device: torch.device, loss=None):
-        self.model = model
+        self.model, self.device, self.autocast_dtype = model, device, autocast_dtype
         self.loss = loss or (lambda m, batch: training_loss(name, m, batch))
         self.optimizer = create_adam([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-        self.device, self.autocast_dtype = device, autocast_dtype
 
     def step(self, batch: dict) -> torch.Tensor:
         self.model.train()
@@ -139,7 +134,7 @@ class TrainingStep:
 
 
 def forced_generation_config(tokenizer, length: int, num_beams: int) -> GenerationConfig:
-    """§6.1 decoding (its beam size and length penalty) forced to exactly `length` new tokens, the same for both."""
+    """§6.1 decoding (its beam size and length penalty) forced to exactly `length` new tokens."""
     beam = dict(length_penalty=LENGTH_PENALTY, early_stopping=True) if num_beams > 1 else {}
     return GenerationConfig(num_beams=num_beams, do_sample=False, use_cache=True, min_new_tokens=length,
                             max_new_tokens=length, **beam, **tokenizer_ids(tokenizer))
@@ -212,14 +207,11 @@ class Corpus:
 
 def prepare_corpus(settings: Settings) -> Corpus:
     data = load_multi30k("en", "de")
-    train = select_first(data["train"], settings.train_sentences)
-    pairs, test = train["translation"], data["test"]["translation"]
+    pairs, test = select_first(data["train"], settings.train_sentences)["translation"], data["test"]["translation"]
     tokenizer = train_bpe_tokenizer([p["en"] for p in pairs] + [p["de"] for p in pairs], vocab_size=settings.vocab_size)
-
-    def encode(rows, lang):
-        return tokenizer([r[lang] for r in rows], max_length=256, truncation=True)["input_ids"]
-
-    return Corpus(tokenizer, encode(pairs, "en"), encode(pairs, "de"), encode(test, "en"), encode(test, "de"))
+    ids = [tokenizer([r[lang] for r in rows], max_length=256, truncation=True)["input_ids"]
+           for rows in (pairs, test) for lang in ("en", "de")]
+    return Corpus(tokenizer, *ids)
 
 
 def tokenizer_ids(tokenizer) -> dict:
@@ -228,8 +220,8 @@ def tokenizer_ids(tokenizer) -> dict:
 
 
 def corpus_config(corpus: Corpus, preset: str) -> VaswaniConfig:
-    """A preset sized to the corpus' vocabulary and special tokens. Dropout 0.1 in every preset, so "tiny" (quick
-    mode) runs the same kind of step as the others; biased Q/K/V/O projections, as Marian's always are."""
+    """A preset sized to the corpus' vocabulary. Dropout 0.1 in every preset, so "tiny" (quick mode) runs the same
+    kind of step as the others; biased Q/K/V/O projections, as Marian's always are."""
     return VaswaniConfig.from_preset(preset, vocab_size=len(corpus.tokenizer), dropout=0.1, attention_dropout=0.0,
                                      attention_bias=True, attn_implementation="sdpa", **tokenizer_ids(corpus.tokenizer))
 
@@ -256,7 +248,7 @@ def training_batches(settings: Settings, corpus: Corpus, device: torch.device) -
 
 
 def source_batches(corpus: Corpus, sentences: int, batch_size: int, device: torch.device) -> list:
-    """The first `sentences` test sources in consecutive batches, padded: (input_ids, attention_mask) per batch."""
+    """The first `sentences` test sources in consecutive padded batches: (input_ids, attention_mask) per batch."""
     ids = corpus.test_src[:sentences]
     batches = [corpus.tokenizer.pad({"input_ids": ids[start : start + batch_size]}, return_tensors="pt")
                for start in range(0, len(ids), batch_size)]

@@ -1,7 +1,5 @@
-"""Figure 6: peak resident memory of training and of translating. Each measurement runs in a child forked
-from a fresh server (multiprocessing's forkserver) that has only imported the benchmark's code, so every
-child starts from the same state and no import peak or earlier work counts; the workload comes as
-safetensors and JSON."""
+"""Figure 6: peak resident memory of training and of translating, each in a child of a forkserver that has only
+imported the benchmark's code (no import peak or earlier work counts); the workload comes as safetensors and JSON."""
 
 from __future__ import annotations
 
@@ -68,8 +66,7 @@ def write_inputs(folder: Path, settings: dict, **batch_lists: list) -> None:
     (folder / "inputs.json").write_text(json.dumps({**settings, "batches": counts}))
 
 
-def read_inputs(folder: Path) -> tuple[dict, dict]:
-    """The inverse of `write_inputs`: (settings, {list name: [tensor dict, ...]})."""
+def read_inputs(folder: Path) -> tuple[dict, dict]:  # write_inputs' (settings, {list name: [tensor dict, ...]})
     settings = read_json(folder / "inputs.json")
     batches = {which: [{} for _ in range(count)] for which, count in settings.pop("batches").items()}
     for key, tensor in load_file(str(folder / "inputs.safetensors")).items():
@@ -83,8 +80,7 @@ def mib(kib: float) -> float:
 
 
 def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
-    """In a freshly forked child: build one model, run one workload, return resident memory (MiB) and times.
-    Linux starts a forked child's peak (ru_maxrss, KiB) afresh."""
+    """In a fresh child (Linux starts its ru_maxrss afresh): one model, one workload; resident MiB and times."""
     status = Path("/proc/self/status").read_text().splitlines()
     at_start = next((mib(int(line.split()[1])) for line in status if line.startswith("VmRSS:")), float("nan"))
     device = torch.device(device_name)
@@ -109,5 +105,4 @@ def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
 
 
 def measure_into(report: Path, folder: Path, system: str, task: str, device_name: str) -> None:
-    """The child's work: `measure`, written to `report` as JSON."""
     report.write_text(json.dumps(measure(folder, system, task, device_name)))

@@ -1,5 +1,5 @@
-"""torch.profiler tables of one training step and one beam-search batch per system at the largest preset,
-the "why" behind the speed ratios; on a CPU, with the time broken down by category."""
+"""torch.profiler tables of a training step and a beam-search batch per system at the largest preset, the "why"
+behind the speed ratios; on a CPU, the time broken down by category."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ OUTSIDE = "outside any op (Python, dispatch, profiler overhead)"
 
 
 def profiles(settings, corpus, batches, device, dtype, out_dir: Path, log) -> dict:
-    """Writes the op tables into `out_dir`; returns their file names and, on a CPU, the breakdowns."""
     from torch.profiler import ProfilerActivity, profile
 
     preset = settings.presets[-1]

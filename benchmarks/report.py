@@ -1,5 +1,5 @@
-"""What a benchmark run reports, read off its results dict alone (a recorded results.json gives them again
-without measuring): the recorded (not asserted) targets, the Markdown tables, the RESULTS.md block."""
+"""What a run reports, read off its results dict alone, so a recorded results.json gives it again: the targets
+(recorded, not asserted), the Markdown tables, the RESULTS.md block."""
 
 from __future__ import annotations
 
@@ -15,6 +15,15 @@ PYTORCH_PATHS = (OURS_FP32, OURS_PAPER, OURS_BF16, OURS_INT8, OURS_STATIC)  # fi
 
 def presets_of(entry: dict) -> list:  # the per-preset entries of a result (the others are its settings)
     return [p for p in entry if isinstance(entry[p], dict)]
+
+
+def both(entry: dict, key: str, spec: str) -> list:  # ours', then Marian's `key`, formatted
+    return [format(entry[system][key], spec) for system in (OURS, MARIAN)]
+
+
+def table_lines(header, rows) -> list:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(c) for c in row) + " |" for row in rows)]
 
 
 def check_targets(results: dict) -> list:
@@ -82,9 +91,7 @@ def markdown_tables(results: dict) -> str:
     machine, lines = results["machine"], []
 
     def table(title, header, rows):
-        lines.extend([f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)])
-        lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
-        lines.append("")
+        lines.extend([f"### {title}", "", *table_lines(header, rows), ""])
 
     lines += [f"Command: `{results['command']}` (dtype {results['dtype']}, {results['total_seconds'] / 60:.1f} minutes)",
               "", f"Machine: {machine['cpu_model_name']}, {machine['cpu_cores']} cores ({machine['torch_threads']} "
@@ -98,22 +105,19 @@ def markdown_tables(results: dict) -> str:
     if params := results.get("parameters"):
         table("Parameters", ["preset", "ours trainable", "Marian trainable", "difference",
                              "Marian frozen position tables + buffers"],
-              [[p, f"{c[OURS]['trainable']:,}", f"{c[MARIAN]['trainable']:,}", f"{c['trainable_difference_percent']:+.3f}%",
+              [[p, *both(c, "trainable", ","), f"{c['trainable_difference_percent']:+.3f}%",
                 f"{c[MARIAN]['all_parameters'] - c[MARIAN]['trainable']:,} + {c[MARIAN]['buffers']:,}"]
                for p, c in params.items()])
     if f1 := results.get("figure_1_training_step"):
         table("Figure 1 — training step (forward + backward + Adam), real source+target tokens/s",
               ["preset", "batches × sentences", "ours tok/s", "Marian tok/s", "ours s/step", "Marian s/step",
                "ours / Marian"],
-              [[p, f"{e['batches']} × {e['sentences_per_pass'] / e['batches']:.0f}",
-                f"{e[OURS]['tokens_per_second']:,.0f}", f"{e[MARIAN]['tokens_per_second']:,.0f}",
-                f"{e[OURS]['seconds_per_step']:.3f}", f"{e[MARIAN]['seconds_per_step']:.3f}",
-                f"**{e['ratio_ours_over_marian']:.3f}**"] for p, e in f1.items()])
+              [[p, f"{e['batches']} × {e['sentences_per_pass'] / e['batches']:.0f}", *both(e, "tokens_per_second", ",.0f"),
+                *both(e, "seconds_per_step", ".3f"), f"**{e['ratio_ours_over_marian']:.3f}**"] for p, e in f1.items()])
     if f2 := results.get("figure_2_beam_search"):
         table(f"Figure 2 — beam {NUM_BEAMS}, {f2['sentences']} sentences, forced length {f2['forced_output_length']}",
               ["preset", "ours sent/s", "Marian sent/s", "ours tok/s", "Marian tok/s", "ours / Marian"],
-              [[p, *(f"{f2[p][s]['sentences_per_second']:.2f}" for s in (OURS, MARIAN)),
-                *(f"{f2[p][s]['tokens_per_second']:.1f}" for s in (OURS, MARIAN)),
+              [[p, *both(f2[p], "sentences_per_second", ".2f"), *both(f2[p], "tokens_per_second", ".1f"),
                 f"**{f2[p]['ratio_ours_over_marian']:.3f}**"] for p in presets_of(f2)])
     if f3 := results.get("figure_3_cached_vs_recomputing_decoding"):
         names = ("ours_cached_generate", "ours_recomputing_greedy_decode", "marian_cached_generate")
@@ -131,11 +135,10 @@ def markdown_tables(results: dict) -> str:
               f"fixed batch size {f4['fixed_batch_size']})",
               ["batching", "batches/epoch", "measured", "mean real tokens/batch", "padding efficiency",
                "real tokens/s", "epoch seconds"],
-              [[n, e["batches_per_epoch"], f"{e['batches_measured']}" + ("" if e["whole_epoch_measured"] else
-                                                                         " (time cap)"),
+              [[n, e["batches_per_epoch"], f"{e['batches_measured']}" + " (time cap)" * (not e["whole_epoch_measured"]),
                 f"{e['mean_real_tokens_per_batch']:.0f}", f"{e['padding_efficiency']:.3f}",
                 f"{e['real_tokens_per_second']:,.0f}",
-                f"{e['epoch_seconds']:.0f}" + (" (extrapolated)" if e["epoch_seconds_is_extrapolated"] else "")]
+                f"{e['epoch_seconds']:.0f}" + " (extrapolated)" * e["epoch_seconds_is_extrapolated"]]
                for n, e in ((k, f4[k]) for k in ("token_budget", "fixed_size_random"))])
         lines.append(f"Token budget / fixed size: **{f4['ratio_token_budget_over_fixed']:.2f}×** real tokens/s.\n")
     if f5 := results.get("figure_5_hardware_efficiency"):
@@ -160,7 +163,7 @@ def markdown_tables(results: dict) -> str:
         if breakdown := profiles.get(key):
             table(f"Where the CPU time goes: {what}, {profiles['preset']} (torch.profiler, share of the profiled time)",
                   ["category", "ours", "Marian"],
-                  [[c, f"{breakdown[OURS][c]:.1%}", f"{breakdown[MARIAN][c]:.1%}"] for c in breakdown[OURS]])
+                  [[c, *both(breakdown, c, ".1%")] for c in breakdown[OURS]])
     if qkv := results.get("appendix_fused_qkv_projection"):
         table("Appendix — Q/K/V projections: three Linears vs one matmul on concatenated weights (median s)",
               ["shape", "separate", "fused", "fused / separate"],
@@ -169,22 +172,19 @@ def markdown_tables(results: dict) -> str:
     if (f7 := results.get("figure_7_torch_compile")) and "skipped" not in f7:
         table(f"Figure 7 — torch.compile of the training step ({f7['preset']})",
               ["mode", "tokens/s", "first pass incl. compilation (s)"],
-              [["eager", f"{f7['eager']['tokens_per_second']:,.0f}", ""],
-               ["compiled", f"{f7['compiled']['tokens_per_second']:,.0f}",
-                f"{f7['first_pass_seconds_including_compilation']:.1f}"]])
+              [[m, f"{f7[m]['tokens_per_second']:,.0f}", t] for m, t in
+               (("eager", ""), ("compiled", f"{f7['first_pass_seconds_including_compilation']:.1f}"))])
         lines.append(f"Compiled / eager: **{f7['ratio_compiled_over_eager']:.3f}×**.\n")
     if f1b := results.get("figure_1b_training_step_bf16"):
         table("Figure 1b — training step in bf16 (CPU autocast), real source+target tokens/s",
               ["preset", "ours tok/s", "Marian tok/s", "ours bf16 / fp32", "Marian bf16 / fp32", "ours / Marian"],
-              [[p, f"{e[OURS]['tokens_per_second']:,.0f}", f"{e[MARIAN]['tokens_per_second']:,.0f}",
-                f"{e[OURS]['bf16_over_fp32']:.2f}×", f"{e[MARIAN]['bf16_over_fp32']:.2f}×",
+              [[p, *both(e, "tokens_per_second", ",.0f"), *(f"{r}×" for r in both(e, "bf16_over_fp32", ".2f")),
                 f"**{e['ratio_ours_over_marian']:.3f}**"] for p, e in f1b.items()])
     if f5 and (f5b := results.get("figure_5b_hardware_efficiency_bf16")):
         table("Figure 5b — model FLOP/s of the training step as a share of each precision's torch.mm rate",
               ["preset", "precision", "matmul GFLOP/s", "ours GFLOP/s", "ours share", "Marian share"],
               [[p, f["matmul_dtype"].replace("torch.", ""), f"{f['matmul_flops_per_second'] / 1e9:.1f}",
-                f"{f[p][OURS]['model_flops_per_second'] / 1e9:.1f}", f"{f[p][OURS]['fraction_of_matmul_rate']:.1%}",
-                f"{f[p][MARIAN]['fraction_of_matmul_rate']:.1%}"]
+                f"{f[p][OURS]['model_flops_per_second'] / 1e9:.1f}", *both(f[p], "fraction_of_matmul_rate", ".1%")]
                for p in presets_of(f5) for f in (f5, f5b) if p in f])  # --bf16-presets may leave some out
     if (f8 := results.get("figure_8_test_set_translation")) and "skipped" not in f8:
         for threads, entry in f8["threads"].items():
@@ -198,14 +198,13 @@ def markdown_tables(results: dict) -> str:
     if f8b := results.get("figure_8b_beam_searches"):
         table(f"Figure 8b — the two beam searches, {f8b['preset']} preset, random weights, {f8b['sentences']} "
               f"sentences forced to {f8b['forced_output_length']} tokens, batch {f8b['batch_size']}",
-              ["search", "sentences/s", "tokens/s"], [[n, f"{f8b[n]['sentences_per_second']:.2f}",
-                                                      f"{f8b[n]['tokens_per_second']:.1f}"] for n in presets_of(f8b)])
+              ["search", "sentences/s", "tokens/s"],
+              [[n, f"{f8b[n]['sentences_per_second']:.2f}", f"{f8b[n]['tokens_per_second']:.1f}"] for n in presets_of(f8b)])
         lines.append(f"Paper's / transformers': **{f8b['ratio_paper_over_transformers']:.3f}×**.\n")
     if (f8c := results.get("figure_8c_compile_payoff")) and "skipped" not in f8c:
         table(f"Figure 8c — greedy decoding, eager vs static cache + torch.compile, batch {f8c['batch_size']} (s)",
               ["batch", "source length", "eager", "compiled, first call", "compiled, again"],
-              [[i, r["source_length"], *(f"{r[k]:.2f}" for k in ("eager_seconds", "compiled_seconds",
-                                                                 "compiled_again_seconds"))]
+              [[i, r["source_length"], *(f"{r[k + '_seconds']:.2f}" for k in ("eager", "compiled", "compiled_again"))]
                for i, r in enumerate(f8c["batches"])])
         lines.append(f"Compiling cost {f8c['compile_seconds']:.0f} s; it saves {f8c['saved_seconds_per_batch']:.3f} s "
                      f"per batch, {f8c['saved_seconds_on_the_test_set']:.1f} s over the test set's "
@@ -220,13 +219,13 @@ def step_tables(results: dict) -> str:
     lines = [f"Training step before ({results['baseline']}) and after, {results['machine']['cpu_model_name']}, "
              f"{results['threads']} threads, static batch {results['batch']} × {results['length']} tokens per side, "
              f"V {results['vocab']}; load: {results['uptime_before']} → {results['uptime_after']}", "",
-             "| shape | precision | before tok/s | after tok/s | after/before (median; best passes) "
-             "| GEMM share before → after |", "|---|---|---|---|---|---|"]
-    for key, e in steps.items():
-        lines.append(f"| {' | '.join(key.split('/'))} | {e['before']['tokens_per_second']:.0f} | "
-                     f"{e['after']['tokens_per_second']:.0f} | {e['after_over_before']:.2f}; "
-                     f"{e['after_over_before_best']:.2f} | {e['before']['gemm_share']:.1%} → "
-                     f"{e['after']['gemm_share']:.1%} |")
+             *table_lines(["shape", "precision", "before tok/s", "after tok/s", "after/before (median; best passes)",
+                           "GEMM share before → after"],
+                          [[*key.split("/"), f"{e['before']['tokens_per_second']:.0f}",
+                            f"{e['after']['tokens_per_second']:.0f}",
+                            f"{e['after_over_before']:.2f}; {e['after_over_before_best']:.2f}",
+                            f"{e['before']['gemm_share']:.1%} → {e['after']['gemm_share']:.1%}"]
+                           for key, e in steps.items()])]
     for shape in dict.fromkeys(k.split("/")[0] for k in steps):
         if f"{shape}/fp32" in steps and f"{shape}/bf16" in steps:
             fp32, bf16 = steps[f"{shape}/fp32"], steps[f"{shape}/bf16"]

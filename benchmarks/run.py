@@ -5,8 +5,7 @@
     python -m benchmarks.run --only translation --threads 1       # figure 8 alone, at 1 thread
     benchmarks/gpu.sh                                             # figures 1, 2, 5 on a CUDA GPU in bf16
 
-Run from the repository root; the figures are listed in benchmarks/__init__.py. Results go to --output-dir
-(default benchmarks/): results.json, tables.md, figures.png and profile_*.txt.
+Run from the repository root; results.json, tables.md, figures.png and profile_*.txt go to --output-dir.
 """
 
 from __future__ import annotations
@@ -24,13 +23,11 @@ from modeling_vaswani.cli import ArgumentParser, positive_int, run_main
 from modeling_vaswani.model.configuration_vaswani import PRESETS
 
 from . import decoding, memory, profiling, report, speedups, training, translation
-from .harness import (FULL, MARIAN, OURS, QUICK, clock, machine_record, prepare_corpus, training_batches,
-                      write_results)
+from .harness import FULL, MARIAN, OURS, QUICK, clock, machine_record, prepare_corpus, training_batches, write_results
 
 HERE = Path(__file__).resolve().parent
 FIGURES = range(1, 9)  # --figures numbers, as the tables and RESULTS.md name them
-# --only names, each a group of figures.
-PARTS = {"training": {1, 4, 5, 7}, "decoding": {2, 3, 8}, "translation": {8}, "memory": {6}, "compile": {7}}
+PARTS = {"training": {1, 4, 5, 7}, "decoding": {2, 3, 8}, "translation": {8}, "memory": {6}, "compile": {7}}  # --only
 SKIPPED = {"skipped": "quick mode or --no-compile"}
 
 
@@ -54,26 +51,24 @@ def parse_args(argv=None):
     add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
     add("--figures", type=comma_separated(int, FIGURES), default=tuple(FIGURES),
         help="Comma-separated figure numbers to run.")
-    add("--only", type=comma_separated(str, PARTS),
-        help=f"Comma-separated parts instead of --figures: {', '.join(PARTS)}.")
-    add("--threads", type=comma_separated(positive_int), help="Comma-separated thread counts of figure 8 (default 1,2; "
-        "--quick: 1).")
+    add("--only", type=comma_separated(str, PARTS), help=f"Comma-separated parts instead of --figures: "
+        f"{', '.join(PARTS)}.")
+    add("--threads", type=comma_separated(positive_int), help="Comma-separated thread counts of figure 8 "
+        "(default 1,2; --quick: 1).")
     add("--presets", type=comma_separated(str, PRESETS), help="Comma-separated presets for figures 1, 2, 5 "
         "(default small,base).")
-    add("--bf16-presets", type=comma_separated(str, PRESETS),
-        help="Comma-separated presets whose training step is also timed in bf16 (figures 1b, 5b; default: all of "
-             "--presets). Without AMX or AVX512-BF16 the CPU emulates bf16, and a bf16 base step takes many times "
-             "the fp32 one.")
+    add("--bf16-presets", type=comma_separated(str, PRESETS), help="Comma-separated presets whose training step "
+        "is also timed in bf16 (figures 1b, 5b; default: all of --presets). Without AMX or AVX512-BF16 the CPU "
+        "emulates bf16, and a bf16 base step takes many times the fp32 one.")
     add("--device", default="cpu", help="cpu or cuda.")
-    add("--max-tokens", type=positive_int,
-        help="Token budget per batch and side for figures 1, 4-7 (default 4096; §5.1 used 25000).")
+    add("--max-tokens", type=positive_int, help="Token budget per batch and side for figures 1, 4-7 (default 4096; "
+        "§5.1 used 25000).")
     add("--dtype", default="float32", choices=("float32", "bfloat16"),
         help="bfloat16 runs training and generation under autocast.")
-    add("--output-dir", default=None,
-        help="Where results.json, tables.md, figures.png go (default benchmarks/; a temporary folder with --quick).")
-    add("--results-md", default=None,
-        help="Also write the tables into this Markdown file, between its '<!-- generated:cpu:begin/end -->' "
-             "(or gpu) markers, e.g. benchmarks/RESULTS.md.")
+    add("--output-dir", help="Where results.json, tables.md, figures.png go (default benchmarks/; a temporary "
+        "folder with --quick).")
+    add("--results-md", help="Also write the tables into this Markdown file, between its "
+        "'<!-- generated:cpu:begin/end -->' (or gpu) markers, e.g. benchmarks/RESULTS.md.")
     add("--no-compile", action="store_true", help="Skip figure 7 (torch.compile).")
     add("--compile", action="store_true", help="Run figure 7 even with --quick (compiling takes minutes).")
     add("--no-profile", action="store_true", help="Skip the torch.profiler tables.")
@@ -122,15 +117,13 @@ def measure(figures: set, settings, corpus, device, dtype, out_dir: Path, profil
     if 4 in figures:
         results["figure_4_data_pipeline"] = speedups.data_pipeline_throughput(settings, corpus, device, dtype, log)
     if 5 in figures:
-        results["figure_5_hardware_efficiency"] = training.hardware_efficiency(settings, step_speed, device, dtype,
-                                                                               log)
+        results["figure_5_hardware_efficiency"] = training.hardware_efficiency(settings, step_speed, device, dtype, log)
         if bf16:
             results["figure_5b_hardware_efficiency_bf16"] = training.hardware_efficiency(
                 settings, bf16_speed, device, torch.bfloat16, log)
     if 6 in figures:
         with tempfile.TemporaryDirectory(prefix="vaswani-bench-mem-") as workdir:
-            results["figure_6_peak_memory"] = memory.peak_memory(settings, corpus, batches, device, Path(workdir),
-                                                                 log)
+            results["figure_6_peak_memory"] = memory.peak_memory(settings, corpus, batches, device, Path(workdir), log)
     if 7 in figures:
         results["figure_7_torch_compile"] = speedups.compiled_training_step(
             settings, corpus, batches, device, dtype, log) if settings.run_compile else SKIPPED
@@ -218,8 +211,7 @@ def main(argv=None) -> dict:
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda was given but PyTorch sees no CUDA device; use --device cpu.")
-    dtype = torch.bfloat16 if args.dtype == "bfloat16" else None
-    section = "gpu" if device.type == "cuda" else "cpu"
+    dtype, section = torch.bfloat16 if args.dtype == "bfloat16" else None, "gpu" if device.type == "cuda" else "cpu"
     if args.results_md:  # fail now, not after the whole run
         report.fill_results_md(Path(args.results_md), section)
     settings = settings_for(args, device)

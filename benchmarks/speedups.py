@@ -1,5 +1,5 @@
-"""Ways a training step could be faster, each timed against the plain way: token-budget batches against
-fixed-size ones (figure 4), torch.compile (figure 7), one matmul for Q, K and V (appendix)."""
+"""Ways a training step could be faster, each against the plain way: token-budget batches (figure 4),
+torch.compile (figure 7), one matmul for Q, K and V (appendix)."""
 
 from __future__ import annotations
 
@@ -73,8 +73,7 @@ def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
 
 
 def compiled_training_step(settings, corpus, batches, device, dtype, log) -> dict:
-    """Figure 7: `torch.compile` of our step against eager, on figure 1's batches: the layers compiled, as
-    train.py --torch_compile compiles them."""
+    """Figure 7: our step with its layers compiled (as train.py --torch_compile) against eager, figure 1's batches."""
     config = corpus_config(corpus, settings.compile_preset)
     eager, compiled = build_model(OURS, config, device), build_model(OURS, config, device)
     compile_layers(compiled)
@@ -94,8 +93,8 @@ def compiled_training_step(settings, corpus, batches, device, dtype, log) -> dic
 
 
 def fused_qkv_projection(settings, corpus, device, log) -> dict:
-    """Appendix: three Q/K/V Linears (the model as saved) against one matmul on weights concatenated at every call,
-    for one token-budget batch side (forward + backward) and one step of a beam-search batch (forward)."""
+    """Appendix: three Q/K/V Linears against one matmul on weights concatenated at every call, for a token-budget
+    batch side (forward + backward) and a beam-search step (forward)."""
     results = {}
     for preset in settings.presets:
         d = corpus_config(corpus, preset).d_model

@@ -4,8 +4,8 @@ Multi30k batches (figures 1, 1b, 5, 7), and this checkout against a git commit (
     python -m benchmarks.training --baseline f52a05e --output-dir benchmarks/recorded/<date>-training-step
     python -m benchmarks.training --quick --baseline-tree .          # tiny sizes: proves the code runs
 
-The before/after run keeps one worker process per package (the baseline from `git archive`) on the
-same static batch of random ids; the parent asks each for a pass of steps in turn, A B A B ...
+Before and after each run in a worker process (the baseline from `git archive`) on the same static batch
+of random ids; the parent asks each for a pass of steps in turn, A B A B ...
 """
 
 from __future__ import annotations
@@ -70,8 +70,7 @@ def matmul_rate(size: int, reps: int, device: torch.device, dtype: torch.dtype) 
 
 def training_step_speed(settings, corpus, batches, warm, device, dtype, log) -> tuple[dict, dict]:
     """Figure 1: real source+target tokens/s per preset; also each preset's parameter counts."""
-    tokens = sum(real_tokens(b) for b in batches)
-    results, counts = {}, {}
+    tokens, results, counts = sum(real_tokens(b) for b in batches), {}, {}
     for preset in settings.presets:
         config = corpus_config(corpus, preset)
         models = build_pair(config, device)
@@ -122,18 +121,24 @@ def hardware_efficiency(settings, step_speed: dict, device, dtype, log) -> dict:
 # --- before and after: one worker process per package ----------------------------------------------
 
 
+def shape_config(shape: str, vocab: int, **special):
+    from modeling_vaswani import VaswaniConfig
+
+    return VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab, **special)
+
+
 def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
-    """Build the model and batch with the package on PYTHONPATH, then answer each line on stdin
-    (a number of steps) with one pass's seconds, wall-clock and this process's CPU time."""
-    from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+    """With the package on PYTHONPATH, answer each line on stdin (a number of steps) with one pass's seconds,
+    wall-clock and this process's CPU time."""
+    from modeling_vaswani import VaswaniForConditionalGeneration
 
     try:  # the new step; a package without it takes the model's forward with labels
         from modeling_vaswani.training.chunked_loss import training_loss
     except ImportError:
         def training_loss(model, inputs):
             return model(**inputs).loss
-    config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab,
-                           label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    config = shape_config(shape, vocab, label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                          decoder_start_token_id=1)
     torch.manual_seed(0)
     trainer = TrainingStep(OURS, VaswaniForConditionalGeneration(config), torch.bfloat16 if precision == "bf16"
                            else None, torch.device("cpu"), loss=training_loss)
@@ -151,9 +156,9 @@ def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> N
 def start_worker(tree: Path, shape: str, precision: str, args) -> tuple[subprocess.Popen, dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(tree), str(ROOT)])),
            "OMP_NUM_THREADS": str(args.threads)}
-    command = [sys.executable, "-m", "benchmarks.training", "--worker", shape, precision, str(args.batch),
-               str(args.length), str(args.vocab)]
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
+    process = subprocess.Popen([sys.executable, "-m", "benchmarks.training", "--worker", shape, precision,
+                                *map(str, (args.batch, args.length, args.vocab))], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
     return process, answer(process)
 
 
@@ -222,7 +227,6 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.quick:
         args.shapes, args.batch, args.length, args.vocab, args.steps, args.reps, args.warmup = "tiny", 4, 5, 60, 1, 1, 1
-    from modeling_vaswani import VaswaniConfig
     from modeling_vaswani.machine import cpu_flags
 
     from .report import step_tables
@@ -247,9 +251,7 @@ def main(argv=None) -> dict:
             results["gemm_flops_per_second"][precision] = rate
             for shape in args.shapes.split(","):
                 entry, zeros = compare(trees, shape, precision, args, log), torch.zeros(args.batch, args.length)
-                config = VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"],
-                                       vocab_size=args.vocab)
-                flops = training_flops(config, {"input_ids": zeros, "labels": zeros})
+                flops = training_flops(shape_config(shape, args.vocab), {"input_ids": zeros, "labels": zeros})
                 for name in ("before", "after"):
                     entry[name]["gemm_share"] = flops / entry[name]["median_seconds_per_step"] / rate
                 results["steps"][f"{shape}/{precision}"] = entry

@@ -1,9 +1,6 @@
-"""Figure 8: the shipped model (hub_card/) translating test_2016_flickr in every system on the same weights:
-ours fp32 with transformers' and the paper's beam search, bf16, int8 and the static cache (evaluation/fast_path.py);
-MarianMTModel fp32 and bf16 and, when installed, CTranslate2 float32 and int8 (exact conversions). Each decodes
-§6.1's way to its natural end over the same length-sorted batches, all alternating; medians, sentences/s,
-generated tokens/s and cased BLEU of the first repetition. Also 8b, the two beam searches at equal work, and
-8c, what compiling greedy decoding costs and saves."""
+"""Figure 8: the shipped model (hub_card/) translating test_2016_flickr in every system on the same weights (ours
+in PyTorch in five ways, Marian fp32 and bf16, CTranslate2 when installed), each decoding §6.1's way to its natural
+end over the same batches, alternating. 8b: the two beam searches at equal work; 8c: what compiling costs and saves."""
 
 from __future__ import annotations
 
@@ -38,9 +35,7 @@ CT2_FP32 = "CTranslate2 float32"
 CT2_INT8 = "CTranslate2 int8"
 
 
-class MarianTranslator:
-    """MarianMTModel with §6.1's input length + 50 limit, which its own generate does not apply."""
-
+class MarianTranslator:  # MarianMTModel with §6.1's input length + 50 limit, which its generate does not apply
     def __init__(self, marian, generation_config):
         self.model, self.generation_config, self.device = marian, generation_config, marian.device
 
@@ -50,9 +45,7 @@ class MarianTranslator:
                                    num_beams=NUM_BEAMS, **kwargs)
 
 
-class System(NamedTuple):
-    """One row of figure 8: threads -> a translator (our model's generate() and device), and generate's settings."""
-
+class System(NamedTuple):  # a row of figure 8: threads -> a translator, and generate's settings
     name: str
     build: Callable[[int], object]
     generate_kwargs: dict = {}
@@ -150,11 +143,8 @@ def search_speed(settings, corpus, device, log) -> dict:
 
 
 def compile_payoff(settings, log, model_path: str | None = None) -> dict:
-    """What `--compile` costs and saves: greedy search, eager against static cache + torch.compile, per batch.
-
-    Each new batch shape (size, source length) compiles again; the first batches of the length-sorted
-    test set have different shapes, so their times include compiling.
-    """
+    """Figure 8c: greedy search, eager against static cache + torch.compile, per batch. Each new batch shape
+    compiles again, so the first length-sorted test batches' first compiled calls include compiling."""
     model_path = model_path or shipped_model_path()
     sources, _ = multi30k_pairs("test", "en", "de", settings.translate_sentences)
     order = sorted(sources, key=len)
@@ -174,10 +164,8 @@ def compile_payoff(settings, log, model_path: str | None = None) -> dict:
             f"{row['compiled_seconds']:.2f} s, again {row['compiled_again_seconds']:.2f} s")
     rows = results["batches"]
     results["compile_seconds"] = sum(r["compiled_seconds"] - r["compiled_again_seconds"] for r in rows)
-    results["saved_seconds_per_batch"] = statistics.median(r["eager_seconds"] - r["compiled_again_seconds"]
-                                                           for r in rows)
-    # The whole test set in batches of this size: what compiling would have to win back.
-    results["test_set_batches"] = -(-len(sources) // size)
+    results["saved_seconds_per_batch"] = statistics.median(r["eager_seconds"] - r["compiled_again_seconds"] for r in rows)
+    results["test_set_batches"] = -(-len(sources) // size)  # what compiling would have to win back over
     results["saved_seconds_on_the_test_set"] = results["saved_seconds_per_batch"] * results["test_set_batches"]
     results["pays_off_on_the_test_set"] = results["saved_seconds_on_the_test_set"] > results["compile_seconds"]
     return results

@@ -1,8 +1,6 @@
-"""Each row's model: the untrained one it starts from (scripts/train.py has no flag for d_k alone), its weights
-drawn after seeding with the row's seed, over one BPE vocabulary shared by every row so that perplexities per
-subword compare; and the trained one's Table 3 measures on the validation split: perplexity per subword with
-teacher forcing and without label smoothing (so rows with different ε_ls compare), and BLEU of §6.1's beam
-search (docs/table3.md)."""
+"""Each row's untrained model (scripts/train.py has no flag for d_k alone), seeded with the row's seed, over one BPE
+vocabulary shared by every row so that perplexities per subword compare; and the trained one's dev perplexity
+(teacher forcing, no label smoothing, so rows with different ε_ls compare) and §6.1 beam-search BLEU."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ MAX_LENGTH = 256  # tokens, as scripts/train.py truncates by default
 
 def shared_tokenizer(folder: Path, source_lang: str, target_lang: str, vocab_size: int,
                      max_train_samples: int | None = None):
-    """The vocabulary of every row: loaded from `folder`, or learned on the (first `max_train_samples`
-    pairs of the) embedded Multi30k training split and saved there first."""
+    """Loaded from `folder`, or learned on (the first `max_train_samples` of) Multi30k's training pairs and saved there."""
     folder = Path(folder)
     if not (folder / "tokenizer.json").is_file():
         train = select_first(load_translation_dataset(source_lang, target_lang)["train"], max_train_samples)

@@ -1,7 +1,6 @@
-"""The miniature's report, written whole from the finished rows: <output>/README.md (the table in Table 3's
-columns beside the paper's numbers, each change from the base beside the paper's, the base's seed noise,
-failed and missing rows), results.json and table3.png. A change no larger than the spread between the base's
-seeds is "within noise"; with one seed nothing is."""
+"""The report, written whole from the finished rows: README.md (the table beside the paper's numbers, each change
+from the base beside the paper's, seed noise, failed and missing rows), results.json and table3.png. A change no
+larger than the spread between the base's seeds is "within noise"; with one seed nothing is."""
 
 from __future__ import annotations
 
@@ -29,9 +28,8 @@ def table(header, rows) -> list[str]:
 
 
 def results_table(results: list[dict], failures: dict[str, dict], rows: dict[str, Row]) -> list[str]:
-    """Markdown lines of the table in Table 3's columns, finished and failed rows in table order."""
-    lines = []
-    entries = [(r["row"], r) for r in results] + [(row_id, None) for row_id in failures if row_id in rows]
+    """The table in Table 3's columns, finished and failed rows in table order."""
+    lines, entries = [], [(r["row"], r) for r in results] + [(row_id, None) for row_id in failures if row_id in rows]
     for row_id, result in sorted(entries, key=lambda entry: table_order(entry[0])):
         config = result["config"] if result else rows[row_id].config
         paper = (result.get("paper") if result else rows[row_id].paper) or {}

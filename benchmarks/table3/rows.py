@@ -1,7 +1,6 @@
-"""Table 3's rows as the paper prints them (`PAPER_ROWS`), each scaled around a smaller base (`BASES`) by the
-rule of docs/table3.md: sizes × our base's ratio to the paper's on that axis, d_k = d_v = d_model / h where
-h or d_model changes, d_k alone scaled like a size (row B), rates and positions as they are. D5 is ours.
-Standard library only, so scripts/table3.py lists and checks the rows before importing torch."""
+"""Table 3's rows as the paper prints them, each scaled around a smaller base by the rule of docs/table3.md: sizes ×
+our base's ratio to the paper's on that axis, d_k = d_v = d_model / h where h or d_model changes, d_k alone scaled
+like a size (row B), rates and positions as they are. D5 is ours. Standard library only."""
 
 from __future__ import annotations
 
@@ -34,9 +33,7 @@ PAPER_ROWS = (
     ("E1", dict(positional_encoding="learned"), 4.92, 25.7, None),
 )
 # Rows of ours, in the same form, with no numbers from the paper.
-EXTRA_ROWS = (
-    ("D5", dict(dropout=0.3), "not in Table 3: the big model's P_drop"),
-)
+EXTRA_ROWS = (("D5", dict(dropout=0.3), "not in Table 3: the big model's P_drop"),)
 
 # What the paper found, row group by row group (§6.2), for the reading of the miniature.
 PAPER_FINDINGS = {
@@ -60,15 +57,14 @@ SIZE_AXES = ("num_layers", "d_model", "d_ff", "num_heads")
 GROUPS = ("A", "B", "C", "D", "E")
 
 
-class RowSelectionError(ValueError):
-    """A --rows value that names no row of the table."""
+class RowSelectionError(ValueError):  # a --rows value that names no row of the table
+    pass
 
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the miniature: its id ("base", "base-2" (another seed), "A1", ...), group ("base", "A", ...),
-    config (VaswaniConfig's names), the values changed from our base, and the paper's row it stands for."""
-
+    """A row: id ("base", "base-2" (another seed), "A1", ...), group ("base", "A", ...), config (VaswaniConfig's
+    names), the values changed from our base, and the paper's row it stands for."""
     id: str
     group: str
     config: dict

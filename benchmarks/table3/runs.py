@@ -1,7 +1,6 @@
-"""Running the miniature: each row's untrained model (models.py) trained by `scripts/train.py` in a process of
-its own for the same budget, then scored (models.py) into <output>/rows/<row>.json. A finished row is
-skipped, a failing one leaves <output>/rows/<row>.failed.json and the others go on; rows made with other
-settings are never mixed in. Standard library only at import, so scripts/table3.py answers --help at once."""
+"""Each row's untrained model (models.py) trained by `scripts/train.py` in a process of its own for the same budget,
+then scored into <output>/rows/<row>.json. A finished row is skipped, a failing one leaves <row>.failed.json while
+the others go on, and rows made with other settings are never mixed in. Standard library only at import."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 TRAIN_SCRIPT = REPO / "scripts" / "train.py"
 
 
-class MixedTableError(ValueError):
-    """Results already in the output folder were made with other settings than the ones asked for."""
+class MixedTableError(ValueError):  # rows already in the output folder were made with other settings
+    pass
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,6 @@ def read_results(output: Path, failed: bool = False) -> dict[str, dict]:
 
 
 def check_same_settings(output: Path, settings: TableSettings) -> None:
-    """Refuse to add rows to a table whose finished rows were made with other settings."""
     wanted = asdict(settings)
     for row_id, result in read_results(output).items():
         differing = sorted(name for name in wanted if result["settings"].get(name) != wanted[name])
@@ -72,9 +70,7 @@ def check_same_settings(output: Path, settings: TableSettings) -> None:
                                   "--output, or the same settings to go on with that table.")
 
 
-def train_command(row: Row, settings: TableSettings, start_dir: Path, model_dir: Path, threads: int) -> list[str]:
-    """The scripts/train.py command line of one row."""
-    s = settings
+def train_command(row: Row, s: TableSettings, start_dir: Path, model_dir: Path, threads: int) -> list[str]:
     command = [sys.executable, str(TRAIN_SCRIPT), "--model_name_or_path", str(start_dir), "--output_dir",
                str(model_dir), "--overwrite_output_dir", "--seed", str(row.seed), "--data_seed", str(s.data_seed),
                "--max_tokens", str(s.max_tokens), "--warmup_steps_noam", str(s.warmup_steps), "--threads", str(threads),
@@ -125,9 +121,8 @@ class TableRun:
 
     def run_row(self, row: Row) -> bool:
         """Train and score one row; False (with a .failed.json) if any stage fails."""
-        run_dir, s = self.runs_dir / row.id, self.settings
+        run_dir, s, stage = self.runs_dir / row.id, self.settings, "preparing the starting model"
         log_path = run_dir / "train.log"
-        stage = "preparing the starting model"
         # A time-budgeted row is taken for hung after twice its budget and 10 minutes.
         timeout = None if s.minutes is None else (2 * s.minutes + 10) * 60
         try:
@@ -178,8 +173,6 @@ class TableRun:
                  + f"\n    (the other rows go on; full log: {log_path})")
         return False
 
-    # --- the work done in this process (torch imported here, not at import) ---------------------
-
     def prepare(self, row: Row, run_dir: Path) -> Path:
         import transformers
 
@@ -210,8 +203,7 @@ class TableRun:
 
 
 def write_json(path: Path, value) -> None:
-    """Written beside `path` and renamed (the package's outputs.write_file): a table stopped part-way never
-    leaves half a file. Imported here, for the work: the module loads with the standard library only."""
+    """Written beside `path` and renamed: a table stopped part-way never leaves half a file."""
     from modeling_vaswani.outputs import write_file
 
     with write_file(path, encoding="utf-8") as handle:
