@@ -1,5 +1,4 @@
-"""One check of the decoding settings (model/generation.py), whichever door they come through. A new door
-is one more line of DOORS."""
+"""One check of the decoding settings (model/generation.py), whichever door (DOORS) they come through."""
 
 import pytest
 import torch
@@ -40,7 +39,6 @@ def _config_file(folder, setting, value):
 
 
 def _script(folder, setting, value, monkeypatch, capsys):
-    """translate.py, as the one script door: its flags reach the same check as generate()'s arguments."""
     code, err = run_script(monkeypatch, capsys, "translate.py", "--model", folder, f"--{setting}", value, "Hello")
     assert code == 2
     raise ValueError(err)

@@ -1,5 +1,4 @@
-"""modeling_vaswani/outputs.py: no script writes over what it reads, and no output is left half-written.
-`DOORS` lists every output flag of every script: a new one is one more line."""
+"""outputs.py: no script (DOORS: every output flag) writes over what it reads; no output is left half-written."""
 
 import json
 import os

@@ -1,5 +1,4 @@
-"""conversion/ctranslate2.py and evaluation/ctranslate2_engine.py on tiny random models, the paper's and one
-with every option the conversion maps: float32 gives our log-probabilities and our outputs."""
+"""CTranslate2 conversion and engine on tiny models (the paper's, every mapped option): our numbers in float32."""
 
 import importlib.util
 import json

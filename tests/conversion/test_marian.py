@@ -1,5 +1,4 @@
-"""conversion/marian*.py on tiny random MarianMTModels (tests/conversion/marian_models.py): the mapping of weights
-and settings, logits and outputs equal Marian's, and the round trips bit for bit."""
+"""conversion/marian.py on tiny random MarianMTModels: the mapping, Marian's outputs, round trips bit for bit."""
 
 import pytest
 import torch

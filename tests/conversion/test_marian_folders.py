@@ -1,5 +1,4 @@
-"""Marian model folders through the scripts: convert_marian.py, export_marian.py, then translate() and
-evaluate_model.py, and the converted folder loaded with remote code where the package is not installed."""
+"""Marian model folders through convert_marian.py and export_marian.py, our tools, and remote code."""
 
 import json
 import shutil

@@ -1,7 +1,4 @@
-"""The paper's building blocks, each against its formula: the masks of §3.2.3, Eq. (2)'s feed-forward network,
-LayerNorm(x + Dropout(Sublayer(x))) of §3.1 and §5.4 (and pre-LN), the embeddings scaled by √d_model of §3.4,
-the sinusoids of §3.5 and the learned variant (Table 3 E); how a new model's weights start (the paper is
-silent); and that these modules import torch and each other only (what transformers needs lives beside them)."""
+"""The paper's building blocks against their formulas (§3.1–3.5, Eq. (2), §5.4), initialization, and imports."""
 
 import ast
 import math

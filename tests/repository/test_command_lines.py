@@ -1,6 +1,5 @@
-"""The scripts' command lines misused: exit status 2 and one `error: ...` line naming what is at fault; what a
-newcomer runs from the README answers at once, before torch is imported where it can, and names the right
-next step. (Damaged model folders given to a script: tests/untrusted_folders/test_damaged_folders.py.)"""
+"""The scripts' command lines misused: exit status 2 and one `error: ...` line naming the fault, before torch where
+it can; the right next step named."""
 
 import importlib.util
 import io
@@ -23,8 +22,7 @@ REPO = SCRIPTS.parent
 
 
 def test_no_script_shadows_an_installed_module():
-    """`python scripts/x.py` puts scripts/ first on sys.path: a script named like a library (evaluate.py)
-    would be imported in its place by every script there. Test folders (tests/benchmarks/table3) do not count."""
+    """scripts/ comes first on sys.path: a script named like a library would hide it (test folders aside)."""
     assert sys.path[0] != str(SCRIPTS)
     specs = {p.name: importlib.util.find_spec(p.stem) for p in SCRIPTS.glob("*.py")}
     shadowing = [name for name, spec in specs.items() if spec is not None and not all(
@@ -267,7 +265,6 @@ def test_missing_results_names_collect_results_with_the_right_folders(tmp_path, 
 
 
 def test_dry_run_warns_about_a_model_that_translates_to_an_empty_line(tmp_path, monkeypatch, capsys):
-    """A briefly trained model translates the example to ""; --dry_run used to refuse it outright."""
     from modeling_vaswani.hub import repository
 
     model_dir = copy_folder(REPO / "hub_card", tmp_path, "model")

@@ -1,6 +1,4 @@
-"""What the result scripts compute: collect_results.py's training block (a fine-tuned model's card counts the
-training it started from), plot_training_curve.py's minutes and its advice to a run that logged no loss,
-evaluate_model.py's searches and threads."""
+"""What collect_results.py, plot_training_curve.py and evaluate_model.py compute and record."""
 
 import json
 import math

@@ -1,5 +1,4 @@
-"""scripts/train.py's command line, in this process: --help without torch, one `error: ...` line naming the
-flag before any work, the Trainer's settings, an output folder holding an earlier run."""
+"""scripts/train.py's command line: --help without torch, refused flags, the Trainer's settings, earlier runs."""
 
 import json
 import os
