@@ -27,14 +27,10 @@ def _model_config(folder, setting, value):
     model.generate(SOURCE)
 
 
-def _file(folder, setting, value):
-    edit_json(folder / "generation_config.json", **{setting: value})
-    _load(folder)
-
-
-def _config_file(folder, setting, value):
-    (folder / "generation_config.json").unlink()  # transformers then takes decoding settings from config.json
-    edit_json(folder / "config.json", **{setting: value})
+def _file(folder, setting, value, name="generation_config.json"):
+    if name == "config.json":  # without generation_config.json transformers reads decoding settings there
+        (folder / "generation_config.json").unlink()
+    edit_json(folder / name, **{setting: value})
     _load(folder)
 
 
@@ -67,7 +63,8 @@ DOORS = {
     "generation config given to generate()": _given_config,
     "the model's generation config": _model_config,
     "generation_config.json": _file,
-    "config.json without generation_config.json": _config_file,
+    "config.json without generation_config.json": lambda folder, setting, value: _file(folder, setting, value,
+                                                                                      "config.json"),
     "translate.py flag": _script,
     "ctranslate2 generate() argument": _ctranslate2,
     "ctranslate2 generation_config.json": lambda folder, setting, value: _ctranslate2(folder, setting, value, True),

@@ -2,7 +2,6 @@
 
 import importlib.util
 import json
-import shutil
 import sys
 
 import pytest
@@ -138,17 +137,15 @@ def test_refusals(make_config, saved_model_dir, tmp_path):
 
 
 @requires_ctranslate2
-def test_on_the_fly_conversion_is_cached(saved_model_dir, tmp_path):
+def test_on_the_fly_conversion_is_cached(folder, tmp_path):
     from modeling_vaswani.evaluation.ctranslate2_engine import cached_ctranslate2_model
 
-    model_dir = tmp_path / "model"
-    shutil.copytree(saved_model_dir, model_dir)
-    first = cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache")
+    first = cached_ctranslate2_model(str(folder), cache_dir=tmp_path / "cache")
     written = (first / "model.bin").stat().st_mtime_ns
-    assert cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache") == first
+    assert cached_ctranslate2_model(str(folder), cache_dir=tmp_path / "cache") == first
     assert (first / "model.bin").stat().st_mtime_ns == written  # not converted again
-    (model_dir / "generation_config.json").write_text((model_dir / "generation_config.json").read_text() + "\n")
-    assert cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache") != first  # the model changed
+    (folder / "generation_config.json").write_text((folder / "generation_config.json").read_text() + "\n")
+    assert cached_ctranslate2_model(str(folder), cache_dir=tmp_path / "cache") != first  # the model changed
     assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")] == []  # no leftovers
 
 

@@ -235,3 +235,4 @@ def test_linears_are_xavier_uniform_norms_the_identity_sinusoids_recomputed_and_
     for module in tables:  # a buffer: recomputed, not random
         assert torch.allclose(module.table, sinusoidal_table(module.table.shape[0], module.d_model))
     assert model.final_logits_bias is not None and torch.count_nonzero(model.final_logits_bias) == 0
+    assert make_model().final_logits_bias is None  # the paper's model has none
