@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checks import CHILD_ENV, SCRIPTS, run_script
+from checks import CHILD_ENV, SCRIPTS, assert_error_line, run_script
 from modeling_vaswani import outputs
 
 
@@ -113,9 +113,7 @@ def test_an_output_never_writes_over_what_the_run_reads_or_the_shipped_model(doo
     before = _snapshot(kept)
     output = (shipped if folder else shipped / "out.txt") if spelling == "shipped" else SPELLINGS[spelling](source)
     code, err = run_script(monkeypatch, capsys, f"{script}.py", *command(source, output, other_model))
-    last = err.strip().splitlines()[-1]
-    assert code == 2 and last.startswith("error: ") and "Traceback" not in err, err
-    assert f"{flag} {output}" in last and (spelling != "shipped" or "shipped model" in last), last
+    assert_error_line(code, err, f"{flag} {output}", *["shipped model"] * (spelling == "shipped"))
     assert _snapshot(kept) == before
 
 

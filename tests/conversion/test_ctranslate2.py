@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from checks import assert_names
+from checks import assert_error_line, assert_names
 from marian_models import SENTENCES
 from modeling_vaswani.conversion.ctranslate2 import (CTranslate2ConversionError, CTranslate2NotInstalledError,
                                                      check_convertible, convert_ctranslate2, import_ctranslate2)
@@ -159,5 +159,4 @@ def test_missing_ctranslate2_is_one_line_naming_pip_install(monkeypatch, tmp_pat
     with pytest.raises(SystemExit) as exit_info:
         script.cli.run_main(lambda: script.main(["--model", str(repo_root / "hub_card"), "--output_dir",
                                                  str(tmp_path / "out")]))
-    error = capsys.readouterr().err
-    assert exit_info.value.code == 2 and error.count("\n") == 1 and error.startswith("error: CTranslate2 is not")
+    assert_error_line(exit_info.value.code, capsys.readouterr().err, "CTranslate2 is not", alone=True)

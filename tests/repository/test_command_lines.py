@@ -162,9 +162,7 @@ FLAG_ERRORS = {
 @pytest.mark.parametrize("command", list(FLAG_ERRORS))
 def test_a_flag_mistake_is_one_error_line_before_any_heavy_import(command):
     result = run_light(*command.split())
-    assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
-        result.stderr
-    assert_names(result.stderr, *FLAG_ERRORS[command].split())
+    assert_error_line(result.returncode, result.stderr, *FLAG_ERRORS[command].split(), alone=True)
 
 
 @pytest.mark.parametrize("script", ["translate.py", "evaluate_model.py", "convert_marian.py", "export_marian.py"])
@@ -172,10 +170,8 @@ def test_a_flag_mistake_is_one_error_line_before_any_heavy_import(command):
 def test_a_missing_local_model_is_refused_before_any_heavy_import(tmp_path, script, name):
     extra = {"translate.py": ["Hello"], "evaluate_model.py": []}.get(script, ["--output_dir", tmp_path / "out"])
     result = run_light(script, "--model", name, *extra, cwd=tmp_path)  # hub_card is not in tmp_path
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2 and len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"error: --model {name}: no such model folder")
-    assert os.path.abspath(tmp_path / name) in lines[0]
+    assert_error_line(result.returncode, result.stderr, f"--model {name}: no such model folder",
+                      os.path.abspath(tmp_path / name), alone=True)
 
 
 def test_the_numbers_written_into_the_scripts_are_the_package_s(load_module):
