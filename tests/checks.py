@@ -41,8 +41,7 @@ def run_script(monkeypatch, capsys, script, *args):
 
 
 def assert_error_line(code, err, *names, alone=False):
-    """Exit status 2, no traceback, and last on stderr the one `error: ...` line, naming `names` (alone: the
-    only line; otherwise progress bars and transformers' log lines may come before it)."""
+    """Exit status 2, no traceback, one `error: ...` line naming `names`, last on stderr (alone: the only line)."""
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert code == 2 and "Traceback" not in err and len(errors) == 1, err
     assert err.strip().splitlines()[-1] == errors[0] and (not alone or err.strip() == errors[0]), err
@@ -50,9 +49,8 @@ def assert_error_line(code, err, *names, alone=False):
 
 
 def run_without_package(code, folder, tmp_path, cwd, isolated=False) -> dict:
-    """Python `code` that fills a dict `report`, run on `folder` (its sys.argv[1]) where `import modeling_vaswani`
-    fails, as on a user's machine: a fresh interpreter (isolated: -I, no working directory, PYTHONPATH or user
-    site-packages on sys.path), offline. The report, with the child's stdout; no module of the package ran."""
+    """`code` filling a dict `report`, run offline on `folder` (sys.argv[1]) in a fresh interpreter (isolated:
+    -I) where `import modeling_vaswani` fails; the report, with the child's stdout."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)
     code = (f"import sys; sys.modules['modeling_vaswani'] = None\nimport json\n{code}\nreport['imported'] = [name for "

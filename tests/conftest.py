@@ -1,5 +1,4 @@
-"""Shared fixtures. Session-wide objects (trained_tokenizer, saved_model_dir) are shared: copy them before
-changing them; configs, models and `tokenizer` reach each test as objects of its own."""
+"""Shared fixtures; copy the session-wide ones (trained_tokenizer, saved_model_dir) before changing them."""
 
 import copy
 import importlib.util
@@ -37,9 +36,8 @@ def make_config():
 
 @pytest.fixture(scope="session")
 def make_model(make_config):
-    """make_model(seed=0, preset=None, **overrides): a seeded model of make_config(...) in eval mode, a new
-    object on every call. One asked for twice is kept and deep-copied after (cheaper than building; tied
-    weights stay tied); the torch RNG is left as building leaves it."""
+    """make_model(seed=0, preset=None, **overrides): a new seeded model of make_config(...) in eval mode; one
+    asked for twice is kept and deep-copied after, the torch RNG left as building leaves it."""
     asked, kept = set(), {}
 
     def make(seed=0, preset=None, **overrides):

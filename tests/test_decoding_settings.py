@@ -1,5 +1,4 @@
-"""One check of the decoding settings (model/generation.py), whichever door they come through. A new door
-is one more line of DOORS."""
+"""One check of the decoding settings (model/generation.py), whichever door (DOORS) they come through."""
 
 import pytest
 import torch
@@ -28,19 +27,14 @@ def _model_config(folder, setting, value):
     model.generate(SOURCE)
 
 
-def _file(folder, setting, value):
-    edit_json(folder / "generation_config.json", **{setting: value})
-    _load(folder)
-
-
-def _config_file(folder, setting, value):
-    (folder / "generation_config.json").unlink()  # transformers then takes decoding settings from config.json
-    edit_json(folder / "config.json", **{setting: value})
+def _file(folder, setting, value, name="generation_config.json"):
+    if name == "config.json":  # without generation_config.json transformers reads decoding settings there
+        (folder / "generation_config.json").unlink()
+    edit_json(folder / name, **{setting: value})
     _load(folder)
 
 
 def _script(folder, setting, value, monkeypatch, capsys):
-    """translate.py, as the one script door: its flags reach the same check as generate()'s arguments."""
     code, err = run_script(monkeypatch, capsys, "translate.py", "--model", folder, f"--{setting}", value, "Hello")
     assert code == 2
     raise ValueError(err)
@@ -69,7 +63,8 @@ DOORS = {
     "generation config given to generate()": _given_config,
     "the model's generation config": _model_config,
     "generation_config.json": _file,
-    "config.json without generation_config.json": _config_file,
+    "config.json without generation_config.json": lambda folder, setting, value: _file(folder, setting, value,
+                                                                                      "config.json"),
     "translate.py flag": _script,
     "ctranslate2 generate() argument": _ctranslate2,
     "ctranslate2 generation_config.json": lambda folder, setting, value: _ctranslate2(folder, setting, value, True),

@@ -1,5 +1,4 @@
-"""Tiny random MarianMTModels set up as Opus-MT's (swish, pad = decoder start = last id, eos = 0, a logits bias)
-and a ReLU variant, shared by the Marian conversion tests."""
+"""Tiny random MarianMTModels set up as Opus-MT's, and a ReLU variant, for the Marian conversion tests."""
 
 import torch
 from transformers import GenerationConfig, MarianConfig, MarianMTModel

@@ -1,15 +1,13 @@
-"""conversion/ctranslate2.py and evaluation/ctranslate2_engine.py on tiny random models, the paper's and one
-with every option the conversion maps: float32 gives our log-probabilities and our outputs."""
+"""CTranslate2 conversion and engine on tiny models (the paper's, every mapped option): our numbers in float32."""
 
 import importlib.util
 import json
-import shutil
 import sys
 
 import pytest
 import torch
 
-from checks import assert_names
+from checks import assert_error_line, assert_names
 from marian_models import SENTENCES
 from modeling_vaswani.conversion.ctranslate2 import (CTranslate2ConversionError, CTranslate2NotInstalledError,
                                                      check_convertible, convert_ctranslate2, import_ctranslate2)
@@ -139,17 +137,15 @@ def test_refusals(make_config, saved_model_dir, tmp_path):
 
 
 @requires_ctranslate2
-def test_on_the_fly_conversion_is_cached(saved_model_dir, tmp_path):
+def test_on_the_fly_conversion_is_cached(folder, tmp_path):
     from modeling_vaswani.evaluation.ctranslate2_engine import cached_ctranslate2_model
 
-    model_dir = tmp_path / "model"
-    shutil.copytree(saved_model_dir, model_dir)
-    first = cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache")
+    first = cached_ctranslate2_model(str(folder), cache_dir=tmp_path / "cache")
     written = (first / "model.bin").stat().st_mtime_ns
-    assert cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache") == first
+    assert cached_ctranslate2_model(str(folder), cache_dir=tmp_path / "cache") == first
     assert (first / "model.bin").stat().st_mtime_ns == written  # not converted again
-    (model_dir / "generation_config.json").write_text((model_dir / "generation_config.json").read_text() + "\n")
-    assert cached_ctranslate2_model(str(model_dir), cache_dir=tmp_path / "cache") != first  # the model changed
+    (folder / "generation_config.json").write_text((folder / "generation_config.json").read_text() + "\n")
+    assert cached_ctranslate2_model(str(folder), cache_dir=tmp_path / "cache") != first  # the model changed
     assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")] == []  # no leftovers
 
 
@@ -163,5 +159,4 @@ def test_missing_ctranslate2_is_one_line_naming_pip_install(monkeypatch, tmp_pat
     with pytest.raises(SystemExit) as exit_info:
         script.cli.run_main(lambda: script.main(["--model", str(repo_root / "hub_card"), "--output_dir",
                                                  str(tmp_path / "out")]))
-    error = capsys.readouterr().err
-    assert exit_info.value.code == 2 and error.count("\n") == 1 and error.startswith("error: CTranslate2 is not")
+    assert_error_line(exit_info.value.code, capsys.readouterr().err, "CTranslate2 is not", alone=True)

@@ -1,13 +1,11 @@
-"""Marian model folders through the scripts: convert_marian.py, export_marian.py, then translate() and
-evaluate_model.py, and the converted folder loaded with remote code where the package is not installed."""
+"""Marian model folders through convert_marian.py and export_marian.py, our tools, and remote code."""
 
 import json
-import shutil
 
 import pytest
 from transformers import AutoTokenizer, MarianMTModel, MarianTokenizer
 
-from checks import run_without_package
+from checks import copy_folder, run_without_package
 from marian_models import SENTENCES, assert_same_state, random_marian
 from modeling_vaswani import VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.marian import MarianConversionError, convert_marian, export_marian
@@ -93,8 +91,7 @@ report = dict(model_module=type(model).__module__, tokenizer_class=type(tokenize
 
 @pytest.mark.slow
 def test_converted_folder_loads_with_remote_code_without_the_package(converted_folder, marian_folder, tmp_path):
-    folder = tmp_path / "copy"
-    shutil.copytree(converted_folder, folder)
+    folder = copy_folder(converted_folder, tmp_path)
     marian = MarianMTModel.from_pretrained(marian_folder).eval()
     tokenizer = AutoTokenizer.from_pretrained(marian_folder)
     inputs = tokenizer(SENTENCES, return_tensors="pt", padding=True)

@@ -1,5 +1,4 @@
-"""scripts/explore.py in Chromium driven by selenium (skipped, saying why, without them): a translation, the
-heat-map and beam search drawn, bad input answered while the server goes on; saves docs/images/explorer.png."""
+"""scripts/explore.py in Chromium via selenium: translates, draws, answers bad input; saves explorer.png."""
 
 import os
 import socket

@@ -1,5 +1,4 @@
-"""The model card renders from a results JSON, and its metadata carries exactly those numbers; its speed
-section comes from a benchmark's results, number for number."""
+"""The model card renders from a results JSON, its metadata and speed section number for number."""
 
 import copy
 

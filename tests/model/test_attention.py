@@ -78,9 +78,7 @@ KEEP = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]])
 
 @pytest.mark.parametrize("kind", ["padded", "causal", "causal-implicit", "cross"])
 def test_eager_and_sdpa_agree(make_attention, kind):
-    """The module with Eq. (1) written out ("eager", which returns the weights) and the fused kernel
-    ("sdpa"): padded self-attention, decoder self-attention with a causal mask given or (no mask) the
-    kernels' own, and encoder–decoder attention over a padded memory."""
+    """Eq. (1) written out ("eager") and the fused kernel ("sdpa") agree, masked or not."""
     module = make_attention(is_cross=kind == "cross", is_causal=kind == "causal-implicit")
     x = torch.randn(2, 3 if kind == "cross" else 6, 16)
     masks = {"padded": padding_mask(KEEP, x.dtype), "causal": causal_mask(6, 6, "cpu", x.dtype),
@@ -97,8 +95,7 @@ def test_eager_and_sdpa_agree(make_attention, kind):
 
 
 def test_output_attentions_forces_eager_weights_and_sdpa_is_this_models_own(make_config):
-    """"sdpa" names fused_attention in the model's own AttentionInterface; other models keep transformers'
-    own. Asked for the weights, a call takes Eq. (1) written out (what it returns: test_modeling.py)."""
+    """"sdpa" is fused_attention in this model's interface only; output_attentions takes Eq. (1) written out."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     assert KERNELS["sdpa"] is fused_attention and ALL_ATTENTION_FUNCTIONS["sdpa"] is not fused_attention
@@ -111,8 +108,7 @@ def test_output_attentions_forces_eager_weights_and_sdpa_is_this_models_own(make
 
 @pytest.mark.parametrize("attention_bias", [False, True])
 def test_multi_head_is_concat_of_heads_times_w_o(make_attention, attention_bias):
-    """§3.2.2 by hand: head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V), then Concat · W^O; the W are
-    matrices (no biases) unless attention_bias (a deviation) adds them."""
+    """§3.2.2 by hand: Concat(head_1..h) · W^O; biases only with attention_bias (a deviation)."""
     module = make_attention(d_k=3, d_v=5, attention_bias=attention_bias)  # head sizes ≠ d_model / h
     projections = (module.q_proj, module.k_proj, module.v_proj, module.out_proj)
     assert all((p.bias is not None) == attention_bias for p in projections)

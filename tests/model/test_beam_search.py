@@ -1,5 +1,4 @@
-"""§6.1's beam search: GNMT's length penalty, the stopping bound, its choice by the generation config,
-decoder prompts and caches, the beam trace."""
+"""§6.1's beam search: GNMT's length penalty, the stopping bound, its choice, prompts and caches, the trace."""
 
 import math
 from types import SimpleNamespace
@@ -72,8 +71,7 @@ def test_returned_scores_are_log_prob_over_gnmt_penalty(boosted):
 
 
 class ScriptedModel:
-    """A "model" whose next-token probabilities come from a table: prefix → {token: p}; the rest of the
-    probability is spread evenly over the other tokens. No cache: each step sees the whole prefix."""
+    """Next-token probabilities from a table (prefix → {token: p}), the rest spread evenly; no cache."""
 
     config = SimpleNamespace(is_encoder_decoder=True)
 
@@ -208,7 +206,6 @@ def test_papers_search_handles_padding_the_cache_limits_and_min_length(boosted):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_done_sentences_leaving_the_batch_change_nothing(seed, boosted):
-    """Plain outputs let done sentences leave; a returned dict keeps every row to the end."""
     model = boosted(seed, eos_boost=1.3 + 0.2 * seed)
     ids, mask = padded_batch(seed, batch=7)
     for n in (1, 3):
@@ -219,8 +216,7 @@ def test_done_sentences_leaving_the_batch_change_nothing(seed, boosted):
 
 @pytest.mark.parametrize("first_search", ["paper", "greedy"])
 def test_generate_continues_from_the_cache_it_returned(first_search, boosted):
-    """generate() returns a cache of its sequences but their last token; passed back with them (the beam
-    search repeating greedy search's one row per sentence for its k beams), it decodes as without."""
+    """The cache generate() returned, passed back with its sequences, decodes as without it."""
     model, (ids, mask) = boosted(), padded_batch()
     settings = dict(input_ids=ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True)
     first = model.generate(**settings, max_new_tokens=3, **({"num_beams": 1} if first_search == "greedy" else {}))

@@ -22,6 +22,7 @@ def test_presets_are_table_3(name, d_model, d_ff, heads, p_drop):
     assert (config.num_layers, config.num_decoder_layers, config.d_model, config.d_ff, config.num_heads, config.d_k,
             config.d_v, config.dropout, config.label_smoothing) == (6, 6, d_model, d_ff, heads, 64, 64, p_drop, 0.1)
     assert config.positional_encoding == "sinusoidal" and not config.norm_first  # post-LN, as in the paper
+    assert config.activation_function == "relu" and config.final_logits_bias is False
     assert config.share_embeddings and config.tie_word_embeddings and config.scale_embedding
     assert config.is_encoder_decoder and not hasattr(config, "warmup_steps")  # a training setting
 
@@ -61,8 +62,8 @@ INVALID = ([(field, value) for field in SIZES for value in (0, -3)]  # sizes bel
            + [("vocab_size", value) for value in (2.0, "2", True)]
            + [(field, value) for field in RATES for value in (-0.1, 1.0, 1.5)]  # rates outside [0, 1)
            + [(field, value) for field in TOKEN_IDS for value in (50, -1)]  # ids outside the vocabulary
-           + [("tie_word_embeddings", value) for value in ("no", None)]  # a flag, not any truthy value
-           + [("positional_encoding", "rotary")])
+           + [(field, value) for field in ("tie_word_embeddings", "final_logits_bias") for value in ("no", None)]
+           + [("positional_encoding", "rotary"), ("activation_function", "gelu")])
 
 
 @pytest.mark.parametrize("field,value", INVALID, ids=[f"{f}={v!r}" for f, v in INVALID])

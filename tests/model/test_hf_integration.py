@@ -1,5 +1,4 @@
-"""The model inside transformers: Auto classes, auto_map, tuple outputs, shared and
-untied matrices (a deviation from §3.4, whose sharing is the default), the pipeline, the Trainer."""
+"""The model inside transformers: Auto classes, tuple outputs, shared and untied matrices, pipeline, Trainer."""
 
 import json
 

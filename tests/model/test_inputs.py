@@ -93,8 +93,7 @@ def test_decoder_attention_mask_after_cached_tokens(tiny_model):
 
 
 def test_what_the_checks_let_through(tiny_model):
-    """Controls: a ready-made 4-D decoder mask is taken as it is; 0/1 masks of any dtype agree (labels that
-    pass: test_modeling.py's loss test)."""
+    """Controls: a ready-made 4-D decoder mask is taken as it is; 0/1 masks of any dtype agree."""
     ready = torch.zeros(1, 1, 3, 3).masked_fill(torch.ones(3, 3).triu(1).bool(), float("-inf"))
     target = torch.tensor([[1, 5, 6]])
     got = tiny_model(input_ids=IDS[:1], decoder_input_ids=target, decoder_attention_mask=ready)

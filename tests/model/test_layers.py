@@ -1,7 +1,4 @@
-"""The paper's building blocks, each against its formula: the masks of §3.2.3, Eq. (2)'s feed-forward network,
-LayerNorm(x + Dropout(Sublayer(x))) of §3.1 and §5.4 (and pre-LN), the embeddings scaled by √d_model of §3.4,
-the sinusoids of §3.5 and the learned variant (Table 3 E); how a new model's weights start (the paper is
-silent); and that these modules import torch and each other only (what transformers needs lives beside them)."""
+"""The paper's building blocks against their formulas (§3.1–3.5, Eq. (2), §5.4), initialization, and imports."""
 
 import ast
 import math
@@ -238,3 +235,4 @@ def test_linears_are_xavier_uniform_norms_the_identity_sinusoids_recomputed_and_
     for module in tables:  # a buffer: recomputed, not random
         assert torch.allclose(module.table, sinusoidal_table(module.table.shape[0], module.d_model))
     assert model.final_logits_bias is not None and torch.count_nonzero(model.final_logits_bias) == 0
+    assert make_model().final_logits_bias is None  # the paper's model has none

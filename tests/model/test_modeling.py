@@ -55,8 +55,7 @@ def test_loss_is_label_smoothed_and_ignores_padding(tiny_model, make_model):
 
 
 def test_generation_config_is_the_papers_and_saved_with_only_what_was_set(tiny_model, tmp_path):
-    """generate()'s fallbacks written into the config (as Trainer evaluation once did) are not saved as
-    choices, and the §6.1 settings survive a config.json with use_cache=False (as the Trainer writes it)."""
+    """generate()'s fallbacks are not saved as choices; §6.1's settings survive config.json's use_cache=False."""
     config = tiny_model.generation_config
     assert config.num_beams == 4 and config.length_penalty == 0.6 and config.use_cache is True
     assert (config.eos_token_id, config.pad_token_id, config.decoder_start_token_id) == (EOS, 0, 1)
@@ -98,9 +97,7 @@ def test_default_length_limit_is_input_length_plus_50(tiny_model):
 @pytest.mark.parametrize("name", ["cache", "past_key_values", None, "static"])
 @pytest.mark.parametrize("part", ["VaswaniForConditionalGeneration", "VaswaniModel"])
 def test_decoding_step_by_step_from_a_cache_equals_the_full_pass(tiny_model, part, name):
-    """A cache passed as cache=, as past_key_values= (its name before transformers 5.24: it warns), created
-    by forward(use_cache=True) (None) and returned to continue from, or a static one (its empty slots hidden
-    as the future); the first step two tokens, then one at a time."""
+    """Via cache=, past_key_values= (warns), one forward returned (None), or a static one."""
     module = tiny_model if part == "VaswaniForConditionalGeneration" else tiny_model.model
     result = (lambda out: out.logits) if module is tiny_model else (lambda out: out.last_hidden_state)
     full = result(module(input_ids=SOURCE, attention_mask=SOURCE_MASK, decoder_input_ids=TARGET, use_cache=False))

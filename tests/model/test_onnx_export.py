@@ -1,5 +1,4 @@
-"""ONNX: the encoder, the first decoding step (returning every layer's keys and values) and a later step
-(taking them back) export with torch.onnx and run in onnxruntime with PyTorch's numbers at other shapes."""
+"""ONNX: the encoder and the decoding steps export and run in onnxruntime with PyTorch's numbers."""
 
 import numpy as np
 import pytest
@@ -25,8 +24,7 @@ class EncoderGraph(nn.Module):
 
 
 class StepGraph(nn.Module):
-    """decoder_input_ids (B, 1) → logits and, per layer, self keys/values and cross keys/values (the first
-    step); or, given those back as tensors (`*past`), logits and the grown self keys/values (a later step)."""
+    """One decoding step: logits and every layer's keys/values (first step), or, given them (`*past`), the new ones."""
 
     def __init__(self, model):
         super().__init__()
@@ -50,8 +48,7 @@ def names(layers, kinds=("self_k", "self_v", "cross_k", "cross_v"), prefix="past
 
 
 def export(graph, arguments, path, inputs, outputs, axes, dynamo=False, **options):
-    """torch.onnx.export with the `axes` (name → {dimension: name}) dynamic: as dynamic_axes, or for the
-    dynamo exporter as dynamic_shapes (its step graph takes the cache as one tuple, `*past`)."""
+    """torch.onnx.export with `axes` (name → {dimension: name}) as dynamic_axes or (dynamo) dynamic_shapes."""
     if not dynamo:
         return torch.onnx.export(graph, arguments, path, input_names=inputs, output_names=outputs,
                                  dynamic_axes=axes, dynamo=False, **options)

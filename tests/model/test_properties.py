@@ -1,6 +1,4 @@
-"""Properties of every small configuration (hypothesis; the options are listed in `configs`): output shapes,
-padding and the future never influence outputs, cached = uncached greedy decoding (exact save/load:
-test_hf_integration.py, for each way of sharing the matrices of §3.4)."""
+"""Properties of every small configuration (hypothesis, the options in `configs`)."""
 
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -55,9 +53,7 @@ def padded_batches(draw, vocab_size):
 @settings(max_examples=25, **SETTINGS)
 @given(spec=configs(), data=st.data())
 def test_shapes_and_that_padding_and_the_future_never_influence_outputs(make_model, spec, data):
-    """The output shapes; a padded batch gives each row the logits it gets alone; any tokens may sit under
-    attention_mask = 0 (§3.2.3); changing target position t onwards leaves the logits before t unchanged (the
-    causal mask); greedy decoding with and without the cache agree."""
+    """Shapes; padding, masked tokens and later targets change no logits; cached = uncached greedy decoding."""
     model = make_model(**spec)  # every size of the tiny config is set by the spec
     source, mask, target = data.draw(padded_batches(spec["vocab_size"]))
     (batch, source_len), target_len = source.shape, target.shape[1]

@@ -1,5 +1,4 @@
-"""Half and mixed precision: bfloat16 / float16 end to end, and bf16 autocast training and generation,
-finite throughout (§3.2.3's −∞ is finfo(dtype).min of the scores' dtype; §3.5's table is cast where added)."""
+"""Half and mixed precision: bfloat16 / float16 end to end, and bf16 autocast, finite throughout."""
 
 import json
 from pathlib import Path
@@ -120,8 +119,7 @@ def mixed_batch():
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
 def test_bf16_autocast_training_steps_and_generation_stay_finite(make_model, impl):
-    """Training steps and generation under bf16 autocast stay finite; the masks take the dtype of the scores they
-    are added to (bf16 under autocast, float32 outside)."""
+    """Finite under bf16 autocast; the masks take the scores' dtype (bf16 inside autocast, float32 outside)."""
     model = make_model(**MIXED, attn_implementation=impl).train()
     optimizer = create_adam(model.parameters(), lr=1e-3)
     input_ids, attention_mask, labels = mixed_batch()
@@ -156,8 +154,7 @@ def test_bf16_autocast_training_steps_and_generation_stay_finite(make_model, imp
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", HALF)
 def test_the_shipped_model_in_half_precision(dtype):
-    """bf16/fp16 forward close to float32; greedy translations of the pinned sentences equal to float32's
-    (4 of 5 measured) except at float32's near-ties, its two best tokens within half precision's error."""
+    """Close to float32; greedy translations equal float32's except at near-ties within half precision's error."""
     from modeling_vaswani.tokenizer_loading import load_tokenizer
 
     pinned = json.loads((HUB_CARD.parent / "tests/repository/data/hub_card_pins.json").read_text(encoding="utf-8"))

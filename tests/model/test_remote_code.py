@@ -1,6 +1,4 @@
-"""A saved folder works with `trust_remote_code=True` where this package is absent: Auto classes, pipeline,
-§6.1's search through the folder's custom_generate (that it holds exactly the model's code:
-tests/untrusted_folders/test_code_and_pickles.py)."""
+"""A saved folder works with `trust_remote_code=True` where this package is absent."""
 
 import shutil
 from types import SimpleNamespace

@@ -1,5 +1,4 @@
-"""The encoder and decoder stacks of §3.1 (shapes, that padding changes nothing, that no decoder position sees
-a later one, for random configurations: test_properties.py)."""
+"""The encoder and decoder stacks of §3.1 (shapes and masking for random configurations: test_properties.py)."""
 
 import pytest
 import torch
@@ -16,8 +15,7 @@ MEMORY = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(1))
 
 @pytest.fixture
 def make_stack(make_config):
-    """make_stack(stack, **overrides): three layers of the tiny config over 30 token ids, seeded, in eval mode:
-    VaswaniEncoder (the paper's Encoder as transformers calls it), the paper's Decoder or VaswaniDecoder."""
+    """make_stack(stack, **overrides): a seeded 3-layer stack of the tiny config over 30 ids, in eval mode."""
 
     def make(stack, **overrides):
         torch.manual_seed(0)
@@ -41,8 +39,7 @@ def test_the_encoder_starts_from_the_scaled_embedding_plus_positions_and_every_p
 
 
 def test_layers_are_their_sublayers_in_order(make_stack):
-    """Encoder: self-attention, then feed-forward; decoder: masked self-attention, encoder–decoder attention,
-    feed-forward; each LayerNorm(x + Sublayer(x))."""
+    """Encoder: self-attention, feed-forward; decoder: masked self-, cross-attention, feed-forward; post-LN."""
     x, mask = torch.randn(2, 4, 16), padding_mask(torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]]), torch.float32)
     layer = make_stack(VaswaniEncoder).layers[0]
     h = layer.self_attn_sublayer.norm(x + layer.self_attn(x, attention_mask=mask)[0])

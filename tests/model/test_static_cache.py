@@ -1,5 +1,4 @@
-"""A static key/value cache (`cache_implementation="static"`) and torch.compile decode as the dynamic cache does
-(a static cache by hand: test_modeling.py)."""
+"""A static key/value cache and torch.compile decode as the dynamic cache does."""
 
 import pytest
 import torch
@@ -24,8 +23,7 @@ def test_static_cache_generates_the_tokens_of_the_dynamic_cache(make_model, impl
 
 
 def test_a_shorter_input_does_not_compile_the_decoding_step_again(make_model):
-    """Compiled static-cache decoding gives the same tokens, and compiles the step once: the source length
-    (of the encoder output, its mask and the encoder–decoder cache) is not taken for a constant."""
+    """Compiled static-cache decoding gives the same tokens and compiles once across source lengths."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 

@@ -1,6 +1,5 @@
-"""The scripts' command lines misused: exit status 2 and one `error: ...` line naming what is at fault; what a
-newcomer runs from the README answers at once, before torch is imported where it can, and names the right
-next step. (Damaged model folders given to a script: tests/untrusted_folders/test_damaged_folders.py.)"""
+"""The scripts' command lines misused: exit status 2 and one `error: ...` line naming the fault, before torch where
+it can; the right next step named."""
 
 import importlib.util
 import io
@@ -23,8 +22,7 @@ REPO = SCRIPTS.parent
 
 
 def test_no_script_shadows_an_installed_module():
-    """`python scripts/x.py` puts scripts/ first on sys.path: a script named like a library (evaluate.py)
-    would be imported in its place by every script there. Test folders (tests/benchmarks/table3) do not count."""
+    """scripts/ comes first on sys.path: a script named like a library would hide it (test folders aside)."""
     assert sys.path[0] != str(SCRIPTS)
     specs = {p.name: importlib.util.find_spec(p.stem) for p in SCRIPTS.glob("*.py")}
     shadowing = [name for name, spec in specs.items() if spec is not None and not all(
@@ -164,9 +162,7 @@ FLAG_ERRORS = {
 @pytest.mark.parametrize("command", list(FLAG_ERRORS))
 def test_a_flag_mistake_is_one_error_line_before_any_heavy_import(command):
     result = run_light(*command.split())
-    assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
-        result.stderr
-    assert_names(result.stderr, *FLAG_ERRORS[command].split())
+    assert_error_line(result.returncode, result.stderr, *FLAG_ERRORS[command].split(), alone=True)
 
 
 @pytest.mark.parametrize("script", ["translate.py", "evaluate_model.py", "convert_marian.py", "export_marian.py"])
@@ -174,10 +170,8 @@ def test_a_flag_mistake_is_one_error_line_before_any_heavy_import(command):
 def test_a_missing_local_model_is_refused_before_any_heavy_import(tmp_path, script, name):
     extra = {"translate.py": ["Hello"], "evaluate_model.py": []}.get(script, ["--output_dir", tmp_path / "out"])
     result = run_light(script, "--model", name, *extra, cwd=tmp_path)  # hub_card is not in tmp_path
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2 and len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"error: --model {name}: no such model folder")
-    assert os.path.abspath(tmp_path / name) in lines[0]
+    assert_error_line(result.returncode, result.stderr, f"--model {name}: no such model folder",
+                      os.path.abspath(tmp_path / name), alone=True)
 
 
 def test_the_numbers_written_into_the_scripts_are_the_package_s(load_module):
@@ -267,7 +261,6 @@ def test_missing_results_names_collect_results_with_the_right_folders(tmp_path, 
 
 
 def test_dry_run_warns_about_a_model_that_translates_to_an_empty_line(tmp_path, monkeypatch, capsys):
-    """A briefly trained model translates the example to ""; --dry_run used to refuse it outright."""
     from modeling_vaswani.hub import repository
 
     model_dir = copy_folder(REPO / "hub_card", tmp_path, "model")

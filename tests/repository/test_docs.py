@@ -1,5 +1,4 @@
-"""The documentation (README.md, docs/*.md) matches the code. The Mermaid CLI is not available offline, so
-the mermaid blocks are checked here."""
+"""The documentation (README.md, docs/*.md) matches the code; its mermaid blocks are well formed."""
 
 import ast
 import glob

@@ -1,5 +1,4 @@
-"""Each numbered example exits 0, prints and leaves a real PNG in EXAMPLES_OUTPUT_DIR. One runner
-process (this file as a script) imports torch once and forks a child per example."""
+"""Each numbered example exits 0, prints and leaves a real PNG (one runner process forks one child each)."""
 
 import json
 import multiprocessing

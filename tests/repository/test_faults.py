@@ -1,5 +1,4 @@
-"""Interrupted jobs and bad input text: no half-written checkpoint is averaged or resumed, a stopped
-translation keeps its finished lines, results never go into a model folder, a tokenizer panic is one error."""
+"""Interrupted jobs and bad input text: half-written checkpoints, stopped translations, a tokenizer panic."""
 
 import json
 import os
@@ -57,8 +56,7 @@ def run_dir(tmp_path_factory, trained_tokenizer, make_model, english):
 
 
 def test_an_interrupted_checkpoint_is_skipped_or_refused(run_dir, tmp_path, monkeypatch, capsys):
-    """is_complete_checkpoint rests on the Trainer writing trainer_state.json last (transformers 5.24).
-    (Finding and averaging checkpoints: tests/training/test_checkpoint_averaging.py.)"""
+    """is_complete_checkpoint rests on the Trainer writing trainer_state.json last (transformers 5.24)."""
     assert sorted(run_dir[1]) == ["checkpoint-1", "checkpoint-2"]
     for name, listing in run_dir[1].items():
         assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "config.json"} <= set(listing)
@@ -83,8 +81,7 @@ def test_an_interrupted_checkpoint_is_skipped_or_refused(run_dir, tmp_path, monk
 
 def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, trained_tokenizer, make_model, english, tmp_path,
                                                             monkeypatch):
-    """The Trainer reads optimizer.pt, scheduler.pt and rng_state.pth (pickles) through
-    torch.load(weights_only=True) only (transformers 5.24), so a hostile pickle there does not run."""
+    """The Trainer reads the checkpoint's pickles through torch.load(weights_only=True) only."""
     run, calls, original = copy_folder(run_dir[0], tmp_path, "run"), [], torch.load
 
     def recording_load(file, *args, **kwargs):
@@ -135,8 +132,7 @@ def test_translating_a_file_streams_it_in_batches(saved_model_dir, english, tmp_
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stopped_translation_keeps_every_finished_line(saved_model_dir, english, tmp_path, signum):
-    """Stopped, translate.py leaves its finished lines in --output, whole, in order, each the translation
-    of its input line; the message says how many."""
+    """Stopped, translate.py leaves its finished lines, whole and in order, in --output and says how many."""
     source, output = tmp_path / "long.en", tmp_path / "long.de"
     lines = [english[i % len(english)] for i in range(3000)]
     source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -167,8 +163,7 @@ def test_a_stopped_translation_keeps_every_finished_line(saved_model_dir, englis
 
 def test_evaluation_writes_its_results_beside_the_model_and_never_into_another(saved_model_dir, tmp_path, monkeypatch,
                                                                                capsys):
-    """`evaluate_model.py --model hub_card` used to write test-beam4.* into hub_card/. (Into the model it
-    reads, or the shipped one, as every output: tests/test_outputs.py.)"""
+    """`evaluate_model.py --model hub_card` used to write test-beam4.* into hub_card/."""
     model, other = copy_folder(saved_model_dir, tmp_path, "my-model"), copy_folder(saved_model_dir, tmp_path, "other")
     (tmp_path / "test.en").write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -191,8 +186,7 @@ PANIC_LINE = "a" * 40 + "b"
 
 
 def test_a_tokenizer_panic_is_a_value_error_and_through_a_script_one_line(folder, tmp_path, monkeypatch, capsys):
-    """translate(), then translate.py reading a file as a stream (translate_stream); run_main turns a panic,
-    and no other BaseException, into one line."""
+    """translate(), translate.py on a file; run_main turns a panic, and no other BaseException, into one line."""
     edit_json(folder / "tokenizer.json", pre_tokenizer=BACKTRACKING)
     model, tokenizer = load_translator(str(folder), device="cpu")
     with pytest.raises(ValueError) as error:

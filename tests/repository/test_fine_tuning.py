@@ -1,5 +1,4 @@
-"""Fine-tuning the tiny model of the end-to-end training run: through scripts/train.py on local files (its
-tokenizer kept), and under the stock Seq2SeqTrainer with its own label smoothing."""
+"""Fine-tuning the end-to-end run's tiny model through scripts/train.py and the stock Seq2SeqTrainer."""
 
 import pytest
 import torch

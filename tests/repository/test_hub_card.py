@@ -1,5 +1,4 @@
-"""hub_card/, the shipped English→German Multi30k model as a Hub repository: a change that breaks it (code
-or weights) fails here, by pinned translations, a BLEU floor and a load in a process without the package."""
+"""hub_card/, the shipped model as a Hub repository: its files, pinned translations, a BLEU floor, a clean load."""
 
 import json
 from pathlib import Path
@@ -34,8 +33,7 @@ def test_every_file_is_there_small_and_the_code_is_the_package_s():
 
 
 def test_the_paper_s_architecture_and_decoding(shipped):
-    """§3.2.2's projections without biases; §6.1's search: beam 4, α 0.6 (GNMT penalty), stop at the
-    bound, limit input length + 50 saved as an offset (generate's fallback of 20 is not a choice)."""
+    """§3.2.2's projections without biases; §6.1's search (beam 4, α 0.6, the bound, input length + 50)."""
     config, generation = _json("config.json"), _json("generation_config.json")
     assert config["attention_bias"] is False and config["model_type"] == "vaswani"
     assert all(layer.self_attn.q_proj.bias is None for layer in shipped[0].model.encoder.layers)

@@ -1,6 +1,4 @@
-"""What the result scripts compute: collect_results.py's training block (a fine-tuned model's card counts the
-training it started from), plot_training_curve.py's minutes and its advice to a run that logged no loss,
-evaluate_model.py's searches and threads."""
+"""What collect_results.py, plot_training_curve.py and evaluate_model.py compute and record."""
 
 import json
 import math
@@ -97,24 +95,20 @@ def test_minutes_are_logged_or_at_the_runs_mean_rate_and_a_run_without_loss_is_t
 SOURCES = ["A dog runs.", "Two men are talking in the street.", "A girl."]
 
 
-def test_evaluation_records_its_search_and_threads_in_files_of_their_own(tmp_path, monkeypatch, capsys, load_module):
-    import torch
-
+def test_evaluation_records_its_search_and_threads_in_files_of_their_own(tmp_path, monkeypatch, capsys, load_module,
+                                                                         torch_threads):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.chdir(tmp_path)  # the shipped model is the default, from any directory
     (tmp_path / "test.en").write_text("".join(line + "\n" for line in SOURCES), encoding="utf-8")
-    main, before = load_module(SCRIPTS / "evaluate_model.py").main, torch.get_num_threads()
-    try:
-        for flags in (["--beam_search", "transformers"], ["--beam_search", "paper"],
-                      ["--beam_search", "paper", "--num_beams", "1"], ["--num_beams", "1", "--threads", "2"]):
-            main(["--source_file", "test.en", "--reference_file", "test.en", "--max_new_tokens", "6", "--output_dir",
-                  "out", *flags])
-            assert f"({2 if '--threads' in flags else 1} thread" in capsys.readouterr().out
-        with pytest.raises(ValueError, match="CTranslate2 has its own"):
-            main(["--source_file", "test.en", "--reference_file", "test.en", "--beam_search", "paper", "--engine",
-                  "ctranslate2"])
-    finally:
-        torch.set_num_threads(before)
+    main = load_module(SCRIPTS / "evaluate_model.py").main
+    for flags in (["--beam_search", "transformers"], ["--beam_search", "paper"],
+                  ["--beam_search", "paper", "--num_beams", "1"], ["--num_beams", "1", "--threads", "2"]):
+        main(["--source_file", "test.en", "--reference_file", "test.en", "--max_new_tokens", "6", "--output_dir",
+              "out", *flags])
+        assert f"({2 if '--threads' in flags else 1} thread" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="CTranslate2 has its own"):
+        main(["--source_file", "test.en", "--reference_file", "test.en", "--beam_search", "paper", "--engine",
+              "ctranslate2"])
     assert not capsys.readouterr().err  # no bar off a terminal, no loading messages, no warning about unused flags
     scores = {name: json.loads((tmp_path / "out" / f"custom-{name}.scores.json").read_text()) for name in
               ("beam4-transformers-search", "beam4-paper-search", "beam1-paper-search", "beam1")}

@@ -1,5 +1,4 @@
-"""scripts/train.py run in a subprocess as a user runs it, on a tiny model: the commands and helpers shared by
-the end-to-end training tests."""
+"""scripts/train.py run in a subprocess on a tiny model: what the end-to-end training tests share."""
 
 import json
 import os

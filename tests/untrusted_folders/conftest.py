@@ -1,6 +1,4 @@
-"""A model folder is input from a stranger. DOORS names each way the package reads one (or a checkpoint or
-run folder); the tests here damage a copy of saved_model_dir (`folder`) and give it to the doors that read
-what they damaged, by name."""
+"""A model folder is input from a stranger: DOORS names each way the package reads one (or a run folder)."""
 
 import runpy
 from unittest import mock
@@ -77,8 +75,7 @@ def doors():
 
 @pytest.fixture(scope="session")
 def refused():
-    """refused(error_class, door, folder, *names): the door refuses the folder with one line of error_class
-    naming the folder and `names`; the ExceptionInfo."""
+    """refused(error_class, door, folder, *names): one line of error_class naming folder and `names`."""
     def check(error_class, door, folder, *names):
         with pytest.raises(error_class) as error:
             DOORS[door](folder)

@@ -1,6 +1,4 @@
-"""A hostile model folder, refused unread: pickled weights or shards, shards outside the folder, a file where
-the folder belongs, code it points at or ships. Our code never unpickles, runs only its own model code and
-never touches the network."""
+"""A hostile model folder is refused unread; our code never unpickles, runs only its own model code, stays offline."""
 
 import ast
 import json
@@ -88,8 +86,6 @@ def test_our_code_never_unpickles_or_executes():
 
 def test_a_good_folder_loads_and_translates_through_every_door_without_unpickling_or_network(
         saved_model_dir, folder, tmp_path, no_unpickling, no_network):
-    """Control for the tests of this folder; trust_remote_code and the pipeline connect nowhere either.
-    (BLEU offline: tests/evaluation/test_scoring.py.)"""
     models = [VaswaniForConditionalGeneration.from_pretrained(saved_model_dir),
               AutoModelForSeq2SeqLM.from_pretrained(saved_model_dir, trust_remote_code=True)]
     inputs = load_tokenizer(saved_model_dir)(["A dog runs in the snow."], return_tensors="pt")
@@ -197,7 +193,6 @@ def test_code_the_folder_points_at_must_be_the_package_model_code(folder, tamper
 
 
 def test_push_dry_run_refuses_a_model_whose_config_points_at_another_repository(tmp_path, monkeypatch, capsys):
-    """A foreign auto_map entry survives save_pretrained into the repository written; --dry_run used to pass it."""
     model_dir = copy_folder(REPO / "hub_card", tmp_path, "model")
     CODE_TAMPERING["auto_map-other-repository"][0](model_dir)
     code, err = run_script(monkeypatch, capsys, "push_to_hub.py", "--model_dir", model_dir, "--repo_id", "user/name",

@@ -1,6 +1,4 @@
-"""A damaged, mistyped or oversized model folder: every door that reads one refuses it with one error naming
-the folder, file and field, and never allocates without bound. Files that do not parse: JSON through
-strict_json's `read_json`, at every door that reads one, and tokenizer.json."""
+"""A damaged, mistyped, oversized or unparsable model folder: every door refuses it in one error naming it."""
 
 import json
 import os
@@ -137,8 +135,7 @@ def test_a_caller_may_override_what_does_not_fit(folder):
 
 def test_a_save_killed_before_the_weights_leaves_a_folder_that_does_not_load(folder, make_model, refused, tmp_path,
                                                                             monkeypatch):
-    """save_pretrained (transformers 5.24) writes code and configs first, the weights last; killed then over
-    an earlier model, the folder must not load the old weights under the new config (same shapes here)."""
+    """Killed before the weights (written last), a save over an earlier model leaves a folder that does not load."""
     original, seen = transformers.modeling_utils.safe_save_file, []
 
     def recording(tensors, filename, *args, **kwargs):  # the second save is killed as it reaches the weights
