@@ -20,8 +20,7 @@ from ..model.loading import check_weights_file
 from ..model.strict_json import read_json
 from ..outputs import claim, write_folder
 
-# §6.1: "averaging the last 5 checkpoints" (base) and "the last 20 checkpoints" (big).
-BASE_CHECKPOINTS, BIG_CHECKPOINTS = 5, 20
+BASE_CHECKPOINTS = 5  # §6.1: "averaging the last 5 checkpoints" (base; the last 20 for big)
 WEIGHTS_NAME = "model.safetensors"
 TRAINER_STATE_NAME = "trainer_state.json"  # the Trainer writes it last (transformers 5.24, _save_checkpoint)
 # Files of a checkpoint that describe the training run, not the model, and the weights (averaged apart).

@@ -86,7 +86,9 @@ def earlier_run(output_dir: str | os.PathLike) -> tuple[list[str], Path | None]:
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return [], None
-    complete, incomplete = _checkpoints(output_dir)
+    from .checkpoint_averaging import complete_checkpoints  # here: transformers only once the flags are parsed
+
+    complete, incomplete = complete_checkpoints(output_dir)
     count = len(complete) + len(incomplete)
     found = [f"{count} checkpoint{'s' * (count > 1)}"] if count else []
     found += [f"{name}/" for name in _RUN_FOLDERS if (output_dir / name).is_dir()]
@@ -96,19 +98,15 @@ def earlier_run(output_dir: str | os.PathLike) -> tuple[list[str], Path | None]:
 
 def clear_earlier_run(output_dir: str | os.PathLike) -> None:
     """Delete what an earlier run left in `output_dir` (see `earlier_run`); other files stay."""
+    from .checkpoint_averaging import complete_checkpoints
+
     output_dir = Path(output_dir)
-    complete, incomplete = _checkpoints(output_dir)
+    complete, incomplete = complete_checkpoints(output_dir)
     for folder in [*complete, *(output_dir / name for name in (*incomplete, *_RUN_FOLDERS))]:
         if folder.is_dir():
             shutil.rmtree(folder)
     for name in _RUN_FILES:
         (output_dir / name).unlink(missing_ok=True)
-
-
-def _checkpoints(output_dir: Path) -> tuple[list[Path], list[str]]:
-    from .checkpoint_averaging import complete_checkpoints  # here: transformers only once the flags are parsed
-
-    return complete_checkpoints(output_dir)
 
 
 class FolderInUseError(OSError):

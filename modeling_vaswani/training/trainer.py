@@ -4,10 +4,11 @@ smooths differently, must stay 0), §6.1 BLEU of generated translations; logs ca
 """
 
 import copy
+import functools
 import logging
 import math
 import os
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,24 @@ def compile_layers(model, **compile_kwargs) -> None:
     torch._inductor.config.fallback_random = True
     for layer in [*model.model.encoder.layers, *model.model.decoder.layers]:
         layer.compile(**compile_kwargs)
+
+
+def refusing_pickles(load):
+    """`load(trainer, checkpoint, ...)` where a state file with pickled objects other than tensors ends resuming in
+    one line naming the checkpoint."""
+
+    @functools.wraps(load)
+    def refusing(self, checkpoint, *args, **kwargs):
+        try:
+            return load(self, checkpoint, *args, **kwargs)
+        except Exception as error:
+            if type(error).__name__ != "UnpicklingError":  # by name: the package imports no pickle module
+                raise
+            raise ValueError(f"{checkpoint}: a saved training state (.pt/.pth) holds pickled objects other than "
+                             "tensors and numbers, which are never loaded (unpickling can run arbitrary code); resume "
+                             "from a checkpoint of a run you trust, or start the run again.") from None
+
+    return refusing
 
 
 class VaswaniTrainer(Seq2SeqTrainer):
@@ -232,21 +251,10 @@ class VaswaniTrainer(Seq2SeqTrainer):
 
     # Resuming reads the optimizer, scheduler, scaler and RNG state with torch.load(weights_only=True),
     # which refuses other pickled objects and then advises weights_only=False, i.e. running them.
-    def _load_from_checkpoint(self, checkpoint, model=None):
-        with refused_pickles(checkpoint):
-            super()._load_from_checkpoint(checkpoint, model)
-
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        with refused_pickles(checkpoint):
-            super()._load_optimizer_and_scheduler(checkpoint)
-
-    def _load_scaler(self, checkpoint):
-        with refused_pickles(checkpoint):
-            super()._load_scaler(checkpoint)
-
-    def _load_rng_state(self, checkpoint):
-        with refused_pickles(checkpoint):
-            super()._load_rng_state(checkpoint)
+    _load_from_checkpoint = refusing_pickles(Seq2SeqTrainer._load_from_checkpoint)
+    _load_optimizer_and_scheduler = refusing_pickles(Seq2SeqTrainer._load_optimizer_and_scheduler)
+    _load_scaler = refusing_pickles(Seq2SeqTrainer._load_scaler)
+    _load_rng_state = refusing_pickles(Seq2SeqTrainer._load_rng_state)
 
     def train(self, *args, **kwargs):
         checkpoint = kwargs.get("resume_from_checkpoint", args[0] if args else None)
@@ -255,19 +263,6 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self._evaluated.clear()
         self._checkpointed_step = None
         return super().train(*args, **kwargs)
-
-
-@contextmanager
-def refused_pickles(checkpoint):
-    """A state file with pickled objects other than tensors ends resuming in one line naming the checkpoint."""
-    try:
-        yield
-    except Exception as error:
-        if type(error).__name__ != "UnpicklingError":  # by name: the package imports no pickle module
-            raise
-        raise ValueError(f"{checkpoint}: a saved training state (.pt/.pth) holds pickled objects other than tensors "
-                         "and numbers, which are never loaded (unpickling can run arbitrary code); resume from a "
-                         "checkpoint of a run you trust, or start the run again.") from None
 
 
 def bleu_metrics_fn(tokenizer):

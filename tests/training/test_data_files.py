@@ -1,4 +1,4 @@
-"""training.data_files: json, jsonl, csv and tsv files as translation rows, and the one line reader every door
+"""training.data: json, jsonl, csv and tsv files as translation rows, and the one line reader every door
 goes through; a bad file is a one-line DataError naming the file and the line."""
 
 import io
@@ -10,7 +10,7 @@ import pytest
 
 from checks import assert_names
 from modeling_vaswani.training.data import iter_lines, load_translation_dataset, read_lines
-from modeling_vaswani.training.data_files import (MAX_LINE_BYTES, DataError, as_translation_rows, data_lines,
+from modeling_vaswani.training.data import (MAX_LINE_BYTES, DataError, as_translation_rows, data_lines,
                                                   load_data_files)
 from tiny_data import COMPRESSORS, write_lines as write
 
