@@ -34,8 +34,8 @@ def test_heatmap_is_the_models_cross_attention(shipped, analysis):
     assert analysis.target_pieces == tokenizer.convert_ids_to_tokens(output[0, 1:].tolist())
 
 
-# The two length penalties choose differently on this one: GNMT's stops early, |Y|^α goes on.
-DIFFERING = "Two men setting up a blue ice fishing hut on an iced over lake"
+# The two length penalties choose differently on this one (examples/12_greedy_vs_beam.py shows why).
+DIFFERING = "A balding man wearing a red life jacket is sitting in a small boat."
 
 
 @pytest.mark.parametrize("sentence", [SENTENCE, DIFFERING])
