@@ -11,7 +11,6 @@ keys and values come from the output of the encoder" (§3.2.3). Generation may p
 cache (not from the paper; the same outputs as recomputing everything).
 """
 
-import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
