@@ -107,10 +107,10 @@ def main(argv=None):
             for batch in translate_batches(model, tokenizer, handle if args.sentences else iter_lines(handle, name),
                                            batch_size=args.batch_size, **generate_kwargs,
                                            progress=bar.update if bar is not None else None):
-                with signals_deferred():
+                with signals_deferred():  # a signal held here is raised on leaving: count before that
                     out.write("".join(as_one_line(text) + "\n" for text in batch))
                     out.flush()
-                written += len(batch)
+                    written += len(batch)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()  # before the message, not drawn over it
