@@ -12,8 +12,9 @@ from transformers.utils import logging as hf_logging
 
 from modeling_vaswani import VaswaniForConditionalGeneration, shipped_model_path
 from modeling_vaswani.cli import run_main as run  # noqa: F401  (a user error ends in one `error:` line)
+from modeling_vaswani.text_lines import read_lines
 from modeling_vaswani.tokenizer_loading import load_tokenizer
-from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS, read_lines
+from modeling_vaswani.training.data import DEFAULT_DATA_DIR, MULTI30K_SPLITS
 
 OUTPUT_DIR = Path(os.environ.get("EXAMPLES_OUTPUT_DIR", Path(__file__).resolve().parent))
 

@@ -16,7 +16,7 @@ try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --h
 except ModuleNotFoundError:  # run in-process by another program
     from modeling_vaswani import cli, outputs
 
-SPLITS = ("test", "train", "validation")  # data.SPLIT_NAMES, here so --help skips torch (a test keeps them equal)
+SPLITS = ("test", "train", "validation")  # data.MULTI30K_SPLITS, here so --help skips torch (a test keeps them equal)
 
 
 def parse_args(argv=None):
@@ -82,14 +82,14 @@ def training_summary(run_dir: Path, procedure: str, started_from: dict | None = 
 
 def loss_entry(model, tokenizer, split, sources, references, weights: str, averaged: bool, batch_size: int) -> dict:
     """results.json's record of the loss on one split's references, printed too."""
-    from modeling_vaswani.training.data import SPLIT_NAMES
+    from modeling_vaswani.training.data import MULTI30K_SPLITS
     from modeling_vaswani.training.loss_report import reference_losses
 
     measured = reference_losses(model, tokenizer, sources, references, batch_size=batch_size)
     print(f"{split}-{'averaged' if averaged else 'final'}: loss H(q, p) {measured['loss']:.3f} | H(q, p) − H(q) "
           f"{measured['kl_loss']:.3f} | NLL {measured['nll_loss']:.3f} | perplexity {measured['ppl']:.2f} "
           f"({measured['reference_tokens']:,} reference tokens)", flush=True)
-    return {"split": split, "split_name": SPLIT_NAMES[split], "weights": weights, "averaged": averaged, **measured}
+    return {"split": split, "split_name": MULTI30K_SPLITS[split], "weights": weights, "averaged": averaged, **measured}
 
 
 def main(argv=None):
@@ -115,7 +115,7 @@ def main(argv=None):
     from modeling_vaswani.model.generation import LENGTH_PENALTY, NUM_BEAMS, PAPER_DECODING_TEXT
     from modeling_vaswani.model.strict_json import read_json
     from modeling_vaswani.threads import use_threads
-    from modeling_vaswani.training.data import SPLIT_NAMES, multi30k_pairs
+    from modeling_vaswani.training.data import MULTI30K_SPLITS, multi30k_pairs
 
     speed = speed_from_benchmark(read_json(speed_path), str(speed_path)) if speed_path is not None else None
     training = training_summary(run_dir, args.procedure, started_from)
@@ -134,7 +134,7 @@ def main(argv=None):
                 name = f"{split}-{'averaged' if averaged else 'final'}-beam{num_beams}"
                 with outputs.write_file(out_dir / f"{name}.hyp.txt", encoding="utf-8") as handle:
                     handle.write("".join(as_one_line(h) + "\n" for h in hypotheses))
-                evaluations.append({"split": split, "split_name": SPLIT_NAMES[split], "sentences": len(sources),
+                evaluations.append({"split": split, "split_name": MULTI30K_SPLITS[split], "sentences": len(sources),
                                     "weights": weights, "averaged": averaged, "num_beams": num_beams, "scores": scores})
                 print(f"{name}: BLEU {scores['bleu']:.2f} | lc-tok {scores['bleu_lowercase_tokenized']:.2f} | "
                       f"chrF {scores['chrf']:.2f} ({scores['translate_seconds']} s, {threads} thread"

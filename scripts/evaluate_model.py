@@ -60,7 +60,8 @@ def main(argv=None):
     from modeling_vaswani.evaluation.translation import as_one_line, load_for_script
     from modeling_vaswani.model.generation import (PAPER_SEARCH, TRANSFORMERS_BEAM_SEARCH, check_decoding,
                                                    decoding_settings)
-    from modeling_vaswani.training.data import multi30k_pairs, read_lines
+    from modeling_vaswani.text_lines import read_lines
+    from modeling_vaswani.training.data import multi30k_pairs
 
     args.model = args.model or shipped_model_path()
     # Never a model folder (results would mix with, and could overwrite, its files), nor one holding what is read.

@@ -79,7 +79,7 @@ def main(argv=None):
     from modeling_vaswani import shipped_model_path
     from modeling_vaswani.evaluation.progress import count_lines, progress_bar
     from modeling_vaswani.evaluation.translation import as_one_line, load_for_script, translate_batches
-    from modeling_vaswani.training.data import iter_lines
+    from modeling_vaswani.text_lines import iter_lines
     from modeling_vaswani.model.generation import check_decoding, decoding_settings
 
     cli.check_engine_arguments(args)

@@ -19,7 +19,8 @@ from checks import CHILD_ENV, SCRIPTS, assert_error_line, assert_names, copy_fol
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.training.checkpoint_averaging import average_checkpoints, find_checkpoints, is_complete_checkpoint
-from modeling_vaswani.training.data import DEFAULT_DATA_DIR, read_lines
+from modeling_vaswani.text_lines import read_lines
+from modeling_vaswani.training.data import DEFAULT_DATA_DIR
 from modeling_vaswani.training.trainer import VaswaniTrainer
 
 

@@ -6,8 +6,10 @@ import datasets
 import pytest
 
 from checks import assert_names
-from modeling_vaswani.training.data import (DEFAULT_DATA_DIR, DataError, in_memory, iter_lines, load_multi30k,
-                                            load_parallel_files, load_translation_dataset, read_lines, select_first)
+from modeling_vaswani.text_lines import DataError, iter_lines, read_lines
+from modeling_vaswani.training.data import (DEFAULT_DATA_DIR, in_memory, load_multi30k, load_translation_dataset,
+                                            select_first)
+from modeling_vaswani.training.data_files import load_parallel_files
 from tiny_data import write_lines as _write
 
 

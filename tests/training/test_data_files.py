@@ -1,5 +1,5 @@
-"""training.data: json, jsonl, csv and tsv files as translation rows, and the one line reader every door
-goes through; a bad file is a one-line DataError naming the file and the line."""
+"""training.data_files: json, jsonl, csv and tsv files as translation rows, and text_lines, the one line reader every
+door goes through; a bad file is a one-line DataError naming the file and the line."""
 
 import io
 import json
@@ -9,9 +9,9 @@ import datasets
 import pytest
 
 from checks import assert_names
-from modeling_vaswani.training.data import iter_lines, load_translation_dataset, read_lines
-from modeling_vaswani.training.data import (MAX_LINE_BYTES, DataError, as_translation_rows, data_lines,
-                                                  load_data_files)
+from modeling_vaswani.text_lines import MAX_LINE_BYTES, DataError, data_lines, iter_lines, read_lines
+from modeling_vaswani.training.data import load_translation_dataset
+from modeling_vaswani.training.data_files import as_translation_rows, load_data_files
 from tiny_data import COMPRESSORS, write_lines as write
 
 PAIRS = [{"en": 'He said "hi", then left.', "de": 'Er sagte "hallo" und ging.'},
