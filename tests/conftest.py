@@ -2,6 +2,7 @@
 
 import copy
 import importlib.util
+import os
 import shutil
 import socket
 import sys
@@ -17,6 +18,9 @@ from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 TINY_CONFIG = dict(vocab_size=40, d_model=16, d_ff=32, num_heads=4, num_layers=2, dropout=0.0)
 MULTI30K_PAIRS = 150  # 300 sentences, both languages
 TOKENIZER_VOCAB = 300
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker per core (setup.cfg): more threads would fight for them
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
