@@ -137,11 +137,18 @@ def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> N
     except ImportError:
         def training_loss(model, inputs):
             return model(**inputs).loss
+    try:  # the new dropout masks, as the trainer sets them
+        from modeling_vaswani.training.fast_dropout import use_integer_mask_dropout
+    except ImportError:
+        def use_integer_mask_dropout(model):
+            return 0
     config = shape_config(shape, vocab, label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                           decoder_start_token_id=1)
     torch.manual_seed(0)
-    trainer = TrainingStep(OURS, VaswaniForConditionalGeneration(config), torch.bfloat16 if precision == "bf16"
-                           else None, torch.device("cpu"), loss=training_loss)
+    model = VaswaniForConditionalGeneration(config)
+    use_integer_mask_dropout(model)
+    trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
+                           loss=training_loss)
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)),
               "attention_mask": torch.ones(batch, length, dtype=torch.long),
               "labels": torch.randint(3, vocab, (batch, length))}

@@ -124,7 +124,8 @@ def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
 
 
 def describe_step(model, processes: int = 1) -> str:
+    rest = "fused Adam; dropout masks from random integers (fast_dropout.py)"
     if processes > 1:
-        return "the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); fused Adam"
+        return f"the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); {rest}"
     return (f"projection and §5.4 loss in chunks of {chunk_rows(model.config.vocab_size)} positions, no (B, T, V) "
-            "logits (chunked_loss.py); fused Adam")
+            f"logits (chunked_loss.py); {rest}")

@@ -23,6 +23,7 @@ from ..model.label_smoothing import comparable_losses
 from ..model.strict_json import read_json
 from .batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
 from .chunked_loss import fast_path_applies, training_loss
+from .fast_dropout import use_integer_mask_dropout
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
 
@@ -87,6 +88,7 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self._evaluated = {}  # (step, metric prefix) -> metrics, see `evaluate`
         self._checkpointed_step = None
         self.add_callback(LogLastStep)  # after the others, which may end training at this step
+        use_integer_mask_dropout(self.model)
         if self.args.torch_compile:
             plugin = self.accelerator.state.dynamo_plugin
             compile_layers(self.model, **plugin.to_kwargs())

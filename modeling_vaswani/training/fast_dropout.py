@@ -1,0 +1,25 @@
+"""§5.4's dropout as the trainer computes it on a CPU (speed, not the paper): the same mask, each element kept with
+probability 1 − P_drop and scaled by 1/(1 − P_drop), drawn as 31-bit random integers compared with P_drop · 2³¹
+(P_drop exact to 2⁻³²) instead of torch's `bernoulli_`. Measured at the shipped shape (2048 × 128, 2 threads, AMD
+EPYC): 1.2 ms a mask against 2.4 ms; the 22 masks of a training step were a tenth of it (benchmarks/RESULTS.md)."""
+
+import torch
+from torch import nn
+
+
+class IntegerMaskDropout(nn.Dropout):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or not 0.0 < self.p < 1.0 or x.device.type != "cpu" or self.inplace:
+            return super().forward(x)
+        keep = torch.empty(x.shape, dtype=torch.int32).random_() >= round(self.p * 2**31)  # uniform on [0, 2³¹)
+        return torch.where(keep, x * (1.0 / (1.0 - self.p)), 0.0)
+
+
+def use_integer_mask_dropout(model: nn.Module) -> int:
+    """Each plain `nn.Dropout` of `model` computes as an `IntegerMaskDropout` (no parameters change); how many."""
+    changed = 0
+    for module in model.modules():
+        if type(module) is nn.Dropout:
+            module.__class__ = IntegerMaskDropout
+            changed += 1
+    return changed

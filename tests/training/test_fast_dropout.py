@@ -1,0 +1,32 @@
+"""fast_dropout: §5.4's dropout mask from random integers, the same distribution as nn.Dropout's, in training only."""
+
+import pytest
+import torch
+from torch import nn
+
+from modeling_vaswani.training.fast_dropout import IntegerMaskDropout, use_integer_mask_dropout
+
+
+@pytest.mark.parametrize("p", [0.1, 0.15, 0.3])
+def test_keeps_each_element_with_probability_1_minus_p_scaled_and_its_gradient_is_the_mask(p):
+    torch.manual_seed(0)
+    x = (torch.rand(400, 1000) + 1.0).requires_grad_()  # never 0: a zero in the output is a dropped element
+    dropout = IntegerMaskDropout(p).train()
+    y = dropout(x)
+    kept = y != 0
+    # 400,000 draws: the kept share is within 5 standard deviations of 1 − p.
+    assert abs(kept.float().mean().item() - (1 - p)) < 5 * ((p * (1 - p)) / x.numel()) ** 0.5
+    assert torch.allclose(y[kept], x[kept] / (1 - p))
+    y.sum().backward()
+    assert torch.allclose(x.grad, kept.float() / (1 - p))
+    assert not torch.equal(dropout(x), y)  # a new mask each call
+
+
+def test_in_eval_and_at_p_0_it_is_the_identity_and_the_trainer_uses_it_for_every_dropout(build_trainer):
+    x = torch.randn(3, 5)
+    assert torch.equal(IntegerMaskDropout(0.3).eval()(x), x) and torch.equal(IntegerMaskDropout(0.0).train()(x), x)
+    model = nn.Sequential(nn.Dropout(0.1), nn.Linear(5, 5), nn.Sequential(nn.Dropout(0.2)))
+    assert use_integer_mask_dropout(model) == 2 and model[2][0].p == 0.2
+    assert all(type(m) is IntegerMaskDropout for m in model.modules() if isinstance(m, nn.Dropout))
+    trainer = build_trainer(max_steps=1)
+    assert all(type(m) is IntegerMaskDropout for m in trainer.model.modules() if isinstance(m, nn.Dropout))
