@@ -87,9 +87,3 @@ def refused():
         return error
 
     return check
-
-
-@pytest.fixture(scope="session")
-def make_trainer():
-    """make_trainer(model, folder): a VaswaniTrainer on the CPU writing to folder/run."""
-    return _trainer
