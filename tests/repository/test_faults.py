@@ -15,7 +15,8 @@ import torch
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainingArguments
 from transformers.trainer_callback import TrainerState
 
-from checks import CHILD_ENV, SCRIPTS, assert_error_line, assert_names, copy_folder, edit_json, run_script
+from checks import (CHILD_ENV, SCRIPTS, assert_error_line, assert_names, copy_folder, edit_json, hostile_pickle,
+                    run_script)
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.evaluation.translation import load_translator, translate
 from modeling_vaswani.training.checkpoint_averaging import average_checkpoints, find_checkpoints, is_complete_checkpoint
@@ -80,9 +81,11 @@ def test_an_interrupted_checkpoint_is_skipped_or_refused(run_dir, tmp_path, monk
     assert_error_line(code, err, "checkpoint-2", "incomplete", alone=True)
 
 
-def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, trained_tokenizer, make_model, english, tmp_path,
-                                                            monkeypatch):
-    """The Trainer reads the checkpoint's pickles through torch.load(weights_only=True) only."""
+def test_resuming_unpickles_only_with_the_restricted_loader_which_refuses_a_payload(run_dir, trained_tokenizer,
+                                                                                     make_model, english, tmp_path,
+                                                                                     monkeypatch):
+    """The Trainer reads the checkpoint's pickles through torch.load(weights_only=True) only; a pickled payload is
+    refused without suggesting weights_only=False."""
     run, calls, original = copy_folder(run_dir[0], tmp_path, "run"), [], torch.load
 
     def recording_load(file, *args, **kwargs):
@@ -90,10 +93,17 @@ def test_resuming_unpickles_only_with_the_restricted_loader(run_dir, trained_tok
         return original(file, *args, **kwargs)
 
     monkeypatch.setattr(torch, "load", recording_load)
-    _trainer(run, trained_tokenizer, make_model, english, 3, 100).train(resume_from_checkpoint=str(
-        run / "checkpoint-2"))
+    trainer = _trainer(run, trained_tokenizer, make_model, english, 3, 100)
+    trainer.train(resume_from_checkpoint=str(run / "checkpoint-2"))
     assert {name for name, _ in calls} >= {"optimizer.pt", "scheduler.pt", "rng_state.pth"}, calls
     assert all(weights_only is True for _, weights_only in calls) and "training_args.bin" not in dict(calls)
+    checkpoint, marker = run / "checkpoint-1", tmp_path / "payload-ran"
+    (checkpoint / "rng_state.pth").write_bytes(hostile_pickle(marker))
+    with pytest.raises(ValueError) as error:
+        trainer._load_rng_state(str(checkpoint))
+    assert_names(error, checkpoint, "pickled objects")
+    assert "weights_only" not in str(error.value)
+    assert error.value.__suppress_context__ and not marker.exists()
 
 
 # --- translate.py: streaming, stopped ----------------------------------------------------------

@@ -10,6 +10,7 @@ from benchmarks.table3.runs import read_results, training_facts
 from checks import SCRIPTS, assert_names
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.ctranslate2 import read_conversion_record
+from modeling_vaswani.conversion.marian import convert_marian, export_marian
 from modeling_vaswani.evaluation.translation import load_translator
 from modeling_vaswani.hub.model_card import load_results
 from modeling_vaswani.model import loading
@@ -54,6 +55,8 @@ DOORS = {
     "Hub cache copy": lambda folder: loading.check_model_files(folder, generation_config_given=False, local=False),
     "Hub index first": _hub_index_first,
     "CTranslate2": _ctranslate2,  # the conversion, in folder/ct2
+    "convert_marian": lambda folder: convert_marian(folder, folder.parent / "converted"),
+    "export_marian": lambda folder: export_marian(folder, folder.parent / "exported"),
     # checkpoints and the records of runs
     "averaging": lambda folder: _check_configs([folder]),
     "resuming": lambda folder: check_resumed_model(None, folder),
@@ -84,9 +87,3 @@ def refused():
         return error
 
     return check
-
-
-@pytest.fixture(scope="session")
-def make_trainer():
-    """make_trainer(model, folder): a VaswaniTrainer on the CPU writing to folder/run."""
-    return _trainer

@@ -13,6 +13,7 @@ from transformers import BertConfig, GenerationConfig
 from checks import DELETE, assert_error_line, assert_names, edit_json, run_script
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from modeling_vaswani.conversion.ctranslate2 import CONVERSION_RECORD, convert_ctranslate2
+from modeling_vaswani.conversion.marian import MarianConversionError
 from modeling_vaswani.model import strict_json
 from modeling_vaswani.model.configuration_vaswani import ALLOW_LARGE_MODELS_ENV
 from modeling_vaswani.model.strict_json import JSONFileError, read_json
@@ -68,7 +69,7 @@ WRONG_TYPES = [
     ("d_ff", 32.5), ("num_decoder_layers", "1"), ("vocab_size", None), ("dropout", True), ("dropout", None),
     ("attention_dropout", [0.1]), ("layer_norm_eps", "1e-6"), ("init_std", -0.02), ("eos_token_id", 2.0),
     ("bos_token_id", True), ("share_embeddings", "yes"), ("scale_embedding", None), ("positional_encoding", None),
-    ("activation_function", 1), ("is_encoder_decoder", False)]
+    ("activation_function", 1), ("is_encoder_decoder", False), ("dropout", {"__float__": "NaN"})]  # transformers' tag
 BAD_GENERATION = [("max_output_length_offset", "50"), ("max_output_length_offset", -5),
                   ("max_output_length_offset", 1.5), ("num_beams", "4"), ("num_beams", 0), ("num_beams", 2.5),
                   ("length_penalty", "x"), ("max_new_tokens", "5"), ("early_stopping", "yes"), ("eos_token_id", "2"),
@@ -79,6 +80,10 @@ DAMAGED = {
     "no-config.json": (_drop("config.json"), FileNotFoundError, ["config.json"], (*ALL, "config")),
     # Hugging Face would build a default config, or one of the fields that share a name
     "config.json-of-bert": (_bert, ValueError, ["model_type 'bert'", "'vaswani'"], ["from_pretrained", "config"]),
+    # a converter given a model of the other side
+    "convert_marian-of-ours": (lambda f: None, MarianConversionError, ["'vaswani' model", "not a Marian"],
+                               ["convert_marian"]),
+    "export_marian-of-bert": (_bert, MarianConversionError, ["'bert' model", "not one of ours"], ["export_marian"]),
     # the classes know their model type; only a loader that must find it refuses
     "config.json-without-model_type": (_config(model_type=DELETE), ValueError, ["has no model_type"],
                                        ["load_translator"]),
@@ -221,20 +226,27 @@ BAD_FILES = {
 }
 
 
-@pytest.mark.parametrize("case", list(BAD_FILES))
-@pytest.mark.parametrize("file,door", JSON_FILES)
-def test_every_door_refuses_a_bad_json_file_naming_it(folder, refused, monkeypatch, file, door, case):
+# tokenizer.json: read by the tokenizers library, not as strict JSON
+BAD_TOKENIZER_FILES = {"not-json": b"{", "truncated": "half", "empty": b"", "a-list": b"[]", "empty-object": b"{}",
+                       "model-not-an-object": b'{"model": 3}', "binary": bytes(range(256)) * 4}
+UNPARSABLE = [(file, door, case) for file, door in JSON_FILES for case in BAD_FILES] + [
+    ("tokenizer.json", door, case) for door in ("load_tokenizer", "load_translator") for case in BAD_TOKENIZER_FILES]
+
+
+@pytest.mark.parametrize("file,door,case", UNPARSABLE)
+def test_every_door_refuses_a_file_that_does_not_parse_naming_it(folder, refused, monkeypatch, file, door, case):
     if file.startswith("ct2/"):
         pytest.importorskip("ctranslate2")
         convert_ctranslate2(folder, folder.parent / "ct2")  # an output may not lie inside the model it reads
         (folder / "ct2").symlink_to(folder.parent / "ct2")
-    content, named = BAD_FILES[case]
     path = folder / file
     path.parent.mkdir(exist_ok=True)
+    content, named = BAD_FILES[case] if file != "tokenizer.json" else (BAD_TOKENIZER_FILES[case], "is not a valid")
+    content = path.read_bytes()[: path.stat().st_size // 2] if content == "half" else content
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     if case == "too large":
         monkeypatch.setattr(strict_json, "MAX_BYTES", 50_000)  # the other files of the folder stay below it
-    refused(JSONFileError, door, folder, path, named)
+    refused(JSONFileError if file != "tokenizer.json" else ValueError, door, folder, path, named)
 
 
 def test_a_list_is_read_where_a_list_is_expected(tmp_path):
@@ -245,22 +257,3 @@ def test_a_list_is_read_where_a_list_is_expected(tmp_path):
     with pytest.raises(JSONFileError) as error:
         read_json(path, list)
     assert_names(error, path, "JSON array, not object")
-
-
-def test_transformers_float_tags_are_not_decoded_into_nan(folder, refused):
-    edit_json(folder / "config.json", dropout={"__float__": "NaN"})
-    refused(ValueError, "config", folder, "dropout")
-
-
-# tokenizer.json: read by the tokenizers library, not as strict JSON
-BAD_TOKENIZER_FILES = {"not-json": b"{", "truncated": "half", "empty": b"", "a-list": b"[]", "empty-object": b"{}",
-                       "model-not-an-object": b'{"model": 3}', "binary": bytes(range(256)) * 4}
-
-
-@pytest.mark.parametrize("door", ["load_tokenizer", "load_translator"])
-@pytest.mark.parametrize("case", list(BAD_TOKENIZER_FILES))
-def test_tokenizer_file_that_does_not_parse(folder, refused, case, door):
-    path = folder / "tokenizer.json"
-    data = BAD_TOKENIZER_FILES[case]
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if data == "half" else data)
-    refused(ValueError, door, folder, path, "is not", "valid")
