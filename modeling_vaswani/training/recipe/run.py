@@ -178,8 +178,8 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
     clocks = run_clocks(options, training_args.output_dir, evaluating, start=started)
     collator = DataCollatorForSeq2Seq(tokenizer, model=model)
     # --bf16 on the CPU: kept only where the probe measures it faster; before the Trainer reads the precision.
-    probe = probe_precision(training_args, model, lambda: first_batch(tokenized["train"], collator,
-                                                                      options.max_tokens or 4096), logger)
+    probe = probe_precision(training_args, model,
+                            lambda: first_batch(tokenized["train"], collator, options.max_tokens or 4096))
     trainer = VaswaniTrainer(
         model=model, args=training_args, train_dataset=tokenized["train"], eval_dataset=tokenized.get("validation"),
         data_collator=collator, processing_class=tokenizer, compute_metrics=bleu_metrics_fn(tokenizer),
@@ -189,7 +189,7 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
     facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size,
              "training_step": describe_step(model, training_args.world_size)}
     logger.info("training step: %s", facts["training_step"])
-    facts.update(report_precision(training_args, logger), **probe)  # precision, CPU bf16 support, the probe
+    facts.update(report_precision(training_args), **probe)  # precision, CPU bf16 support, the probe
     if options.max_tokens:
         facts["batching"] = trainer.batching_summary()
         log_batching(facts["batching"], options.max_tokens)
