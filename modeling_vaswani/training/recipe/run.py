@@ -25,7 +25,7 @@ from ..chunked_loss import describe_step
 from ..data import in_memory, load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..precision import first_batch, probe_precision, report_precision
-from ..run_clocks import run_clocks, time_one_evaluation
+from ..run_clocks import run_clocks
 from ..run_folder import claim_output_dir, is_main_launch, start_segment
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
@@ -199,8 +199,8 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
         about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
                        "transformers": machine["transformers"]}
         start_segment(training_args.output_dir, {**segment, **facts}, about_model, resuming=bool(checkpoint))
-    if evaluating:
-        time_one_evaluation(clocks, trainer, options)
+    if evaluating and clocks.budget is not None:
+        clocks.budget.time_one_evaluation(trainer)
 
     result = trainer.train(resume_from_checkpoint=checkpoint)
     if training_args.torch_compile:
