@@ -33,13 +33,13 @@ def bf16_support() -> str:
     return "amx" if "amx_bf16" in flags else "avx512_bf16" if "avx512_bf16" in flags else "none"
 
 
-def slow_bf16_warning(asked: str = "--bf16", consequence: str = "it runs as asked", support: str | None = None,
-                      cpu: str | None = None) -> str | None:
+def slow_bf16_warning(asked: str = "--bf16", consequence: str = "it runs as asked",
+                      support: str | None = None) -> str | None:
     """One line saying that bf16 (`asked`) will be slower than float32 on this CPU, or None when it is not
     (`support`: bf16_support()'s answer, read from the CPU when None)."""
     if (bf16_support() if support is None else support) != "none":
         return None
-    return (f"{asked} on a CPU ({cpu or cpu_model()}) with neither AMX nor AVX512-BF16: bf16 matrix products are "
+    return (f"{asked} on a CPU ({cpu_model()}) with neither AMX nor AVX512-BF16: bf16 matrix products are "
             f"emulated, so this is slower than float32 would be ({consequence})")
 
 
@@ -56,9 +56,8 @@ def describe_machine() -> dict:
     return info
 
 
-def hardware_line(info: dict | None = None) -> str:
-    """One line for a run record or a model card: the GPU if there is one, else the CPU and threads."""
-    info = info or describe_machine()
+def hardware_line(info: dict) -> str:
+    """One line for a run record or a model card, of describe_machine(): the GPU if any, else the CPU and threads."""
     if "gpu" in info:
         return info["gpu"]
     threads = info["torch_threads"]

@@ -22,9 +22,8 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def idle_cores(cores: int | None = None, load: float | None = None) -> int:
-    """`cores` (default: `available_cores()`) less the one-minute load average, between 1 and `cores`."""
-    cores = cores if cores is not None else available_cores()
+def idle_cores(cores: int, load: float | None = None) -> int:
+    """`cores` less the one-minute load average, between 1 and `cores`."""
     if load is None:
         try:
             load = os.getloadavg()[0]

@@ -24,7 +24,6 @@ averaging with --average_last. Every other Seq2SeqTrainingArguments flag works t
 import time
 
 RUN_START = time.monotonic()  # --max_train_minutes and the run record count from here
-RUN_START_WALL = time.time()
 
 try:  # run as a script (scripts/ first on sys.path): the command line alone, so --help answers at once
     from _light_cli import load_light  # noqa: E402
@@ -40,7 +39,7 @@ def main(argv=None):
     recipe, training_args = arguments.parse_args(argv, description=__doc__, usage=USAGE)
     from modeling_vaswani.training.recipe.run import run  # the work: torch, transformers, datasets
 
-    return run(recipe, training_args, started=RUN_START, started_wall=RUN_START_WALL)
+    return run(recipe, training_args, started=RUN_START)
 
 
 if __name__ == "__main__":

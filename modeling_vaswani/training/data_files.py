@@ -145,7 +145,7 @@ def _text_pair(pair, where: str, source_lang: str, target_lang: str) -> dict:
 def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target_lang: str, locate=None) -> AnyDataset:
     """`dataset` as one ``translation`` column, from that column or one per language; anything else is a
     DataError naming `name` and the row (or, by `locate`, the file and line)."""
-    first = first_row(dataset)  # a stream whose features are not known yet tells its columns by its first row
+    first = next(iter(dataset), None)  # a stream whose features are not known yet tells its columns by its first row
     columns = list(dataset.column_names) if dataset.column_names is not None else list(first or {})
     if not columns or first is None:
         raise DataError(f"{name} holds no sentence pairs.")
@@ -174,12 +174,6 @@ def as_translation_rows(dataset: AnyDataset, name: str, source_lang: str, target
         return {"translation": rows}
 
     return dataset.map(pair_up, batched=True, with_indices=True, remove_columns=columns)
-
-
-def first_row(dataset: AnyDataset) -> Optional[dict]:
-    if isinstance(dataset, datasets.Dataset):
-        return dataset[0] if len(dataset) else None
-    return next(iter(dataset.take(1)), None)
 
 
 def pair_columns(columns: Sequence[str], name, source_lang: str, target_lang: str) -> str:

@@ -15,7 +15,7 @@ import time
 from ..machine import bf16_support, slow_bf16_warning
 from .chunked_loss import training_loss
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("train")  # scripts/train.py's log: its lines read "train: ..."
 PROBE_ROUNDS = 3  # timed steps per precision after an untimed one; the best counts (other work only adds time)
 
 
@@ -25,12 +25,12 @@ def training_precision(training_args) -> str:
     return {"no": "fp32"}.get(training_args.mixed_precision, training_args.mixed_precision)
 
 
-def report_precision(training_args, log: logging.Logger = logger) -> dict:
+def report_precision(training_args) -> dict:
     """Log the run's precision and the CPU's bf16 support, warn when bf16 will be slow; {precision, cpu_bf16}."""
     precision, support = training_precision(training_args), bf16_support()
-    log.info("precision: %s (CPU bf16 support: %s)", precision, support)
+    logger.info("precision: %s (CPU bf16 support: %s)", precision, support)
     if precision == "bf16" and training_args.device.type == "cpu" and (message := slow_bf16_warning(support=support)):
-        log.warning(message)
+        logger.warning(message)
     return {"precision": precision, "cpu_bf16": support}
 
 
@@ -66,7 +66,7 @@ def probe_step_seconds(model, batch: dict, rounds: int = PROBE_ROUNDS) -> dict:
         return fastest({name: (lambda c=context: step(c)) for name, context in contexts.items()}, rounds)
 
 
-def probe_precision(training_args, model, make_batch, log: logging.Logger = logger) -> dict:
+def probe_precision(training_args, model, make_batch) -> dict:
     """With --bf16 on the CPU (one process): keep bf16 only if the step on `make_batch()` is faster in it;
     the probe's numbers for the run record ({} if none)."""
     if training_precision(training_args) != "bf16" or training_args.device.type != "cpu" or training_args.world_size > 1:
@@ -75,7 +75,7 @@ def probe_precision(training_args, model, make_batch, log: logging.Logger = logg
     seconds = probe_step_seconds(model, batch)
     faster = seconds["bf16"] < seconds["fp32"]
     training_args.bf16, training_args.mixed_precision = faster, "bf16" if faster else "no"
-    log.info("precision probe (forward + backward on a first batch of %d target tokens, best of %d alternating): "
+    logger.info("precision probe (forward + backward on a first batch of %d target tokens, best of %d alternating): "
              "fp32 %.0f ms, bf16 %.0f ms a step; %s", int((batch["labels"] != -100).sum()), PROBE_ROUNDS,
              1000 * seconds["fp32"], 1000 * seconds["bf16"],
              "training in bf16, as asked" if faster else "training in float32: bf16 measured slower on this machine")

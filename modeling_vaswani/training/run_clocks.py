@@ -149,6 +149,17 @@ class TimeBudget(TrainingClock):
             self.save_seconds = now - self._mark
         self._mark = now
 
+    def time_one_evaluation(self, trainer) -> None:
+        """The first estimate of an evaluation, from the validation split's first batch (an untrained model
+        translates to the length limit: an overestimate the first real evaluation replaces)."""
+        dataset = trainer.eval_dataset
+        size = min(len(dataset), trainer.args.per_device_eval_batch_size * trainer.args.world_size)
+        began = time.monotonic()
+        trainer.predict(dataset.select(range(size)), metric_key_prefix="timing")
+        self.evaluation_seconds = (time.monotonic() - began) * math.ceil(len(dataset) / size)
+        logger.info("--max_train_minutes %g: the whole run, evaluation included (one evaluation ≈ %.0f s, "
+                    "estimated from one batch)", self.budget, self.evaluation_seconds)
+
 
 class SaveEveryMinutes(TrainerCallback):
     """A checkpoint every `minutes` and at the last step (§6.1: "written at 10-minute intervals")."""
@@ -190,18 +201,3 @@ def run_clocks(options, output_dir, evaluating: bool, start: float) -> RunClocks
                                    saves_after=1 + options.average_last)
         clocks.callbacks.append(clocks.budget)
     return clocks
-
-
-def time_one_evaluation(clocks: RunClocks, trainer, options) -> None:
-    """The budget's first estimate of an evaluation, from the validation split's first batch (an untrained
-    model translates to the length limit: an overestimate the first real evaluation replaces)."""
-    if clocks.budget is None:
-        return
-    dataset = trainer.eval_dataset
-    size = min(len(dataset), trainer.args.per_device_eval_batch_size * trainer.args.world_size)
-    began = time.monotonic()
-    trainer.predict(dataset.select(range(size)), metric_key_prefix="timing")
-    clocks.budget.evaluation_seconds = (time.monotonic() - began) * math.ceil(len(dataset) / size)
-    logger.info("--max_train_minutes %g: the whole run, evaluation included (one evaluation ≈ %.0f s, "
-                "estimated from one batch)", options.max_train_minutes, clocks.budget.evaluation_seconds)
-

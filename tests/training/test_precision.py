@@ -26,7 +26,7 @@ def test_bf16_is_kept_only_where_the_probe_measures_it_faster(monkeypatch, caplo
                         if probed else pytest.fail("probed"))
     with caplog.at_level(logging.INFO):
         numbers = precision.probe_precision(args, None, lambda: {"labels": torch.ones(2, 3)} if probed
-                                            else pytest.fail("batch built"), precision.logger)
+                                            else pytest.fail("batch built"))
     assert args.bf16 is kept and precision.training_precision(args) == ("bf16" if kept else "fp32")
     assert numbers == ({"precision_probe_ms": {"fp32": 1000 * fp32, "bf16": 1000 * bf16}} if probed else {})
     assert not probed or ("bf16" in caplog.text and ("float32" in caplog.text) is not kept)

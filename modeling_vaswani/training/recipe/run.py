@@ -25,7 +25,7 @@ from ..chunked_loss import describe_step
 from ..data import in_memory, load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..precision import first_batch, probe_precision, report_precision
-from ..run_clocks import run_clocks, time_one_evaluation
+from ..run_clocks import run_clocks
 from ..run_folder import claim_output_dir, is_main_launch, start_segment
 from ..tokenization import train_tokenizer_for_dataset
 from ..trainer import VaswaniTrainer, bleu_metrics_fn
@@ -153,9 +153,9 @@ def next_step(output_dir: Path, averaged) -> str:
     return f"python scripts/evaluate_model.py --model {shlex.quote(str(averaged or output_dir))} --split test"
 
 
-def train(options: RecipeArguments, training_args, started: float, started_wall: float):
-    """§5 as the flags ask, then the model folder, its evaluation and §6.1's averaging; `started` and
-    `started_wall`: time.monotonic() and time.time() when the program began."""
+def train(options: RecipeArguments, training_args, started: float):
+    """§5 as the flags ask, then the model folder, its evaluation and §6.1's averaging; `started`: time.monotonic()
+    when the program began."""
     checkpoint = options.resume_from_checkpoint
     if checkpoint:  # the Trainer would otherwise load whatever a run stopped mid-save left behind
         check_resumable_checkpoint(checkpoint)
@@ -178,8 +178,8 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
     clocks = run_clocks(options, training_args.output_dir, evaluating, start=started)
     collator = DataCollatorForSeq2Seq(tokenizer, model=model)
     # --bf16 on the CPU: kept only where the probe measures it faster; before the Trainer reads the precision.
-    probe = probe_precision(training_args, model, lambda: first_batch(tokenized["train"], collator,
-                                                                      options.max_tokens or 4096), logger)
+    probe = probe_precision(training_args, model,
+                            lambda: first_batch(tokenized["train"], collator, options.max_tokens or 4096))
     trainer = VaswaniTrainer(
         model=model, args=training_args, train_dataset=tokenized["train"], eval_dataset=tokenized.get("validation"),
         data_collator=collator, processing_class=tokenizer, compute_metrics=bleu_metrics_fn(tokenizer),
@@ -189,7 +189,7 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
     facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size,
              "training_step": describe_step(model, training_args.world_size)}
     logger.info("training step: %s", facts["training_step"])
-    facts.update(report_precision(training_args, logger), **probe)  # precision, CPU bf16 support, the probe
+    facts.update(report_precision(training_args), **probe)  # precision, CPU bf16 support, the probe
     if options.max_tokens:
         facts["batching"] = trainer.batching_summary()
         log_batching(facts["batching"], options.max_tokens)
@@ -199,8 +199,8 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
         about_model = {"parameters": f"{model.num_parameters():,}", "torch": machine["torch"],
                        "transformers": machine["transformers"]}
         start_segment(training_args.output_dir, {**segment, **facts}, about_model, resuming=bool(checkpoint))
-    if evaluating:
-        time_one_evaluation(clocks, trainer, options)
+    if evaluating and clocks.budget is not None:
+        clocks.budget.time_one_evaluation(trainer)
 
     result = trainer.train(resume_from_checkpoint=checkpoint)
     if training_args.torch_compile:
@@ -220,9 +220,6 @@ def train(options: RecipeArguments, training_args, started: float, started_wall:
     output = Path(training_args.output_dir)
     if trainer.is_world_process_zero():
         clocks.record.record()  # the run's minutes, evaluation and averaging included
-        weights = output / "model.safetensors"
-        if not weights.is_file() or weights.stat().st_mtime < started_wall - 1:
-            raise SystemExit(f"error: training ended but saved no model in {output}")
         print(f"saved the model in {output}; next: {next_step(output, averaged)}", file=sys.stderr)
     return trainer
 
@@ -236,7 +233,7 @@ def log_compilation() -> None:
     logger.info("torch.compile: %d graphs compiled in %.1f s", counters["stats"]["unique_graphs"], seconds)
 
 
-def run(options: RecipeArguments, training_args, started: float, started_wall: float):
+def run(options: RecipeArguments, training_args, started: float):
     """`train` with the logs set up for a run and --output_dir locked for as long as it lasts."""
     # One process speaks for a data-parallel run; the others only warn.
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -247,7 +244,7 @@ def run(options: RecipeArguments, training_args, started: float, started_wall: f
     datasets.disable_progress_bars()
     lock = claim_output_dir(options) if is_main_launch() else None
     try:
-        return train(options, training_args, started, started_wall)
+        return train(options, training_args, started)
     finally:
         if lock is not None:
             lock.release()
