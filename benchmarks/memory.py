@@ -41,7 +41,7 @@ def peak_memory(settings, corpus, batches, device, workdir: Path, log) -> dict:
         results[task] = {}
         for system in (OURS, MARIAN):  # one child per measurement, alternating systems
             report = workdir / f"{task}_{system}.json"
-            child = server.Process(target=measure_into, args=(report, workdir, system, task, device.type))
+            child = server.Process(target=measure, args=(report, workdir, system, task, device.type))
             child.start()
             child.join()
             if child.exitcode != 0 or not report.exists():
@@ -79,8 +79,9 @@ def mib(kib: float) -> float:
     return kib / 1024.0
 
 
-def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
-    """In a fresh child (Linux starts its ru_maxrss afresh): one model, one workload; resident MiB and times."""
+def measure(report: Path, folder: Path, system: str, task: str, device_name: str) -> None:
+    """In a fresh child (Linux starts its ru_maxrss afresh): one model, one workload; resident MiB and times into
+    `report`."""
     status = Path("/proc/self/status").read_text().splitlines()
     at_start = next((mib(int(line.split()[1])) for line in status if line.startswith("VmRSS:")), float("nan"))
     device = torch.device(device_name)
@@ -100,9 +101,6 @@ def measure(folder: Path, system: str, task: str, device_name: str) -> dict:
                            generation_config=generation_config)
     synchronize(device)
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"rss_at_start_mib": at_start, "rss_after_setup_mib": setup, "peak_rss_mib": mib(usage.ru_maxrss),
-            "workload_seconds": time.perf_counter() - start, "cpu_seconds": usage.ru_utime}
-
-
-def measure_into(report: Path, folder: Path, system: str, task: str, device_name: str) -> None:
-    report.write_text(json.dumps(measure(folder, system, task, device_name)))
+    report.write_text(json.dumps({"rss_at_start_mib": at_start, "rss_after_setup_mib": setup,
+                                  "peak_rss_mib": mib(usage.ru_maxrss), "workload_seconds": time.perf_counter() - start,
+                                  "cpu_seconds": usage.ru_utime}))

@@ -66,10 +66,10 @@ def cpu_time_breakdown(events, categories, wall_seconds: float) -> dict:
         return parent is not None
 
     totals = {**{category: 0.0 for category, _ in categories}, "Adam step": 0.0, OTHER: 0.0}
-    for event in events:
-        if event.name.startswith("Optimizer.step") and not inside_optimizer(event):
+    for event in (e for e in events if not inside_optimizer(e)):
+        if event.name.startswith("Optimizer.step"):
             totals["Adam step"] += event.cpu_time_total
-        elif not inside_optimizer(event):
+        else:
             category = next((c for c, keys in categories if any(key in event.name for key in keys)), OTHER)
             totals[category] += event.self_cpu_time_total
     if not totals["Adam step"]:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+
 from .harness import (MARIAN, OURS, TrainingStep, alternate, build_pair, clock, corpus_config, machine_record,
                       parameter_counts, ratio, real_tokens, summary, timed, write_results)
 
@@ -122,16 +124,12 @@ def hardware_efficiency(settings, step_speed: dict, device, dtype, log) -> dict:
 
 
 def shape_config(shape: str, vocab: int, **special):
-    from modeling_vaswani import VaswaniConfig
-
     return VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab, **special)
 
 
 def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
     """With the package on PYTHONPATH, answer each line on stdin (a number of steps) with one pass's seconds,
     wall-clock and this process's CPU time."""
-    from modeling_vaswani import VaswaniForConditionalGeneration
-
     try:  # the new step; a package without it takes the model's forward with labels
         from modeling_vaswani.training.chunked_loss import training_loss
     except ImportError:
@@ -183,26 +181,25 @@ def answer(process: subprocess.Popen, steps: int | None = None) -> dict:
 def compare(trees: dict, shape: str, precision: str, args, log) -> dict:
     """Both steps at one shape and precision, alternating; tokens/s and after/before."""
     workers = {name: start_worker(tree, shape, precision, args) for name, tree in trees.items()}
-    seconds, cpu = {name: [] for name in workers}, {name: [] for name in workers}
+    passes = {name: [] for name in workers}
     try:
         for process, _ in workers.values():
             answer(process, args.warmup)
         for _ in range(args.reps):
             for name, (process, _) in workers.items():
-                passed = answer(process, args.steps)
-                seconds[name].append(passed["seconds"] / args.steps)
-                cpu[name].append(passed["cpu_seconds"] / args.steps)
+                passes[name].append(answer(process, args.steps))
     finally:
         for process, _ in workers.values():
             process.stdin.close()
             process.wait()
-    tokens = 2 * args.batch * args.length  # source + target, all real
-    entry = {name: {"seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
-                    "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second":
-                    tokens / min(values), "fused_adam": workers[name][1]["fused_adam"],
-                    # CPU time counts only this process's work: on a shared machine the fairer comparison
-                    "median_cpu_seconds_per_step": statistics.median(cpu[name])}
-             for name, values in seconds.items()}
+    tokens, entry = 2 * args.batch * args.length, {}  # source + target, all real
+    for name, done in passes.items():
+        values = [p["seconds"] / args.steps for p in done]
+        entry[name] = {"seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
+                       "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second":
+                       tokens / min(values), "fused_adam": workers[name][1]["fused_adam"],
+                       # CPU time counts only this process's work: on a shared machine the fairer comparison
+                       "median_cpu_seconds_per_step": statistics.median([p["cpu_seconds"] / args.steps for p in done])}
     before, after = entry["before"], entry["after"]
     entry.update(after_over_before=after["tokens_per_second"] / before["tokens_per_second"],
                  after_over_before_best=after["best_tokens_per_second"] / before["best_tokens_per_second"],
