@@ -70,17 +70,18 @@ def check_same_settings(output: Path, settings: TableSettings) -> None:
                                   "--output, or the same settings to go on with that table.")
 
 
-def train_command(row: Row, s: TableSettings, start_dir: Path, model_dir: Path, threads: int) -> list[str]:
+def train_command(row: Row, settings: TableSettings, start_dir: Path, model_dir: Path, threads: int) -> list[str]:
     command = [sys.executable, str(TRAIN_SCRIPT), "--model_name_or_path", str(start_dir), "--output_dir",
-               str(model_dir), "--overwrite_output_dir", "--seed", str(row.seed), "--data_seed", str(s.data_seed),
-               "--max_tokens", str(s.max_tokens), "--warmup_steps_noam", str(s.warmup_steps), "--threads", str(threads),
-               "--source_lang", s.source_lang, "--target_lang", s.target_lang,
+               str(model_dir), "--overwrite_output_dir", "--seed", str(row.seed),
+               "--data_seed", str(settings.data_seed), "--max_tokens", str(settings.max_tokens),
+               "--warmup_steps_noam", str(settings.warmup_steps), "--threads", str(threads),
+               "--source_lang", settings.source_lang, "--target_lang", settings.target_lang,
                # Table 3 scores each row once, at the end (models.py); no evaluation or checkpoint on the way.
                "--eval_strategy", "no", "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
                "--logging_steps", "50"]
-    command += (["--max_train_minutes", f"{s.minutes:g}", "--num_train_epochs", "100000"] if s.minutes is not None
-                else ["--max_steps", str(s.steps)])
-    return command + (["--max_train_samples", str(s.max_train_samples)] if s.max_train_samples else [])
+    command += (["--max_train_minutes", f"{settings.minutes:g}", "--num_train_epochs", "100000"]
+                if settings.minutes is not None else ["--max_steps", str(settings.steps)])
+    return command + (["--max_train_samples", str(settings.max_train_samples)] if settings.max_train_samples else [])
 
 
 def training_facts(model_dir: Path) -> dict:

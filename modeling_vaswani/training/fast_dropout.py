@@ -1,8 +1,7 @@
 """§5.4's dropout as the trainer computes it on a CPU (speed, not the paper): the same mask, each element kept with
 probability 1 − P_drop and scaled by 1/(1 − P_drop), drawn as 31-bit random integers compared with P_drop · 2³¹
-(P_drop exact to 2⁻³²) instead of torch's `bernoulli_`. On a 2-core AMD EPYC, 2 threads, a (2048, 128) mask takes
-1.2 ms against 2.4 ms; `bernoulli_` was a tenth of the shipped shape's step, and the step is 1.03–1.06× faster
-(benchmarks/RESULTS.md)."""
+(P_drop exact to 2⁻³²) instead of torch's `bernoulli_`, which costs twice as much on a CPU (the figures are in
+benchmarks/RESULTS.md). Other devices keep torch's dropout."""
 
 import torch
 from torch import nn
