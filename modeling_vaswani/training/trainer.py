@@ -251,6 +251,13 @@ class VaswaniTrainer(Seq2SeqTrainer):
         super()._load_best_model()
         self._evaluated.clear()  # other weights at the same step
 
+    def _issue_warnings_after_load(self, load_result):
+        # A checkpoint holds tied weights (§3.4) once, under their source; the Trainer would call their other
+        # names missing on every resume. Only keys that are not tied are worth a warning.
+        tied = self.model.all_tied_weights_keys
+        load_result.missing_keys[:] = [key for key in load_result.missing_keys if key not in tied]
+        super()._issue_warnings_after_load(load_result)
+
     # Resuming reads the optimizer, scheduler, scaler and RNG state with torch.load(weights_only=True),
     # which refuses other pickled objects and then advises weights_only=False, i.e. running them.
     _load_from_checkpoint = refusing_pickles(Seq2SeqTrainer._load_from_checkpoint)

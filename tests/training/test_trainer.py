@@ -4,6 +4,7 @@ model's label-smoothed loss, §6.1 BLEU from generated ids."""
 import numpy as np
 import pytest
 import torch
+import transformers
 from datasets import Dataset
 from transformers import EvalPrediction, Seq2SeqTrainer, TrainerCallback
 
@@ -147,6 +148,19 @@ class _AskAtEveryStep(TrainerCallback):
         control.should_evaluate = control.should_save = True
 
     on_epoch_end = on_step_end
+
+
+def test_resuming_warns_of_missing_weights_but_not_of_the_tied_embeddings(build_trainer, monkeypatch):
+    trainer = build_trainer()
+    warnings = []
+    monkeypatch.setattr(transformers.trainer.logger, "warning", warnings.append)
+    tied = sorted(trainer.model.all_tied_weights_keys)  # lm_head and both embeddings: saved as model.shared
+    assert tied and "model.shared.weight" not in tied
+    trainer._issue_warnings_after_load(torch.nn.modules.module._IncompatibleKeys(list(tied), []))
+    assert warnings == []
+    missing = "model.encoder.layers.0.feed_forward.w_1.weight"
+    trainer._issue_warnings_after_load(torch.nn.modules.module._IncompatibleKeys([*tied, missing], []))
+    assert len(warnings) == 1 and missing in warnings[0] and not any(key in warnings[0] for key in tied)
 
 
 def test_one_step_is_evaluated_and_saved_once(build_trainer, monkeypatch):
