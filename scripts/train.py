@@ -39,7 +39,7 @@ def main(argv=None):
     recipe, training_args = arguments.parse_args(argv, description=__doc__, usage=USAGE)
     from modeling_vaswani.training.recipe.run import run  # the work: torch, transformers, datasets
 
-    return run(recipe, training_args, started=RUN_START)
+    run(recipe, training_args, started=RUN_START)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 preset, a trained model to fine-tune or a checkpoint to resume), `VaswaniTrainer`, then the model folder, its
 evaluation, §6.1's averaging of the last checkpoints and the one command to run next."""
 
+import gc
 import json
 import logging
 import shlex
@@ -244,11 +245,13 @@ def run(options: RecipeArguments, training_args, started: float):
     datasets.disable_progress_bars()
     lock = claim_output_dir(options) if is_main_launch() else None
     try:
-        return train(options, training_args, started)
+        train(options, training_args, started)  # the trainer, and DDP's wrapper with it, gone on return
     finally:
         if lock is not None:
             lock.release()
-        # Under torchrun: a process that exits with its process group alive can abort at interpreter exit
-        # (Gloo's threads outlive Python), failing a run that finished.
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
+    # Under torchrun: a process that exits with its process group alive can abort at interpreter exit (Gloo's
+    # threads outlive Python). The group goes last: DDP's reducer destroys a group it holds last without
+    # releasing the GIL, which Gloo's threads may be waiting for, and the process hangs.
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        gc.collect()  # the trainer's reference cycles, the wrapper among them
+        torch.distributed.destroy_process_group()
