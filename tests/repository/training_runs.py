@@ -30,8 +30,11 @@ STEPS = 40
 
 def run_script(name, *args, **env):
     script = [name] if name.startswith("-") else [str(REPO / "scripts" / name)]
-    result = subprocess.run([sys.executable, *script, *map(str, args)], cwd=REPO, env={**ENV, **env},
-                            capture_output=True, text=True, timeout=2 * TIMEOUT)
+    try:
+        result = subprocess.run([sys.executable, *script, *map(str, args)], cwd=REPO, env={**ENV, **env},
+                                capture_output=True, text=True, timeout=2 * TIMEOUT)
+    except subprocess.TimeoutExpired as timeout:  # where it stopped: its log so far
+        raise AssertionError((name, "timed out", (timeout.stderr or b"").decode(errors="replace")[-4000:])) from None
     assert result.returncode == 0, (name, result.stderr[-4000:])
     return result
 
