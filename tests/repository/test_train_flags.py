@@ -12,7 +12,7 @@ import torch
 from checks import assert_error_line
 from modeling_vaswani.model.configuration_vaswani import PRESETS
 from modeling_vaswani.training.recipe.arguments import parse_args
-from modeling_vaswani.training.recipe.run import check_resumed_model
+from modeling_vaswani.training.recipe.run import build_model, check_resumed_model
 from modeling_vaswani.training.run_folder import LOCK_NAME, FolderInUseError, claim_output_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,6 +85,15 @@ def test_the_recipe_defaults_and_what_still_applies(tmp_path):
     streaming = recipe("--train_file", "a.jsonl", "b.jsonl", "--streaming", "--max_steps", "5")
     assert streaming.train_file == ["a.jsonl", "b.jsonl"] and streaming.streaming and streaming.shuffle_buffer == 10000
     assert recipe("--shuffle_buffer", "500").shuffle_buffer == 500 and recipe().overwrite_output_dir is False
+
+
+def test_share_embeddings_false_gives_the_encoder_a_matrix_of_its_own(trained_tokenizer):
+    shared = build_model(recipe("--preset", "tiny"), trained_tokenizer).model
+    assert shared.encoder.embed_tokens.weight is shared.decoder.embed_tokens.weight
+    own = build_model(recipe("--preset", "tiny", "--share_embeddings", "false"), trained_tokenizer)
+    assert own.config.share_embeddings is False and own.config.tie_word_embeddings is True
+    assert own.model.encoder.embed_tokens.weight is not own.model.decoder.embed_tokens.weight
+    assert own.get_output_embeddings().weight is own.model.decoder.embed_tokens.weight  # still tied, §3.4
 
 
 def test_a_resumed_run_keeps_its_checkpoints_model(tmp_path):

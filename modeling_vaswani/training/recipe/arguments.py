@@ -17,7 +17,7 @@ from ...cli import ScriptParser, looks_like_hub_id, one_line
 
 DEFAULT_PRESET = "small"
 DEFAULT_VOCAB_SIZE = 8000
-SIZE_FLAGS = ("d_model", "d_ff", "num_heads", "num_layers", "positional_encoding")
+SIZE_FLAGS = ("d_model", "d_ff", "num_heads", "num_layers", "positional_encoding", "share_embeddings")
 REGULARISATION_FLAGS = ("dropout", "label_smoothing")  # probabilities
 AT_LEAST_ZERO = ("max_tokens", "max_grad_norm", "average_last")  # every other number but the seeds is positive
 GROUPS = {"preset": "the model (§3, Table 3)", "max_tokens": "training (§5)",  # a group's first flag: its title
@@ -57,6 +57,10 @@ class RecipeArguments:
     num_heads: int | None = flag(None, "Override h.", "N")
     num_layers: int | None = flag(None, "Override N (both stacks).", "N")
     positional_encoding: Literal["sinusoidal", "learned"] | None = flag(None, "§3.5, or Table 3 row (E).")
+    share_embeddings: bool | None = flag(None, "§3.4: one matrix for both embeddings and the projection "
+                                             "(default: true); false gives the encoder one of its own "
+                                             "(German→English learns far faster so: docs/training).",
+                                       "BOOL")
     dropout: float | None = flag(None, "Override P_drop (§5.4).", "P")
     label_smoothing: float | None = flag(None, "Override ε_ls (§5.4; the paper's is 0.1).", "P")
     vocab_size: int | None = flag(None, f"Shared BPE vocabulary of a new model (default: {DEFAULT_VOCAB_SIZE}; "

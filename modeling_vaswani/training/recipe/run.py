@@ -77,10 +77,13 @@ def build_model(options: RecipeArguments, tokenizer):
     if options.model_name_or_path:  # the package's own classes, never code shipped inside the folder
         return AutoModelForSeq2SeqLM.from_pretrained(options.model_name_or_path, trust_remote_code=False,
                                                      **regularisation)
+    sizes = options.given(*SIZE_FLAGS)
+    if sizes.get("share_embeddings") is False:  # the encoder's matrix its own; the decoder's stays the projection
+        sizes["tie_word_embeddings"] = True
     config = VaswaniConfig.from_preset(
         options.preset or DEFAULT_PRESET, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id, **options.given(*SIZE_FLAGS), **regularisation)
+        decoder_start_token_id=tokenizer.bos_token_id, **sizes, **regularisation)
     return VaswaniForConditionalGeneration(config)
 
 
