@@ -2,7 +2,9 @@
 
 Each Marian setting becomes a config option of ours or is refused (separate vocabularies, an untied output
 projection, different encoder/decoder widths or heads, other activations, the legacy options set against us);
-layerdrop and activation_dropout are dropped with a warning.
+layerdrop and activation_dropout are dropped with a warning. Marian's `share_encoder_decoder_embeddings=False`
+(each stack its own embedding over one vocabulary, the projection tied to the decoder's) is our
+`share_embeddings=False`.
 
 Marian lays the sinusoids (§3.5) out sines first, cosines second; ours interleave. Every part of the model is
 equivariant under a permutation of the d_model coordinates, so converting permutes the d_model side of every
@@ -56,12 +58,12 @@ def config_from_marian(marian_config: MarianConfig, final_logits_bias: bool = Tr
     c = marian_config
     if getattr(c, "model_type", None) != "marian":
         raise MarianConversionError(f"Not a Marian config: model_type is {getattr(c, 'model_type', None)!r}.")
+    shared = bool(getattr(c, "share_encoder_decoder_embeddings", True))
     decoder_vocab_size = getattr(c, "decoder_vocab_size", None) or c.vocab_size
-    if not getattr(c, "share_encoder_decoder_embeddings", True) or decoder_vocab_size != c.vocab_size:
-        raise MarianConversionError(f"Separate source and target vocabularies (share_encoder_decoder_embeddings="
-                                    f"{getattr(c, 'share_encoder_decoder_embeddings', True)}, vocab_size="
-                                    f"{c.vocab_size}, decoder_vocab_size={decoder_vocab_size}) are not supported: ours "
-                                    "shares one vocabulary (§3.4).")
+    if decoder_vocab_size != c.vocab_size:
+        raise MarianConversionError(f"Separate source and target vocabularies (vocab_size={c.vocab_size}, "
+                                    f"decoder_vocab_size={decoder_vocab_size}) are not supported: ours shares one "
+                                    "vocabulary (§3.4).")
     if not getattr(c, "tie_word_embeddings", True):
         raise MarianConversionError("tie_word_embeddings=False (an output projection apart from the embeddings) is not "
                                     "supported: ours shares one matrix between the embeddings and the output "
@@ -93,7 +95,8 @@ def config_from_marian(marian_config: MarianConfig, final_logits_bias: bool = Tr
         num_layers=c.encoder_layers, num_decoder_layers=c.decoder_layers, dropout=float(c.dropout),
         attention_dropout=float(c.attention_dropout),
         label_smoothing=getattr(c, "label_smoothing", 0.1),  # written by export_marian; Marian has none
-        positional_encoding="sinusoidal", share_embeddings=True, scale_embedding=bool(c.scale_embedding),
+        positional_encoding="sinusoidal", share_embeddings=shared, tie_word_embeddings=True,
+        scale_embedding=bool(c.scale_embedding),
         norm_first=False,
         attention_bias=bool(attention_bias),  # Marian's projections have biases; all-zero ones are left out
         # transformers' Marian always uses 1e-5; a config written by export_marian carries ours.
@@ -111,13 +114,9 @@ def config_to_marian(config: VaswaniConfig) -> MarianConfig:
     if config.positional_encoding != "sinusoidal":
         raise MarianConversionError(f"positional_encoding={config.positional_encoding!r} cannot be exported: "
                                     "MarianMTModel has fixed sinusoids only.")
-    if not config.share_embeddings:
-        raise MarianConversionError("share_embeddings=False cannot be exported: the conversion supports one matrix "
-                                    "shared by both embeddings and the output projection (§3.4), as in the Opus-MT "
-                                    "models.")
     if not config.tie_word_embeddings:
-        raise MarianConversionError("tie_word_embeddings=False cannot be exported: the conversion supports an output "
-                                    "projection tied to the shared embedding matrix (§3.4), as in the Opus-MT models.")
+        raise MarianConversionError("tie_word_embeddings=False cannot be exported: MarianMTModel's output projection "
+                                    "is its (target) embedding matrix (§3.4).")
     check_convertible(config, MarianConversionError, "exported: MarianMTModel's")
     return MarianConfig(
         vocab_size=config.vocab_size, decoder_vocab_size=config.vocab_size, encoder_layers=config.num_layers,
@@ -126,7 +125,7 @@ def config_to_marian(config: VaswaniConfig) -> MarianConfig:
         activation_function=config.activation_function, dropout=config.dropout,
         attention_dropout=config.attention_dropout, activation_dropout=0.0,
         scale_embedding=bool(config.scale_embedding),
-        share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
+        share_encoder_decoder_embeddings=config.share_embeddings, tie_word_embeddings=True,
         forced_eos_token_id=None,  # MarianConfig defaults to forcing token 0; ours forces nothing
         # layer_norm_eps: not read by transformers' MarianMTModel (see the module docstring); read back by import.
         **{name: getattr(config, name) for name in (*SHARED_SETTINGS, "layer_norm_eps", "label_smoothing")},
@@ -143,10 +142,12 @@ def marian_order(d_model: int) -> torch.Tensor:
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
 
-def weight_names(num_layers: int, num_decoder_layers: int) -> list[tuple[str, str, str]]:
-    """(our state_dict name, Marian's, layout of the d_model side) for every weight of both models."""
-    names = [(name, name, IN) for name in ("model.shared.weight", "model.encoder.embed_tokens.weight",
-                                          "model.decoder.embed_tokens.weight", "lm_head.weight")]
+def weight_names(num_layers: int, num_decoder_layers: int, shared: bool) -> list[tuple[str, str, str]]:
+    """(our state_dict name, Marian's, layout of the d_model side) for every weight of both models; `shared`:
+    one embedding matrix for both stacks (both models then hold it as model.shared too)."""
+    embeddings = ("model.shared.weight",) * shared + ("model.encoder.embed_tokens.weight",
+                                                      "model.decoder.embed_tokens.weight", "lm_head.weight")
+    names = [(name, name, IN) for name in embeddings]
 
     def add(ours: str, theirs: str, weight: str, bias: str):
         names.extend([(f"{ours}.weight", f"{theirs}.weight", weight), (f"{ours}.bias", f"{theirs}.bias", bias)])
@@ -185,7 +186,8 @@ def permute(tensor: torch.Tensor, layout: str, order: torch.Tensor) -> torch.Ten
 def from_marian(marian: MarianMTModel) -> VaswaniForConditionalGeneration:
     """Our model computing what `marian` computes (same logits to float rounding, same outputs)."""
     theirs = marian.state_dict()
-    names = weight_names(marian.config.encoder_layers, marian.config.decoder_layers)
+    names = weight_names(marian.config.encoder_layers, marian.config.decoder_layers,
+                         getattr(marian.config, "share_encoder_decoder_embeddings", True))
     _check_covered(theirs, {marian_name for _, marian_name, _ in names}, "Marian", "ours")
     bias = theirs.get("final_logits_bias")
     config = config_from_marian(
@@ -206,7 +208,7 @@ def to_marian(model: VaswaniForConditionalGeneration) -> MarianMTModel:
     config = model.config
     marian = MarianMTModel(config_to_marian(config)).to(model.dtype)
     ours = model.state_dict()
-    names = weight_names(config.num_layers, config.num_decoder_layers)
+    names = weight_names(config.num_layers, config.num_decoder_layers, config.share_embeddings)
     _check_covered(ours, {ours_name for ours_name, _, _ in names}, "our", "Marian's")
     order = marian_order(config.d_model)
     state = dict(marian.state_dict())  # keeps Marian's sinusoid tables
@@ -255,6 +257,9 @@ def _convert(source, output_dir, flag, model_type, expected, model_class, conver
     claim(flag, output_dir, [("--model" if flag.startswith("--") else "source", source)], folder=True)
     check_model_type(source, model_type, expected, MarianConversionError, **kwargs)
     model, tokenizer = model_class.from_pretrained(source, **kwargs), AutoTokenizer.from_pretrained(source, **kwargs)
+    if getattr(tokenizer, "separate_vocabs", False):  # Marian's target ids then name other tokens than its source ids
+        raise MarianConversionError(f"{source}: the tokenizer has separate_vocabs=True (source and target "
+                                    "vocabularies apart); ours shares one vocabulary (§3.4).")
     model = convert(model)
     with write_folder(output_dir) as folder:  # whole or not at all
         model.save_pretrained(folder)

@@ -25,7 +25,8 @@ TARGETS = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
 VARIANTS = {
     "paper": {},
     "options": dict(norm_first=True, positional_encoding="learned", activation_function="swish",
-                    scale_embedding=False, attention_bias=True, final_logits_bias=True, layer_norm_eps=1e-5),
+                    scale_embedding=False, attention_bias=True, final_logits_bias=True, layer_norm_eps=1e-5,
+                    share_embeddings=False, tie_word_embeddings=True),  # each stack its own embedding
 }
 
 

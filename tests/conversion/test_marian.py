@@ -80,11 +80,16 @@ def test_greedy_and_beam_outputs_equal_marians(pair, batch, settings):
     assert torch.equal(ours.generate(**batch, **settings), marian.generate(**batch, **settings))
 
 
-@pytest.mark.parametrize("layer_norm_eps", [1e-5, 1e-6])
-def test_our_model_exports_and_comes_back_bit_for_bit(make_model, layer_norm_eps):
-    ours = make_model(layer_norm_eps=layer_norm_eps)  # the paper's settings: ReLU, no logits bias, <s> starts
+@pytest.mark.parametrize("layer_norm_eps, shared", [(1e-5, True), (1e-6, True), (1e-5, False)])
+def test_our_model_exports_and_comes_back_bit_for_bit(make_model, layer_norm_eps, shared):
+    # The paper's settings (ReLU, no logits bias, <s> starts); or each stack its own embedding, the
+    # projection the decoder's, which is Marian's share_encoder_decoder_embeddings=False.
+    ours = make_model(layer_norm_eps=layer_norm_eps, share_embeddings=shared, tie_word_embeddings=True)
     marian = to_marian(ours)
     assert marian.config.activation_function == "relu" and marian.config.layer_norm_eps == layer_norm_eps
+    assert marian.config.share_encoder_decoder_embeddings is shared
+    encoder_embedding, decoder_embedding = (m.embed_tokens.weight for m in (marian.model.encoder, marian.model.decoder))
+    assert torch.equal(encoder_embedding, decoder_embedding) is shared
     assert not marian.final_logits_bias.any() and not marian.model.encoder.layers[0].self_attn.q_proj.bias.any()
     inputs = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
     attention_mask = (inputs != 0).long()
@@ -109,12 +114,12 @@ REFUSAL_BASE = dict(vocab_size=40, pad_token_id=39, decoder_start_token_id=39, e
                     decoder_layers=1, activation_function="swish", **TINY_MARIAN)
 
 
-MARIAN_REFUSED = [dict(share_encoder_decoder_embeddings=False), dict(decoder_vocab_size=50),
+MARIAN_REFUSED = [dict(decoder_vocab_size=50), dict(decoder_vocab_size=50, share_encoder_decoder_embeddings=False),
                   dict(tie_word_embeddings=False), dict(normalize_embedding=True), dict(normalize_before=True),
                   dict(add_final_layer_norm=True), dict(static_position_embeddings=False),
                   dict(activation_function="gelu"), dict(decoder_ffn_dim=128), dict(decoder_attention_heads=8)]
-OURS_REFUSED = [dict(norm_first=True), dict(positional_encoding="learned"), dict(share_embeddings=False),
-                dict(tie_word_embeddings=False), dict(d_k=8)]
+OURS_REFUSED = [dict(norm_first=True), dict(positional_encoding="learned"), dict(tie_word_embeddings=False),
+                dict(d_k=8)]
 
 
 @pytest.mark.parametrize("side, overrides", [("marian", o) for o in MARIAN_REFUSED] + [("ours", o) for o in OURS_REFUSED])

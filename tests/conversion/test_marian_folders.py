@@ -8,7 +8,7 @@ from transformers import AutoTokenizer, MarianMTModel, MarianTokenizer
 from checks import copy_folder, run_without_package
 from marian_models import SENTENCES, assert_same_state, random_marian
 from modeling_vaswani import VaswaniForConditionalGeneration
-from modeling_vaswani.conversion.marian import convert_marian
+from modeling_vaswani.conversion.marian import MarianConversionError, convert_marian
 from modeling_vaswani.evaluation.translation import load_translator, translate
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -45,6 +45,15 @@ def test_converted_folder_translates_like_marian_with_our_tools(converted_folder
     scores = json.loads((tmp_path / "val.scores.json").read_text())
     assert scores["sentences"] == 4 and "bleu" in scores
     assert len((tmp_path / "val.hyp.txt").read_text(encoding="utf-8").splitlines()) == 4
+
+
+def test_a_tokenizer_with_separate_vocabularies_is_refused(marian_folder, marian_tokenizer_dir, tmp_path):
+    folder, output = copy_folder(marian_folder, tmp_path, "separate"), tmp_path / "converted"
+    files = [str(marian_tokenizer_dir / name) for name in ("source.spm", "target.spm", "vocab.json")]
+    MarianTokenizer(*files, target_vocab_file=files[2], separate_vocabs=True).save_pretrained(folder)
+    with pytest.raises(MarianConversionError, match="separate_vocabs"):
+        convert_marian(folder, output)
+    assert not output.exists()
 
 
 def test_exported_folder_is_a_marian_model_that_comes_back_bit_for_bit(saved_model_dir, load_module, repo_root,
