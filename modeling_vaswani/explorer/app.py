@@ -12,8 +12,8 @@ from .views import (ATTENTION_NAMES, SEARCH_NAMES, attention_figure, beam_html, 
 
 EXAMPLE = "Two young children are playing soccer in the park."
 # Multi30k validation sentences; on the last two the length penalties choose different translations.
-EXAMPLES = [EXAMPLE, "An elderly man is walking a brown dog using a red leash.",
-            "A group of men are loading cotton onto a truck"]
+EXAMPLES = [EXAMPLE, "A group is playing music on stage in front of a crowd of people.",
+            "A man tackles another man while playing football."]
 
 
 def build_app(model, tokenizer, title: str = "Transformer explorer") -> gr.Blocks:

@@ -70,7 +70,7 @@ def render_model_card(model_dir, results: dict, repo_id: str) -> ModelCard:
         target_lang=tgt, example_source=example_source,
         **{name: getattr(config, name) for name in ("num_layers", "num_decoder_layers", "d_model", "d_ff",
                                                     "num_heads", "d_k", "dropout", "label_smoothing",
-                                                    "positional_encoding")},
+                                                    "positional_encoding", "share_embeddings", "tie_word_embeddings")},
         target_entropy=f"{target_entropy(config.label_smoothing, config.vocab_size):.3f}",
         vocab_size=f"{config.vocab_size:,}", parameters=training.get("parameters", "?"),
         **{f"training_{key}": training.get(key, default) for key, default in (

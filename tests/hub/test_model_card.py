@@ -84,6 +84,14 @@ def test_body_has_the_tables_config_and_citation(model_dir, results):
     assert "target tokens" not in body  # the record does not have them
 
 
+@pytest.mark.parametrize("share, tie, words", [(True, True, "source embedding = target embedding = pre-softmax"),
+                                              (False, True, "the source embedding a matrix of its own"),
+                                              (False, False, "three matrices")])
+def test_the_card_says_which_matrices_are_one(tmp_path, make_config, results, share, tie, words):
+    make_config(preset="tiny", vocab_size=100, share_embeddings=share, tie_word_embeddings=tie).save_pretrained(tmp_path)
+    assert words in str(render_model_card(tmp_path, results, "someone/vaswani-test"))
+
+
 def test_measured_losses_a_logged_perplexity_and_recorded_tokens_are_shown_and_published_scores_only_for_en_de(
         model_dir, results):
     results["training"]["log_history"][1].update(eval_nll_loss=3.0, eval_ppl=20.0855)
