@@ -17,7 +17,7 @@ try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --h
 except ModuleNotFoundError:  # run in-process by another program
     from modeling_vaswani import cli
 
-BASE_CHECKPOINTS = 5  # §6.1; checkpoint_averaging's, here so --help skips torch (a test keeps them equal)
+BASE_CHECKPOINTS = 5  # §6.1: "averaging the last 5 checkpoints" (base models; the last 20 for big ones)
 MORE_CHECKPOINTS = "train longer, or save more often (train.py --save_every_minutes N or --save_strategy steps --save_steps N)"
 
 

@@ -6,7 +6,6 @@ with one `model.safetensors`; it counts once the Trainer finished writing it (`i
 from __future__ import annotations
 
 import fnmatch
-import logging
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -20,7 +19,6 @@ from ..model.loading import check_weights_file
 from ..model.strict_json import read_json
 from ..outputs import claim, write_folder
 
-BASE_CHECKPOINTS = 5  # §6.1: "averaging the last 5 checkpoints" (base; the last 20 for big)
 WEIGHTS_NAME = "model.safetensors"
 TRAINER_STATE_NAME = "trainer_state.json"  # the Trainer writes it last (transformers 5.24, _save_checkpoint)
 # Files of a checkpoint that describe the training run, not the model, and the weights (averaged apart).
@@ -29,8 +27,6 @@ _NOT_COPIED = ("optimizer*.pt", "scheduler*.pt", "scaler*.pt", "rng_state*.pth",
 # config.json fields that say where and how a checkpoint was saved; every other field must agree.
 _CONFIG_KEYS_NOT_COMPARED = ("_name_or_path", "transformers_version", "dtype", "torch_dtype")
 SAME_MODEL = "only checkpoints of the same model can be averaged."
-
-logger = logging.getLogger(__name__)
 
 
 class CheckpointMismatchError(ValueError):
@@ -104,18 +100,6 @@ def complete_checkpoints(output_dir: str | Path) -> tuple[list[Path], list[str]]
     folders = [path for path in map(Path, sort_checkpoints(str(output_dir))) if _is_checkpoint_name(path.name)]
     return ([path for path in folders if is_complete_checkpoint(path)],
             sorted(path.name for path in folders if not is_complete_checkpoint(path)))
-
-
-def find_checkpoints(output_dir: str | Path, last: int = BASE_CHECKPOINTS) -> list[Path]:
-    """The last `last` complete checkpoints of a run, oldest first; incomplete ones skipped with a warning."""
-    found, incomplete = complete_checkpoints(output_dir)
-    if incomplete:
-        logger.warning("skipping incomplete checkpoints (no %s): %s", TRAINER_STATE_NAME, ", ".join(incomplete))
-    if len(found) < last:
-        skipped = f" (skipped incomplete: {', '.join(incomplete)})" if incomplete else ""
-        raise ValueError(f"asked for the last {last} checkpoints but {str(output_dir)!r} holds only {len(found)} "
-                         f"complete checkpoint-<step> folders{skipped}; lower the number or train longer.")
-    return found[-last:]
 
 
 def _weights_file(checkpoint_dir: Path) -> Path:

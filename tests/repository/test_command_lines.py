@@ -176,14 +176,12 @@ def test_a_missing_local_model_is_refused_before_any_heavy_import(tmp_path, scri
 
 def test_the_numbers_written_into_the_scripts_are_the_package_s(load_module):
     from modeling_vaswani.model import generation
-    from modeling_vaswani.training.checkpoint_averaging import BASE_CHECKPOINTS
     from modeling_vaswani.training.data import MULTI30K_SPLITS
 
     # §6.1's decoding numbers are not written into evaluate_model.py: its defaults are the model's own.
     source = (SCRIPTS / "evaluate_model.py").read_text(encoding="utf-8")
     assert "default=NUM_BEAMS" not in source and "= 4, 0.6, 50" not in source and generation.NUM_BEAMS == 4
     assert list(load_module(SCRIPTS / "collect_results.py").SPLITS) == sorted(MULTI30K_SPLITS)
-    assert load_module(SCRIPTS / "average_checkpoints.py").BASE_CHECKPOINTS == BASE_CHECKPOINTS
 
 
 def test_the_shipped_model_is_found_from_another_directory_and_loads_quietly(tmp_path, monkeypatch, capsys):

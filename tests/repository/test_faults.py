@@ -19,7 +19,8 @@ from checks import (CHILD_ENV, SCRIPTS, assert_error_line, assert_names, copy_fo
                     run_script)
 from modeling_vaswani.cli import run_main
 from modeling_vaswani.evaluation.translation import load_translator, translate
-from modeling_vaswani.training.checkpoint_averaging import average_checkpoints, find_checkpoints, is_complete_checkpoint
+from modeling_vaswani.training.checkpoint_averaging import (average_checkpoints, complete_checkpoints,
+                                                         is_complete_checkpoint)
 from modeling_vaswani.text_lines import read_lines
 from modeling_vaswani.training.data import DEFAULT_DATA_DIR
 from modeling_vaswani.training.trainer import VaswaniTrainer
@@ -69,10 +70,9 @@ def test_an_interrupted_checkpoint_is_skipped_or_refused(run_dir, tmp_path, monk
     weights = last / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     assert is_complete_checkpoint(run / "checkpoint-1") and not is_complete_checkpoint(last)
-    assert find_checkpoints(run, 1) == [run / "checkpoint-1"]
-    with pytest.raises(ValueError) as error:
-        find_checkpoints(run, 2)
-    assert_names(error, "skipped incomplete: checkpoint-2")
+    assert complete_checkpoints(run) == ([run / "checkpoint-1"], ["checkpoint-2"])
+    code, err = run_script(monkeypatch, capsys, "average_checkpoints.py", "--run_dir", run, "--last", "2")
+    assert_error_line(code, err, "--last 2", "checkpoint-1", "incomplete, left out: checkpoint-2")
     with pytest.raises(ValueError) as error:
         average_checkpoints([run / "checkpoint-1", last], tmp_path / "averaged")
     assert_names(error, "checkpoint-2", "trainer_state.json")

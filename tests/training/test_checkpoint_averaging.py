@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 from checks import CHILD_ENV, SCRIPTS, assert_names
 from modeling_vaswani.training import checkpoint_averaging
 from modeling_vaswani.training.checkpoint_averaging import (CheckpointMismatchError, average_checkpoints,
-                                                            average_state_dicts, complete_checkpoints, find_checkpoints)
+                                                            average_state_dicts, complete_checkpoints)
 
 CONFIG = {"model_type": "vaswani", "d_model": 4, "vocab_size": 10, "num_layers": 1}
 STATE_FILES = {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "training_args.bin"}
@@ -58,11 +58,11 @@ def test_checkpoints_are_found_by_step_and_incomplete_ones_named(tmp_path):
         (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     for name in ("checkpoint-final", "runs", "checkpoint-300"):  # checkpoint-300: no trainer_state.json
         (tmp_path / name).mkdir()
-    assert [p.name for p in find_checkpoints(tmp_path, 3)] == ["checkpoint-9", "checkpoint-10", "checkpoint-100"]
     complete, incomplete = complete_checkpoints(tmp_path)
-    assert len(complete) == 4 and incomplete == ["checkpoint-300"]  # too few asked for: test_faults.py
+    assert [p.name for p in complete] == ["checkpoint-8", "checkpoint-9", "checkpoint-10", "checkpoint-100"]
+    assert incomplete == ["checkpoint-300"]  # too few asked for: test_faults.py
     with pytest.raises(FileNotFoundError):
-        find_checkpoints(tmp_path / "missing", 1)
+        complete_checkpoints(tmp_path / "missing")
 
 
 def test_average_checkpoints_writes_mean_and_model_files(tmp_path):
