@@ -3,6 +3,7 @@ Multi30k batches (figures 1, 1b, 5, 7), and this checkout against a git commit (
 
     python -m benchmarks.training --baseline f52a05e --output-dir benchmarks/recorded/<date>-training-step
     python -m benchmarks.training --quick --baseline-tree .          # tiny sizes: proves the code runs
+    python -m benchmarks.training --profile --shapes shipped --steps 10 --warmup 3   # where a step's time goes
 
 Before and after each run in a worker process (the baseline from `git archive`) on the same static batch
 of random ids; the parent asks each for a pass of steps in turn, A B A B ...
@@ -127,9 +128,8 @@ def shape_config(shape: str, vocab: int, **special):
     return VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab, **special)
 
 
-def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
-    """With the package on PYTHONPATH, answer each line on stdin (a number of steps) with one pass's seconds,
-    wall-clock and this process's CPU time."""
+def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: int) -> tuple[TrainingStep, dict]:
+    """The package's training step (whichever package is on PYTHONPATH) and a static batch of random ids."""
     try:  # the new step; a package without it takes the model's forward with labels
         from modeling_vaswani.training.chunked_loss import training_loss
     except ImportError:
@@ -150,6 +150,13 @@ def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> N
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)),
               "attention_mask": torch.ones(batch, length, dtype=torch.long),
               "labels": torch.randint(3, vocab, (batch, length))}
+    return trainer, inputs
+
+
+def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
+    """With the package on PYTHONPATH, answer each line on stdin (a number of steps) with one pass's seconds,
+    wall-clock and this process's CPU time."""
+    trainer, inputs = step_and_batch(shape, precision, batch, length, vocab)
     print(json.dumps({"ready": True, "fused_adam": bool(trainer.optimizer.param_groups[0].get("fused"))}), flush=True)
     for line in sys.stdin:
         began, cpu = time.perf_counter(), time.process_time()
@@ -210,6 +217,25 @@ def compare(trees: dict, shape: str, precision: str, args, log) -> dict:
     return entry
 
 
+def profile_step(shape: str, precision: str, args, log, top: int = 6) -> dict:
+    """This checkout's step under torch.profiler (after --warmup steps, --steps steps): each op's share of the
+    self CPU time, the largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    trainer, inputs = step_and_batch(shape, precision, args.batch, args.length, args.vocab)
+    for _ in range(args.warmup):
+        trainer.step(inputs)
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        for _ in range(args.steps):
+            trainer.step(inputs)
+    events = profiler.key_averages()
+    total = sum(event.self_cpu_time_total for event in events)
+    shares = {e.key: e.self_cpu_time_total / total for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]}
+    log(f"profile {shape} {precision}: {total / args.steps / 1e3:.1f} ms self CPU time a step; "
+        + ", ".join(f"{name} {share:.0%}" for name, share in shares.items()))
+    return {"self_cpu_ms_per_step": total / args.steps / 1e3, "largest_shares": shares}
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -227,6 +253,8 @@ def main(argv=None) -> dict:
                                 ("--warmup", 2, "Untimed steps first.")):
         add(flag, type=int, default=default, help=text)
     add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
+    add("--profile", action="store_true", help="Instead of timing before and after: this checkout's step under "
+        "torch.profiler, each op's share (--warmup, then --steps steps), printed.")
     add("--output-dir", help="Where results.json and tables.md go (default: print only).")
     args = parser.parse_args(argv)
     if args.quick:
@@ -243,6 +271,11 @@ def main(argv=None) -> dict:
                "uptime_before": uptime(), "gemm_flops_per_second": {}, "steps": {}}
     log(f"{results['machine']['cpu_model_name']}; {results['uptime_before']}")
     torch.set_num_threads(args.threads)
+    if args.profile:
+        results["profiles"] = {f"{shape}/{precision}": profile_step(shape, precision, args, log)
+                               for precision in args.precisions.split(",") for shape in args.shapes.split(",")}
+        print(json.dumps(results["profiles"], indent=1))
+        return results
     with tempfile.TemporaryDirectory(prefix="vaswani-before-") as workdir:
         if not args.baseline_tree:  # the package as it was at --baseline
             archive = subprocess.run(["git", "archive", args.baseline, "modeling_vaswani"], cwd=ROOT, check=True,

@@ -30,3 +30,11 @@ def test_training_before_and_after_runs_both_steps_alternately(tmp_path, run_com
     assert entry["before"]["fused_adam"] and entry["after"]["fused_adam"]  # the same package on both sides
     assert len(entry["before"]["seconds_per_step"]) == len(entry["after"]["seconds_per_step"]) == 1
     assert entry["after_over_before_cpu"] > 0  # the processes' CPU time, too
+
+
+def test_profile_gives_each_op_s_share_of_the_step_largest_first():
+    """python -m benchmarks.training --profile: the step under torch.profiler instead of the timed comparison."""
+    results = training.main(["--quick", "--profile", "--precisions", "fp32", "--threads", "1"])
+    shares = list(results["profiles"]["tiny/fp32"]["largest_shares"].values())
+    assert len(shares) == 6 and shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
+    assert "steps" not in results or not results["steps"]  # nothing timed before and after
