@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from modeling_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 
@@ -133,13 +134,11 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
     try:  # the new step; a package without it takes the model's forward with labels
         from modeling_vaswani.training.chunked_loss import training_loss
     except ImportError:
-        def training_loss(model, inputs):
-            return model(**inputs).loss
+        training_loss = lambda model, inputs: model(**inputs).loss  # noqa: E731
     try:  # the new dropout masks, as the trainer sets them
         from modeling_vaswani.training.fast_dropout import use_integer_mask_dropout
     except ImportError:
-        def use_integer_mask_dropout(model):
-            return 0
+        use_integer_mask_dropout = lambda model: 0  # noqa: E731
     config = shape_config(shape, vocab, label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                           decoder_start_token_id=1)
     torch.manual_seed(0)
@@ -220,8 +219,6 @@ def compare(trees: dict, shape: str, precision: str, args, log) -> dict:
 def profile_step(shape: str, precision: str, args, log, top: int = 6) -> dict:
     """This checkout's step under torch.profiler (after --warmup steps, --steps steps): each op's share of the
     self CPU time, the largest first."""
-    from torch.profiler import ProfilerActivity, profile
-
     trainer, inputs = step_and_batch(shape, precision, args.batch, args.length, args.vocab)
     for _ in range(args.warmup):
         trainer.step(inputs)
@@ -253,15 +250,14 @@ def main(argv=None) -> dict:
                                 ("--warmup", 2, "Untimed steps first.")):
         add(flag, type=int, default=default, help=text)
     add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
-    add("--profile", action="store_true", help="Instead of timing before and after: this checkout's step under "
-        "torch.profiler, each op's share (--warmup, then --steps steps), printed.")
+    add("--profile", action="store_true", help="Instead: this checkout's step under torch.profiler, ops' shares.")
     add("--output-dir", help="Where results.json and tables.md go (default: print only).")
     args = parser.parse_args(argv)
     if args.quick:
         args.shapes, args.batch, args.length, args.vocab, args.steps, args.reps, args.warmup = "tiny", 4, 5, 60, 1, 1, 1
-    from modeling_vaswani.machine import cpu_flags
+    from modeling_vaswani.machine import cpu_flags  # here, not above: a worker may run an older package
 
-    from .report import step_tables
+    from .report import step_tables  # (it imports much of the newer package)
 
     log, began = clock()
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma")))
@@ -274,7 +270,6 @@ def main(argv=None) -> dict:
     if args.profile:
         results["profiles"] = {f"{shape}/{precision}": profile_step(shape, precision, args, log)
                                for precision in args.precisions.split(",") for shape in args.shapes.split(",")}
-        print(json.dumps(results["profiles"], indent=1))
         return results
     with tempfile.TemporaryDirectory(prefix="vaswani-before-") as workdir:
         if not args.baseline_tree:  # the package as it was at --baseline
