@@ -235,6 +235,13 @@ def step_tables(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def profile_table(results: dict) -> str:
+    """tables.md of `python -m benchmarks.training --profile`: each op's share of the step's self CPU time."""
+    return "\n".join(table_lines(["shape/precision", "op", "share of self CPU time"],
+                                  [[run, op, f"{share:.1%}"] for run, p in results["profiles"].items()
+                                   for op, share in p["largest_shares"].items()])) + "\n"
+
+
 def fill_results_md(path: Path, section: str, tables: str | None = None) -> None:
     """Replace what lies between `path`'s `<!-- generated:SECTION:begin -->` and `...:end -->` markers with
     `tables`; with None only check that the markers are there (before a long run, not after)."""

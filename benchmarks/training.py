@@ -146,9 +146,8 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
     use_integer_mask_dropout(model)
     trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
                            loss=training_loss)
-    inputs = {"input_ids": torch.randint(3, vocab, (batch, length)),
-              "attention_mask": torch.ones(batch, length, dtype=torch.long),
-              "labels": torch.randint(3, vocab, (batch, length))}
+    inputs = {"input_ids": torch.randint(3, vocab, (batch, length)), "labels": torch.randint(3, vocab, (batch, length)),
+              "attention_mask": torch.ones(batch, length, dtype=torch.long)}
     return trainer, inputs
 
 
@@ -257,7 +256,7 @@ def main(argv=None) -> dict:
         args.shapes, args.batch, args.length, args.vocab, args.steps, args.reps, args.warmup = "tiny", 4, 5, 60, 1, 1, 1
     from modeling_vaswani.machine import cpu_flags  # here, not above: a worker may run an older package
 
-    from .report import step_tables  # (it imports much of the newer package)
+    from .report import profile_table, step_tables  # (it imports much of the newer package)
 
     log, began = clock()
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma")))
@@ -267,9 +266,11 @@ def main(argv=None) -> dict:
                "uptime_before": uptime(), "gemm_flops_per_second": {}, "steps": {}}
     log(f"{results['machine']['cpu_model_name']}; {results['uptime_before']}")
     torch.set_num_threads(args.threads)
+    out_dir = Path(args.output_dir) if args.output_dir else None
     if args.profile:
         results["profiles"] = {f"{shape}/{precision}": profile_step(shape, precision, args, log)
                                for precision in args.precisions.split(",") for shape in args.shapes.split(",")}
+        write_results(out_dir, results, profile_table, began)
         return results
     with tempfile.TemporaryDirectory(prefix="vaswani-before-") as workdir:
         if not args.baseline_tree:  # the package as it was at --baseline
@@ -288,13 +289,12 @@ def main(argv=None) -> dict:
                     entry[name]["gemm_share"] = flops / entry[name]["median_seconds_per_step"] / rate
                 results["steps"][f"{shape}/{precision}"] = entry
     results["uptime_after"] = uptime()
-    print(write_results(Path(args.output_dir) if args.output_dir else None, results, step_tables, began))
+    print(write_results(out_dir, results, step_tables, began))
     return results
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--worker"]:
-        shape, precision, *sizes = sys.argv[2:]
-        worker(shape, precision, *map(int, sizes))
+    if sys.argv[1:2] == ["--worker"]:  # start_worker's call: --worker SHAPE PRECISION BATCH LENGTH VOCAB
+        worker(sys.argv[2], sys.argv[3], *map(int, sys.argv[4:]))
     else:
         main()

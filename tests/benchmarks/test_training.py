@@ -32,9 +32,13 @@ def test_training_before_and_after_runs_both_steps_alternately(tmp_path, run_com
     assert entry["after_over_before_cpu"] > 0  # the processes' CPU time, too
 
 
-def test_profile_gives_each_op_s_share_of_the_step_largest_first():
-    """python -m benchmarks.training --profile: the step under torch.profiler instead of the timed comparison."""
-    results = training.main(["--quick", "--profile", "--precisions", "fp32", "--threads", "1"])
-    shares = list(results["profiles"]["tiny/fp32"]["largest_shares"].values())
-    assert len(shares) == 6 and shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
-    assert results["steps"] == {}  # nothing timed before and after
+def test_profile_gives_each_op_s_share_of_the_step_largest_first(tmp_path):
+    """python -m benchmarks.training --profile: the step under torch.profiler instead of the timed comparison,
+    written to --output-dir like a timed run."""
+    results = training.main(["--quick", "--profile", "--precisions", "fp32", "--threads", "1", "--output-dir",
+                             str(tmp_path)])
+    shares = results["profiles"]["tiny/fp32"]["largest_shares"]
+    assert len(shares) == 6 and list(shares.values()) == sorted(shares.values(), reverse=True)
+    assert 0 < sum(shares.values()) <= 1 and results["steps"] == {}  # nothing timed before and after
+    assert json.loads((tmp_path / "results.json").read_text())["profiles"] == results["profiles"]
+    assert all(op in (tmp_path / "tables.md").read_text() for op in shares)
