@@ -62,8 +62,8 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
             if not grads:
                 continue
             g = smoothed_gradient_(p.div_(norm), y, epsilon).to(matmul_dtype)  # softmax − q, (n, V)
-            grad_states[start : start + rows] = torch.mm(g, w).float()  # ∂/∂h = (softmax − q) W
-            grad_weight += torch.mm(g.t(), h).float()  # ∂/∂W = (softmax − q)ᵀ h
+            grad_states[start : start + rows] = torch.mm(g, w)  # ∂/∂h = (softmax − q) W, into float32
+            grad_weight += torch.mm(g.t(), h)  # ∂/∂W = (softmax − q)ᵀ h, added in float32
         if grads:
             full = torch.zeros(hidden.shape, dtype=torch.float32)
             full.index_copy_(0, kept, grad_states)  # padding positions get no gradient
