@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import torch
@@ -135,15 +136,15 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
         from modeling_vaswani.training.chunked_loss import training_loss
     except ImportError:
         training_loss = lambda model, inputs: model(**inputs).loss  # noqa: E731
-    try:  # the new dropout masks, as the trainer sets them
-        from modeling_vaswani.training.fast_dropout import use_integer_mask_dropout
-    except ImportError:
-        use_integer_mask_dropout = lambda model: 0  # noqa: E731
     config = shape_config(shape, vocab, label_smoothing=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                           decoder_start_token_id=1)
     torch.manual_seed(0)
     model = VaswaniForConditionalGeneration(config)
-    use_integer_mask_dropout(model)
+    with suppress(ImportError):  # the later speed-ups, as the trainer sets them up, where the package has them
+        from modeling_vaswani.training.fast_dropout import use_integer_mask_dropout
+        use_integer_mask_dropout(model)  # dropout masks from random integers
+        from modeling_vaswani.training.allocator import keep_freed_memory
+        keep_freed_memory()  # malloc keeps freed memory
     trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
                            loss=training_loss)
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)), "labels": torch.randint(3, vocab, (batch, length)),
@@ -152,8 +153,7 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
 
 
 def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
-    """With the package on PYTHONPATH, answer each line on stdin (a number of steps) with one pass's seconds,
-    wall-clock and this process's CPU time."""
+    """Answer each line on stdin (a number of steps) with that pass's wall-clock and CPU seconds."""
     trainer, inputs = step_and_batch(shape, precision, batch, length, vocab)
     print(json.dumps({"ready": True, "fused_adam": bool(trainer.optimizer.param_groups[0].get("fused"))}), flush=True)
     for line in sys.stdin:

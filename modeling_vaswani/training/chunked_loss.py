@@ -126,6 +126,8 @@ def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
 def describe_step(model, processes: int = 1, device_type: str = "cpu") -> str:
     masks = "from random integers (fast_dropout.py)" if device_type == "cpu" else "from torch's bernoulli_"
     rest = f"fused Adam; dropout masks {masks}"
+    if device_type == "cpu":
+        rest += "; freed memory kept by malloc (allocator.py)"
     if processes > 1:
         return f"the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); {rest}"
     return (f"projection and §5.4 loss in chunks of {chunk_rows(model.config.vocab_size)} positions, no (B, T, V) "

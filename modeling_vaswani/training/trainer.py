@@ -21,6 +21,7 @@ from transformers import Seq2SeqTrainer, TrainerCallback
 from ..evaluation.scoring import compute_bleu
 from ..model.label_smoothing import comparable_losses
 from ..model.strict_json import read_json
+from .allocator import keep_freed_memory
 from .batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
 from .chunked_loss import fast_path_applies, training_loss
 from .fast_dropout import use_integer_mask_dropout
@@ -89,6 +90,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self._checkpointed_step = None
         self.add_callback(LogLastStep)  # after the others, which may end training at this step
         use_integer_mask_dropout(self.model)
+        if self.args.device.type == "cpu":
+            keep_freed_memory()
         if self.args.torch_compile:
             plugin = self.accelerator.state.dynamo_plugin
             compile_layers(self.model, **plugin.to_kwargs())
