@@ -32,8 +32,8 @@ def page_faults(mode: str) -> int:
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
 def test_a_freed_block_is_used_again_without_new_page_faults():
-    assert page_faults("default") > 45_000  # 5 × 10,240 pages of 4 KB, each block faulted in afresh
-    assert page_faults("keep") < 12_000  # once at most (glibc may move a block once)
+    # By default each block is faulted in afresh (5 × 10,240 pages of 4 KB); kept, once at most (glibc may move it).
+    assert 3 * page_faults("keep") < page_faults("default")
 
 
 def test_the_trainer_asks_for_it_on_a_cpu(monkeypatch, build_trainer):
