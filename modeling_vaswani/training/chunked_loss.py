@@ -123,10 +123,10 @@ def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
     return total / torch.as_tensor(count, device=total.device).clamp(min=1)
 
 
-def describe_step(model, processes: int = 1, device_type: str = "cpu") -> str:
+def describe_step(model, processes: int = 1, device_type: str = "cpu", keeps_freed_memory: bool = False) -> str:
     masks = "from random integers (fast_dropout.py)" if device_type == "cpu" else "from torch's bernoulli_"
     rest = f"fused Adam; dropout masks {masks}"
-    if device_type == "cpu":
+    if keeps_freed_memory:
         rest += "; freed memory kept by malloc (allocator.py)"
     if processes > 1:
         return f"the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); {rest}"

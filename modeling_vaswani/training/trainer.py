@@ -90,8 +90,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self._checkpointed_step = None
         self.add_callback(LogLastStep)  # after the others, which may end training at this step
         use_integer_mask_dropout(self.model)
-        if self.args.device.type == "cpu":
-            keep_freed_memory()
+        # Whether malloc keeps the memory a step frees (glibc, on a CPU): the run's log says so.
+        self.keeps_freed_memory = self.args.device.type == "cpu" and keep_freed_memory()
         if self.args.torch_compile:
             plugin = self.accelerator.state.dynamo_plugin
             compile_layers(self.model, **plugin.to_kwargs())
