@@ -22,6 +22,14 @@ def test_keeps_each_element_with_probability_1_minus_p_scaled_and_its_gradient_i
     assert not torch.equal(dropout(x), y)  # a new mask each call
 
 
+def test_in_bf16_the_scale_is_applied_in_float32():
+    x = torch.rand(50, 1000, dtype=torch.bfloat16) + 1.0
+    y = IntegerMaskDropout(0.15).train()(x)
+    kept = y != 0
+    assert y.dtype == torch.bfloat16  # 1/0.85 rounded to bf16 would be 0.27 % off
+    assert torch.equal(y[kept], (x[kept].float() * (1.0 / 0.85)).to(torch.bfloat16))
+
+
 def test_in_eval_and_at_p_0_it_is_the_identity_and_the_trainer_uses_it_for_every_dropout(build_trainer):
     x = torch.randn(3, 5)
     assert torch.equal(IntegerMaskDropout(0.3).eval()(x), x) and torch.equal(IntegerMaskDropout(0.0).train()(x), x)
