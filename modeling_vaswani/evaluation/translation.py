@@ -154,11 +154,6 @@ def translate_batches(model, tokenizer, lines: Iterable[str], batch_size: int = 
         _warn_truncated(cut, total, max_source_length)
 
 
-def translate_stream(model, tokenizer, lines: Iterable[str], batch_size: int = 64, **kwargs) -> Iterator[str]:
-    for outputs in translate_batches(model, tokenizer, lines, batch_size=batch_size, **kwargs):
-        yield from outputs
-
-
 def as_one_line(text: str) -> str:
     """`text` with line breaks as spaces: line i of an output file stays the translation of line i."""
     return re.sub(r"\r\n|\r|\n", " ", text)

@@ -8,14 +8,21 @@ import torch
 
 from checks import assert_names
 from modeling_vaswani.evaluation.progress import count_lines, progress_bar
-from modeling_vaswani.evaluation.translation import as_one_line, translate, translate_batches, translate_stream
+from modeling_vaswani.evaluation.translation import as_one_line, translate, translate_batches
 
 FAST = dict(num_beams=1, max_new_tokens=6)  # decoding settings that keep an untrained model quick
 SENTENCES = ["Two young men are playing soccer in a park with many people watching.", "A dog runs.", "",
              "A woman in a red dress sits on a bench.", "   ", "People walk down the street.", "\t"]
 TRANSLATION_LOGGER = "modeling_vaswani.evaluation.translation"
+
+
+def translate_stream(model, tokenizer, lines, **kwargs):
+    """translate_batches' translations one by one, as scripts/translate.py writes them."""
+    return itertools.chain.from_iterable(translate_batches(model, tokenizer, lines, **kwargs))
+
+
 DOORS = {"translate": translate,
-         "translate_stream": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines, **kw))}
+         "translate_batches": lambda model, tokenizer, lines, **kw: list(translate_stream(model, tokenizer, lines, **kw))}
 
 
 class EchoModel:
@@ -97,7 +104,7 @@ def test_a_line_of_invisible_characters_is_an_empty_line(tokenizer, door, line):
     assert echo.batches == [1]  # never decoded
 
 
-def test_translate_stream_is_lazy_splits_nothing_but_the_terminator_and_writes_one_line_each(tokenizer):
+def test_translate_batches_is_lazy_splits_nothing_but_the_terminator_and_writes_one_line_each(tokenizer):
     echo = EchoModel()
     endless = itertools.cycle(["A dog runs.\n", "Two men.\n", "\n"])
     first = list(itertools.islice(translate_stream(echo, tokenizer, endless, batch_size=3), 5))
