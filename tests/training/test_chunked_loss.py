@@ -56,6 +56,22 @@ def test_chunks_of_any_size_sum_to_the_same_loss_and_gradients():
     assert results[0][1][5].abs().max() == 0  # the ignored position gets no gradient
 
 
+def test_bf16_products_give_the_float32_gradients_to_bf16_precision():
+    generator = torch.Generator().manual_seed(0)
+    hidden = torch.randn(23, 8, generator=generator, requires_grad=True)
+    weight = torch.randn(50, 8, generator=generator, requires_grad=True)
+    labels = torch.randint(0, 50, (23,), generator=generator)
+    labels[5] = -100
+    results = []
+    for dtype in (torch.float32, torch.bfloat16):  # bf16: ∂/∂W one product over the kept chunks
+        hidden.grad = weight.grad = None
+        (3.0 * projected_smoothed_loss(hidden, weight, labels, 0.1, rows=7, matmul_dtype=dtype)).backward()
+        results.append((hidden.grad.clone(), weight.grad.clone()))
+    for got, want in zip(results[1], results[0]):
+        assert got.dtype == torch.float32
+        torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+
+
 def test_sum_over_num_items_in_batch_and_bf16_products(make_model):
     model = make_model(**MODEL, label_smoothing=0.1).train()
     batch = _batch()
