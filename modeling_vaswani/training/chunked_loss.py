@@ -20,6 +20,9 @@ IGNORE_INDEX = -100
 EXP_FLOOR = -80.0
 # Logits per chunk: 2^20 floats (4 MB) stay in a CPU's L2/L3 and under malloc's mmap threshold.
 CHUNK_LOGITS = 1 << 20
+# In bf16, softmax − q of all rows is kept for one product (below) up to this many elements (256 MB); a larger
+# batch or vocabulary adds the products up chunk by chunk, as float32 does.
+MAX_KEPT_GRADIENT = 1 << 27
 # The batch keys the fast path knows; a batch with others goes through the model's own forward.
 BATCH_KEYS = frozenset({"input_ids", "attention_mask", "labels", "decoder_input_ids", "decoder_attention_mask"})
 
@@ -42,9 +45,9 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
         states, w = states.detach().to(matmul_dtype), weight.detach().to(matmul_dtype)
         grads = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         # In float32 ∂/∂W is added up chunk by chunk. In bf16 each chunk's softmax − q is kept, (M, V) in bf16
-        # (a quarter of the float32 logits), and ∂/∂W is one product at the end: casting and adding a (V, d)
-        # product per chunk cost more (benchmarks/RESULTS.md).
-        one_product = grads and matmul_dtype != torch.float32
+        # (a quarter of the float32 logits; up to MAX_KEPT_GRADIENT), and ∂/∂W is one product at the end:
+        # casting and adding a (V, d) product per chunk cost more (benchmarks/RESULTS.md).
+        one_product = grads and matmul_dtype != torch.float32 and len(gold) * weight.shape[0] <= MAX_KEPT_GRADIENT
         kept_grads = torch.empty((len(gold), weight.shape[0]), dtype=matmul_dtype) if one_product else None
         grad_states = torch.empty(states.shape, dtype=torch.float32) if grads else None  # (M, d)
         grad_weight = torch.zeros(weight.shape, dtype=torch.float32) if grads and not one_product else None  # (V, d)
@@ -67,7 +70,7 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
             if not grads:
                 continue
             g = smoothed_gradient_(p.div_(norm), y, epsilon)  # softmax − q, (n, V)
-            g = kept_grads[start : start + rows].copy_(g) if one_product else g
+            g = kept_grads[start : start + rows].copy_(g) if one_product else g.to(matmul_dtype)
             grad_states[start : start + rows] = torch.mm(g, w)  # ∂/∂h = (softmax − q) W, into float32
             if not one_product:
                 grad_weight += torch.mm(g.t(), h)  # ∂/∂W = (softmax − q)ᵀ h, added in float32

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from modeling_vaswani.training import chunked_loss
 from modeling_vaswani.training.chunked_loss import fast_path_applies, projected_smoothed_loss, training_loss
 from tiny_data import MODEL
 
@@ -56,14 +57,16 @@ def test_chunks_of_any_size_sum_to_the_same_loss_and_gradients():
     assert results[0][1][5].abs().max() == 0  # the ignored position gets no gradient
 
 
-def test_bf16_products_give_the_float32_gradients_to_bf16_precision():
+@pytest.mark.parametrize("kept", [chunked_loss.MAX_KEPT_GRADIENT, 0])  # ∂/∂W in one product, or chunk by chunk
+def test_bf16_products_give_the_float32_gradients_to_bf16_precision(monkeypatch, kept):
+    monkeypatch.setattr(chunked_loss, "MAX_KEPT_GRADIENT", kept)
     generator = torch.Generator().manual_seed(0)
     hidden = torch.randn(23, 8, generator=generator, requires_grad=True)
     weight = torch.randn(50, 8, generator=generator, requires_grad=True)
     labels = torch.randint(0, 50, (23,), generator=generator)
     labels[5] = -100
     results = []
-    for dtype in (torch.float32, torch.bfloat16):  # bf16: ∂/∂W one product over the kept chunks
+    for dtype in (torch.float32, torch.bfloat16):
         hidden.grad = weight.grad = None
         (3.0 * projected_smoothed_loss(hidden, weight, labels, 0.1, rows=7, matmul_dtype=dtype)).backward()
         results.append((hidden.grad.clone(), weight.grad.clone()))
