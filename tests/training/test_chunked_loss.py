@@ -40,18 +40,20 @@ def test_loss_and_gradients_equal_the_models_forward_with_labels(make_model, ove
         torch.testing.assert_close(grad, expected_grads[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
-def test_chunks_of_any_size_sum_to_the_same_loss_and_gradients():
+def _projection(rows, matmul_dtype=None):
+    """Loss and gradients of 23 positions (one ignored) over a 50-word vocabulary, `rows` positions at a time."""
     generator = torch.Generator().manual_seed(0)
     hidden = torch.randn(23, 8, generator=generator, requires_grad=True)
     weight = torch.randn(50, 8, generator=generator, requires_grad=True)
     labels = torch.randint(0, 50, (23,), generator=generator)
     labels[5] = -100
-    results = []
-    for rows in (1, 7, 23, 100):
-        hidden.grad = weight.grad = None
-        loss = projected_smoothed_loss(hidden, weight, labels, 0.1, rows=rows)
-        (3.0 * loss).backward()  # the upstream gradient scales both
-        results.append((loss.detach(), hidden.grad.clone(), weight.grad.clone()))
+    loss = projected_smoothed_loss(hidden, weight, labels, 0.1, rows=rows, matmul_dtype=matmul_dtype)
+    (3.0 * loss).backward()  # the upstream gradient scales both
+    return loss.detach(), hidden.grad, weight.grad
+
+
+def test_chunks_of_any_size_sum_to_the_same_loss_and_gradients():
+    results = [_projection(rows) for rows in (1, 7, 23, 100)]
     for result in results[1:]:
         torch.testing.assert_close(result, results[0])
     assert results[0][1][5].abs().max() == 0  # the ignored position gets no gradient
@@ -60,17 +62,8 @@ def test_chunks_of_any_size_sum_to_the_same_loss_and_gradients():
 @pytest.mark.parametrize("kept", [chunked_loss.MAX_KEPT_GRADIENT, 0])  # ∂/∂W in one product, or chunk by chunk
 def test_bf16_products_give_the_float32_gradients_to_bf16_precision(monkeypatch, kept):
     monkeypatch.setattr(chunked_loss, "MAX_KEPT_GRADIENT", kept)
-    generator = torch.Generator().manual_seed(0)
-    hidden = torch.randn(23, 8, generator=generator, requires_grad=True)
-    weight = torch.randn(50, 8, generator=generator, requires_grad=True)
-    labels = torch.randint(0, 50, (23,), generator=generator)
-    labels[5] = -100
-    results = []
-    for dtype in (torch.float32, torch.bfloat16):
-        hidden.grad = weight.grad = None
-        (3.0 * projected_smoothed_loss(hidden, weight, labels, 0.1, rows=7, matmul_dtype=dtype)).backward()
-        results.append((hidden.grad.clone(), weight.grad.clone()))
-    for got, want in zip(results[1], results[0]):
+    full, half = _projection(7), _projection(7, torch.bfloat16)
+    for got, want in zip(half[1:], full[1:]):
         assert got.dtype == torch.float32
         torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
