@@ -1,7 +1,8 @@
 """§3.4's pre-softmax projection and §5.4's loss a few rows at a time, without (N, V) logits (speed,
 not the paper): each chunk's logits stay in cache and give its loss and, at once, its gradient
 softmax − q (model/label_smoothing.py), multiplied into the gradients of the decoder states and of the
-projection before the next chunk (in bf16 the projection's after the last chunk). With c = ε/(V − 1) and q(y) = 1 − ε the loss is written as
+projection before the next chunk (in bf16 the projection's after the last chunk). With c = ε/(V − 1) and
+q(y) = 1 − ε the loss is written as
 
     H(q, p) = logsumexp(z) − (q(y) − c) · z_y − c · Σ_j z_j.
 

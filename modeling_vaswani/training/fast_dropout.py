@@ -12,8 +12,8 @@ class IntegerMaskDropout(nn.Dropout):
         if not self.training or not 0.0 < self.p < 1.0 or x.device.type != "cpu" or self.inplace:
             return super().forward(x)
         keep = torch.empty(x.shape, dtype=torch.int32).random_() >= round(self.p * 2**31)  # uniform on [0, 2³¹)
-        # A product with the 0/1 mask, as nn.Dropout's, then the scale in float32 (also for bf16): torch.where
-        # costs a third more of a forward and backward pass.
+        # A product with the 0/1 mask, as nn.Dropout's (a NaN stays NaN), then the scale in float32 (also for
+        # bf16): torch.where costs a third more of a forward and backward pass.
         return (x * keep.to(x.dtype)).mul_(1.0 / (1.0 - self.p))
 
 
