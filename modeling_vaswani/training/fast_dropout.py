@@ -1,6 +1,6 @@
 """§5.4's dropout as the trainer computes it on a CPU (speed, not the paper): the same mask, each element kept with
-probability 1 − P_drop and scaled by 1/(1 − P_drop), drawn as 31-bit random integers compared with P_drop · 2³¹
-(P_drop exact to 2⁻³²) instead of torch's `bernoulli_`, which costs twice as much on a CPU (the figures are in
+probability 1 − P_drop and scaled by 1/(1 − P_drop), drawn as 15-bit random integers compared with P_drop · 2¹⁵
+(P_drop exact to 2⁻¹⁶) instead of torch's `bernoulli_`, which costs twice as much on a CPU (the figures are in
 benchmarks/RESULTS.md). Other devices keep torch's dropout."""
 
 import torch
@@ -11,7 +11,10 @@ class IntegerMaskDropout(nn.Dropout):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or not 0.0 < self.p < 1.0 or x.device.type != "cpu" or self.inplace:
             return super().forward(x)
-        keep = torch.empty(x.shape, dtype=torch.int32).random_() >= round(self.p * 2**31)  # uniform on [0, 2³¹)
+        # torch's CPU generator draws 32 bits a number on one thread: each 31-bit draw gives two elements their
+        # 15 bits (its low and high halves), half the draws of one per element.
+        halves = torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_().view(torch.int16)[: x.numel()]
+        keep = halves.bitwise_and_(0x7FFF).view(x.shape) >= round(self.p * 2**15)  # uniform on [0, 2¹⁵)
         # A product with the 0/1 mask, as nn.Dropout's (a NaN stays NaN), then the scale in float32 (also for
         # bf16): torch.where costs a third more of a forward and backward pass.
         return (x * keep.to(x.dtype)).mul_(1.0 / (1.0 - self.p))

@@ -16,6 +16,9 @@ def test_keeps_each_element_with_probability_1_minus_p_scaled_and_its_gradient_i
     kept = y != 0
     # 400,000 draws: the kept share is within 5 standard deviations of 1 − p.
     assert abs(kept.float().mean().item() - (1 - p)) < 5 * ((p * (1 - p)) / x.numel()) ** 0.5
+    # Neighbours share a 32-bit draw (its two halves) and are still independent: both kept with (1 − p)².
+    both, pairs = (kept[:, 0::2] & kept[:, 1::2]).float().mean().item(), x.numel() // 2
+    assert abs(both - (1 - p) ** 2) < 5 * ((1 - p) ** 2 * (1 - (1 - p) ** 2) / pairs) ** 0.5
     assert torch.allclose(y[kept], x[kept] / (1 - p))
     y.sum().backward()
     assert torch.allclose(x.grad, kept.float() / (1 - p))
