@@ -16,15 +16,12 @@ try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --h
 except ModuleNotFoundError:  # run in-process by another program
     from modeling_vaswani import cli, outputs
 
-SPLITS = ("test", "train", "validation")  # data.MULTI30K_SPLITS, here so --help skips torch (a test keeps them equal)
-
-
 def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
     add = parser.add_argument
     add("--run_dir", required=True, help="Output folder of scripts/train.py.")
     add("--shipped", help="The model to ship (default: <run_dir>/averaged).")
-    add("--splits", nargs="+", default=["validation", "test"], choices=SPLITS)
+    add("--splits", nargs="+", default=["validation", "test"], choices=cli.MULTI30K_SPLITS)
     add("--source_lang", default="en")
     add("--target_lang", default="de")
     add("--batch_size", type=cli.positive_int, default=100)

@@ -23,7 +23,7 @@ def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
     add = parser.add_argument
     add("--model", help="Model folder or Hub id (default: the shipped model, the repository's hub_card/).")
-    add("--split", default="test", choices=["train", "validation", "test"], help="Multi30k split (test: flickr 2016).")
+    add("--split", default="test", choices=cli.MULTI30K_SPLITS, help="Multi30k split (test: flickr 2016).")
     add("--source_lang", default="en")
     add("--target_lang", default="de")
     add("--source_file", help="Score on these local sources instead of Multi30k ...")

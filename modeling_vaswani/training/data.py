@@ -20,8 +20,10 @@ from .data_files import AnyDataset, as_translation_rows, check_language_pair, lo
 
 DEFAULT_DATA_DIR = Path(os.environ.get("VASWANI_DATA_DIR", Path(__file__).resolve().parents[2] / "data" / "multi30k"))
 MULTI30K_LANGUAGES = ("en", "de", "fr")
-# Split name used by this package -> file stem in the Multi30k distribution.
-MULTI30K_SPLITS = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
+# Split name used by this package -> file stem in the Multi30k distribution. "test" is the one the paper-era
+# literature reports; the 2017 and 2018 test sets are further held-out sentences (mscoco: not Flickr photographs).
+MULTI30K_SPLITS = {"train": "train", "validation": "val", "test": "test_2016_flickr",
+                   **{name: name for name in ("test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")}}
 FilePair = Tuple[PathLike, PathLike]  # (source_path, target_path)
 _VALIDATION_ALIASES = ("val", "valid", "dev")  # what Hub datasets call their development split
 
@@ -32,7 +34,8 @@ def in_memory(dataset: AnyDataset) -> datasets.Dataset:
 
 
 def load_multi30k(source_lang: str = "en", target_lang: str = "de") -> datasets.DatasetDict:
-    """The embedded Multi30k corpus with splits ``train`` (29,000), ``validation`` (1,014), ``test`` (1,000)."""
+    """The embedded Multi30k corpus with splits ``train`` (29,000), ``validation`` (1,014), ``test`` (1,000),
+    ``test_2017_flickr`` (1,000), ``test_2017_mscoco`` (461) and ``test_2018_flickr`` (1,071)."""
     check_language_pair(source_lang, target_lang, choices=MULTI30K_LANGUAGES)
     return datasets.DatasetDict({split: load_parallel_files(DEFAULT_DATA_DIR / f"{stem}.{source_lang}.gz",
                                                             DEFAULT_DATA_DIR / f"{stem}.{target_lang}.gz",
@@ -110,7 +113,7 @@ def _load_hub_dataset(name: str, config: Optional[str], source_lang: str, target
 
 
 def multi30k_pairs(split: str, source_lang: str = "en", target_lang: str = "de", max_samples: int | None = None):
-    """(sources, references) of a Multi30k split: "train", "validation" or "test" (test_2016_flickr)."""
+    """(sources, references) of a Multi30k split: a name in MULTI30K_SPLITS ("test" is test_2016_flickr)."""
     if split not in MULTI30K_SPLITS:
         raise ValueError(f"Unknown split {split!r}; choose one of {sorted(MULTI30K_SPLITS)}.")
     rows = load_multi30k(source_lang, target_lang)[split]["translation"]

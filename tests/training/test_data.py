@@ -20,7 +20,9 @@ def en_de():
 
 def test_multi30k_splits_rows_and_languages(en_de):
     assert (DEFAULT_DATA_DIR / "train.en.gz").is_file()
-    assert {k: len(v) for k, v in en_de.items()} == {"train": 29000, "validation": 1014, "test": 1000}
+    assert {k: len(v) for k, v in en_de.items()} == {"train": 29000, "validation": 1014, "test": 1000,
+                                                     "test_2017_flickr": 1000, "test_2017_mscoco": 461,
+                                                     "test_2018_flickr": 1071}
     assert en_de["train"].column_names == ["translation"] and en_de["train"][0]["translation"] == {
         "en": "Two young, White males are outside near many bushes.",
         "de": "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
