@@ -16,6 +16,7 @@ try:  # run as a script (scripts/ first on sys.path): the plumbing alone, so --h
 except ModuleNotFoundError:  # run in-process by another program
     from modeling_vaswani import cli, outputs
 
+
 def parse_args(argv=None):
     parser = cli.ArgumentParser(description=__doc__)
     add = parser.add_argument
