@@ -51,7 +51,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-# training/data.MULTI30K_SPLITS' names, here so a script's --help skips torch (a test keeps them equal).
+# The embedded Multi30k's split names (training/data.py maps them to files), here so a script's --help skips torch.
 MULTI30K_SPLITS = ("test", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr", "train", "validation")
 ENGINES = ("torch", "ctranslate2")
 TORCH_DTYPES = ("float32", "bfloat16", "float16")

@@ -15,15 +15,16 @@ from typing import Optional, Sequence, Tuple, Union
 
 import datasets
 
+from ..cli import MULTI30K_SPLITS as SPLIT_NAMES
 from ..text_lines import DataError, PathLike
 from .data_files import AnyDataset, as_translation_rows, check_language_pair, load_data_files, load_parallel_files
 
 DEFAULT_DATA_DIR = Path(os.environ.get("VASWANI_DATA_DIR", Path(__file__).resolve().parents[2] / "data" / "multi30k"))
 MULTI30K_LANGUAGES = ("en", "de", "fr")
-# Split name used by this package -> file stem in the Multi30k distribution. "test" is the one the paper-era
-# literature reports; the 2017 and 2018 test sets are further held-out sentences (mscoco: not Flickr photographs).
-MULTI30K_SPLITS = {"train": "train", "validation": "val", "test": "test_2016_flickr",
-                   **{name: name for name in ("test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")}}
+# Split name used by this package (cli.py's list) -> file stem in the Multi30k distribution. "test" is the one
+# the paper-era literature reports; the 2017 and 2018 test sets are further held-out sentences (mscoco: not Flickr
+# photographs).
+MULTI30K_SPLITS = {name: {"validation": "val", "test": "test_2016_flickr"}.get(name, name) for name in SPLIT_NAMES}
 FilePair = Tuple[PathLike, PathLike]  # (source_path, target_path)
 _VALIDATION_ALIASES = ("val", "valid", "dev")  # what Hub datasets call their development split
 

@@ -14,7 +14,6 @@ import pytest
 import modeling_vaswani
 from checks import SCRIPTS, assert_error_line, assert_names, copy_folder, run_script
 from modeling_vaswani import shipped_model_path
-from modeling_vaswani import cli
 from modeling_vaswani.cli import looks_like_hub_id, missing_model_folder
 from modeling_vaswani.evaluation import translation
 from modeling_vaswani.evaluation.translation import load_translator, translate
@@ -177,12 +176,10 @@ def test_a_missing_local_model_is_refused_before_any_heavy_import(tmp_path, scri
 
 def test_the_numbers_written_into_the_scripts_are_the_package_s():
     from modeling_vaswani.model import generation
-    from modeling_vaswani.training.data import MULTI30K_SPLITS
 
     # §6.1's decoding numbers are not written into evaluate_model.py: its defaults are the model's own.
     source = (SCRIPTS / "evaluate_model.py").read_text(encoding="utf-8")
     assert "default=NUM_BEAMS" not in source and "= 4, 0.6, 50" not in source and generation.NUM_BEAMS == 4
-    assert list(cli.MULTI30K_SPLITS) == sorted(MULTI30K_SPLITS)
 
 
 def test_the_shipped_model_is_found_from_another_directory_and_loads_quietly(tmp_path, monkeypatch, capsys):
