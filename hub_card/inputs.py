@@ -1,5 +1,6 @@
-"""Checks on the tensors handed to the model (Hugging Face glue, not from the paper): a malformed batch
-is refused at the model's entry, naming the argument, not deep inside attention with a shape error."""
+"""Checks on the tensors handed to the model and to §5.4's loss (Hugging Face glue, not from the paper): a
+malformed batch is refused at the model's entry, naming the argument, not deep inside attention with a shape
+error; the loss functions (label_smoothing.py, fast_loss.py) are public, so they check their own arguments."""
 
 import torch
 
@@ -99,3 +100,41 @@ def check_positions(embed_positions, num_positions: int) -> None:
     elif num_positions > embed_positions.num_embeddings:
         raise ValueError(f"Sequence position {num_positions - 1} is beyond max_position_embeddings="
                          f"{embed_positions.num_embeddings} of learned positions (Table 3 row E); use positional_encoding='sinusoidal'.")
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_epsilon(epsilon) -> float:
+    """§5.4's ε_ls as a float in [0, 1)."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0.0 <= epsilon < 1.0:  # NaN too
+        raise ValueError(f"epsilon must be a number in [0, 1) (the paper uses 0.1), got {epsilon!r}.")
+    return float(epsilon)
+
+
+def check_loss_arguments(logits, labels, epsilon, ignore_index, reduction):
+    """The checks both forms of the loss make: (ε as a float, the positions kept, labels with id 0 at the
+    ignored positions, so that gather works; `reduce_loss` zeroes their loss)."""
+    epsilon = check_epsilon(epsilon)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
+    if logits.dim() < 1 or logits.shape[:-1] != labels.shape:
+        raise ValueError(
+            f"logits must have shape (..., V) and labels the same shape without V; got logits "
+            f"{tuple(logits.shape)} and labels {tuple(labels.shape)}."
+        )
+    if not _holds_ids(labels):
+        raise ValueError(f"labels must hold integer token ids, got dtype {labels.dtype}.")
+    vocab_size = logits.shape[-1]
+    if epsilon > 0 and vocab_size < 2:
+        raise ValueError(f"label smoothing needs a vocabulary of at least 2 tokens, got V = {vocab_size}.")
+
+    keep = labels != ignore_index
+    bad = keep & ((labels < 0) | (labels >= vocab_size))
+    # Branching on a tensor's value would split a torch.compile graph; compiled code skips the check.
+    if not torch.compiler.is_compiling() and bad.any():
+        raise ValueError(
+            f"labels must be token ids in [0, {vocab_size}) or ignore_index={ignore_index}; "
+            f"found {labels[bad][0].item()}."
+        )
+    return epsilon, keep, torch.where(keep, labels, torch.zeros_like(labels)).long()

@@ -5,7 +5,8 @@ tensor; autograd writes three and adds them, a sixth of a CPU training step over
 import torch
 import torch.nn.functional as F
 
-from .label_smoothing import LABEL_SMOOTHING, check_loss_arguments, reduce_loss, smoothed_cross_entropy
+from .inputs import check_loss_arguments
+from .label_smoothing import LABEL_SMOOTHING, reduce_loss, smoothed_cross_entropy
 
 
 def fast_label_smoothed_cross_entropy(

@@ -18,10 +18,8 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation_function: str = "relu"):
         super().__init__()
-        if activation_function not in ("relu", "swish"):
-            raise ValueError(f"activation_function must be 'relu' or 'swish', got {activation_function!r}.")
-        # Deviation when "swish": SiLU instead of Eq. (2)'s max(0, ·).
-        self.activation = torch.relu if activation_function == "relu" else F.silu
+        # Deviation when "swish": SiLU instead of Eq. (2)'s max(0, ·). The config checks the name.
+        self.activation = {"relu": torch.relu, "swish": F.silu}[activation_function]
         self.linear_1 = nn.Linear(d_model, d_ff)  # x W_1 + b_1
         self.linear_2 = nn.Linear(d_ff, d_model)  # · W_2 + b_2
 

@@ -20,17 +20,10 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .inputs import check_epsilon, check_loss_arguments
+
 # §5.4: "we employed label smoothing of value ε_ls = 0.1"
 LABEL_SMOOTHING = 0.1
-
-_REDUCTIONS = ("mean", "sum", "none")
-
-
-def _check_epsilon(epsilon) -> float:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0.0 <= epsilon < 1.0:  # NaN too
-        raise ValueError(f"epsilon must be a number in [0, 1) (the paper uses 0.1), got {epsilon!r}.")
-    return float(epsilon)
-
 
 def label_smoothed_cross_entropy(
     logits: torch.Tensor,
@@ -60,7 +53,7 @@ def smoothed_cross_entropy(log_probs: torch.Tensor, labels: torch.Tensor, epsilo
 
 def target_entropy(epsilon: float, vocab_size: int) -> float:
     """H(q), the entropy of the smoothed target, the floor of H(q, p): 1.22 nats at ε = 0.1, V = 8,000."""
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     if epsilon == 0:
         return 0.0
     return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / (vocab_size - 1))
@@ -81,34 +74,6 @@ def comparable_losses(label_smoothed: float, epsilon: float, vocab_size: int, nl
     if nll is not None:
         named.update(nll_loss=nll, ppl=math.exp(nll))
     return {f"{prefix}_{name}" if prefix else name: value for name, value in named.items()}
-
-
-def check_loss_arguments(logits, labels, epsilon, ignore_index, reduction):
-    """The checks both forms of the loss make: (ε as a float, the positions kept, labels with id 0 at the
-    ignored positions, so that gather works; `reduce_loss` zeroes their loss)."""
-    epsilon = _check_epsilon(epsilon)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
-    if logits.dim() < 1 or logits.shape[:-1] != labels.shape:
-        raise ValueError(
-            f"logits must have shape (..., V) and labels the same shape without V; got logits "
-            f"{tuple(logits.shape)} and labels {tuple(labels.shape)}."
-        )
-    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
-        raise ValueError(f"labels must hold integer token ids, got dtype {labels.dtype}.")
-    vocab_size = logits.shape[-1]
-    if epsilon > 0 and vocab_size < 2:
-        raise ValueError(f"label smoothing needs a vocabulary of at least 2 tokens, got V = {vocab_size}.")
-
-    keep = labels != ignore_index
-    bad = keep & ((labels < 0) | (labels >= vocab_size))
-    # Branching on a tensor's value would split a torch.compile graph; compiled code skips the check.
-    if not torch.compiler.is_compiling() and bad.any():
-        raise ValueError(
-            f"labels must be token ids in [0, {vocab_size}) or ignore_index={ignore_index}; "
-            f"found {labels[bad][0].item()}."
-        )
-    return epsilon, keep, torch.where(keep, labels, torch.zeros_like(labels)).long()
 
 
 def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str) -> torch.Tensor:
