@@ -25,6 +25,7 @@ from .inputs import check_epsilon, check_loss_arguments
 # §5.4: "we employed label smoothing of value ε_ls = 0.1"
 LABEL_SMOOTHING = 0.1
 
+
 def label_smoothed_cross_entropy(
     logits: torch.Tensor,
     labels: torch.Tensor,
