@@ -129,12 +129,17 @@ def check_loss_arguments(logits, labels, epsilon, ignore_index, reduction):
     if epsilon > 0 and vocab_size < 2:
         raise ValueError(f"label smoothing needs a vocabulary of at least 2 tokens, got V = {vocab_size}.")
 
+    keep = check_label_ids(labels, vocab_size, ignore_index)
+    return epsilon, keep, torch.where(keep, labels, torch.zeros_like(labels)).long()
+
+
+def check_label_ids(labels: torch.Tensor, vocab_size: int, ignore_index: int = -100) -> torch.Tensor:
+    """Every label a token id in [0, vocab_size) or `ignore_index`, for every form of the loss (also
+    training/chunked_loss.py); returns the positions kept (labels ≠ ignore_index)."""
     keep = labels != ignore_index
     bad = keep & ((labels < 0) | (labels >= vocab_size))
     # Branching on a tensor's value would split a torch.compile graph; compiled code skips the check.
     if not torch.compiler.is_compiling() and bad.any():
-        raise ValueError(
-            f"labels must be token ids in [0, {vocab_size}) or ignore_index={ignore_index}; "
-            f"found {labels[bad][0].item()}."
-        )
-    return epsilon, keep, torch.where(keep, labels, torch.zeros_like(labels)).long()
+        raise ValueError(f"labels must be token ids in [0, {vocab_size}) or ignore_index={ignore_index}; "
+                         f"found {labels[bad][0].item()}.")
+    return keep

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..model.fast_loss import smoothed_gradient_
+from ..model.inputs import check_label_ids
 
 IGNORE_INDEX = -100
 # exp() below this is clamped: exp(z) in (−103, −87) gives subnormals, some 30× slower on a CPU;
@@ -99,9 +100,7 @@ def projected_smoothed_loss(hidden: torch.Tensor, weight: torch.Tensor, labels: 
     Products in `matmul_dtype` (default: autocast's dtype when it is on, else float32), sums in float32."""
     vocab = weight.shape[0]
     labels = labels.reshape(-1)
-    bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= vocab))
-    if bad.any():
-        raise ValueError(f"labels must be token ids in [0, {vocab}) or {IGNORE_INDEX}; found {labels[bad][0].item()}.")
+    check_label_ids(labels, vocab, IGNORE_INDEX)
     if matmul_dtype is None:
         matmul_dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else torch.float32
     with torch.autocast("cpu", enabled=False):  # the dtypes are chosen above, not by autocast
