@@ -39,6 +39,20 @@ def test_equation_1_by_hand():  # the scores divided by √d_k = 2
     torch.testing.assert_close(weights, torch.tensor(expected_weights), rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
+def test_softmax_runs_in_float32_or_wider(dtype):
+    # bf16 scores go through a float32 softmax (weights and gradient as that gives them); float64 stays float64.
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 3, 5, 4, dtype=dtype) * 2 for _ in range(3))
+    q.requires_grad_()
+    _, weights = scaled_dot_product_attention(q, k, v)
+    reference = torch.softmax(q @ k.transpose(-2, -1) / 2, -1, dtype=torch.promote_types(dtype, torch.float32))
+    reference = reference.to(dtype)
+    assert weights.dtype == dtype and torch.equal(weights, reference)
+    upstream = torch.randn_like(reference)
+    assert torch.equal(torch.autograd.grad(weights, q, upstream)[0], torch.autograd.grad(reference, q, upstream)[0])
+
+
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_fused_kernel_in_bf16_training_matches_float32(is_causal):
     # bf16 with gradients on CPU takes the written-out formula (PyTorch's bf16 backward is slow there).
