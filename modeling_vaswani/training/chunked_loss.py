@@ -1,7 +1,8 @@
-"""§3.4's pre-softmax projection and §5.4's loss a few rows at a time, without (N, V) logits (speed,
-not the paper): each chunk's logits stay in cache and give its loss and, at once, its gradient
-softmax − q (model/label_smoothing.py), multiplied into the gradients of the decoder states and of the
-projection before the next chunk (in bf16 both after the last chunk). With c = ε/(V − 1) and
+"""§3.4's pre-softmax projection and §5.4's loss a few rows at a time, without (N, V) float32 logits
+(speed, not the paper): each chunk's logits give its loss and, at once, its gradient softmax − q
+(model/label_smoothing.py). In float32 a chunk's logits come from a product of their own, stay in cache and
+are multiplied into the gradients of the decoder states and of the projection before the next chunk; in bf16
+the three products each run over all rows at once, through (N, V) bf16 logits. With c = ε/(V − 1) and
 q(y) = 1 − ε the loss is written as
 
     H(q, p) = logsumexp(z) − (q(y) − c) · z_y − c · Σ_j z_j.
@@ -46,19 +47,19 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
         states, gold = hidden.index_select(0, kept), labels.index_select(0, kept)  # (M, d), (M,)
         states, w = states.detach().to(matmul_dtype), weight.detach().to(matmul_dtype)
         grads = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        # In float32 ∂/∂W is added up chunk by chunk. In bf16 each chunk's softmax − q is kept, (M, V) in bf16
-        # (a quarter of the float32 logits; up to MAX_KEPT_GRADIENT), and ∂/∂h and ∂/∂W are one product each
-        # at the end: a (V, d) product cast and added per chunk, or ∂/∂h a chunk at a time, cost more
-        # (benchmarks/RESULTS.md).
+        # In float32 each chunk's logits come from a product of their own, and ∂/∂W is added up chunk by chunk.
+        # In bf16 all rows' logits are one product, (M, V) in bf16 (a quarter of the float32 logits; up to
+        # MAX_KEPT_GRADIENT), each chunk's softmax − q is written over its logits, and ∂/∂h and ∂/∂W are one
+        # product each at the end: products a chunk at a time cost more there (benchmarks/RESULTS.md).
         one_product = grads and matmul_dtype != torch.float32 and len(gold) * weight.shape[0] <= MAX_KEPT_GRADIENT
-        kept_grads = torch.empty((len(gold), weight.shape[0]), dtype=matmul_dtype) if one_product else None
+        all_logits = torch.mm(states, w.t()) if one_product else None  # (M, V)
         grad_states = torch.empty(states.shape, dtype=torch.float32) if grads and not one_product else None
         grad_weight = torch.zeros(weight.shape, dtype=torch.float32) if grads and not one_product else None  # (V, d)
         total = hidden.new_zeros((), dtype=torch.float32)
         for start in range(0, states.shape[0], rows):
             h = states[start : start + rows]  # (n, d)
             y = gold[start : start + rows]  # (n,)
-            z = torch.mm(h, w.t()).float()  # (n, V) logits
+            z = (all_logits[start : start + rows] if one_product else torch.mm(h, w.t())).float()  # (n, V) logits
             if bias is not None:
                 z += bias.float()
             z_gold = z.gather(1, y.unsqueeze(1)).squeeze(1)
@@ -74,14 +75,14 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
                 continue
             g = smoothed_gradient_(p.div_(norm), y, epsilon)  # softmax − q, (n, V)
             if one_product:
-                kept_grads[start : start + rows] = g
+                all_logits[start : start + rows] = g
                 continue
             g = g.to(matmul_dtype)
             grad_states[start : start + rows] = torch.mm(g, w)  # ∂/∂h = (softmax − q) W, into float32
             grad_weight += torch.mm(g.t(), h)  # ∂/∂W = (softmax − q)ᵀ h, added in float32
         if one_product:  # both products over all rows at once
-            grad_states = torch.mm(kept_grads, w).float()  # ∂/∂h = (softmax − q) W
-            grad_weight = torch.mm(kept_grads.t(), states).float()  # ∂/∂W = (softmax − q)ᵀ h
+            grad_states = torch.mm(all_logits, w).float()  # ∂/∂h = (softmax − q) W
+            grad_weight = torch.mm(all_logits.t(), states).float()  # ∂/∂W = (softmax − q)ᵀ h
         if grads:
             full = torch.zeros(hidden.shape, dtype=torch.float32)
             full.index_copy_(0, kept, grad_states)  # padding positions get no gradient
