@@ -6,7 +6,8 @@ Multi30k batches (figures 1, 1b, 5, 7), and this checkout against a git commit (
     python -m benchmarks.training --profile --shapes shipped --steps 10 --warmup 3   # where a step's time goes
 
 Before and after each run in a worker process (the baseline from `git archive`) on the same static batch
-of random ids; the parent asks each for a pass of steps in turn, A B A B ...
+of random ids, one worker per package and precision; the parent asks each for a pass of steps in turn,
+A B A B ...
 """
 
 from __future__ import annotations
@@ -183,36 +184,40 @@ def answer(process: subprocess.Popen, steps: int | None = None) -> dict:
     return json.loads(line)
 
 
-def compare(trees: dict, shape: str, precision: str, args, log) -> dict:
-    """Both steps at one shape and precision, alternating; tokens/s and after/before."""
-    workers = {name: start_worker(tree, shape, precision, args) for name, tree in trees.items()}
-    passes = {name: [] for name in workers}
+def compare(trees: dict, shape: str, precisions: list[str], args, log) -> dict:
+    """Both steps at one shape in every precision, all alternating (so bf16 over float32 is a side-by-side ratio
+    too); for each precision tokens/s and after/before."""
+    workers = {(name, precision): start_worker(tree, shape, precision, args)
+               for precision in precisions for name, tree in trees.items()}
+    passes = {key: [] for key in workers}
     try:
         for process, _ in workers.values():
             answer(process, args.warmup)
         for _ in range(args.reps):
-            for name, (process, _) in workers.items():
-                passes[name].append(answer(process, args.steps))
+            for key, (process, _) in workers.items():
+                passes[key].append(answer(process, args.steps))
     finally:
         for process, _ in workers.values():
             process.stdin.close()
             process.wait()
-    tokens, entry = 2 * args.batch * args.length, {}  # source + target, all real
-    for name, done in passes.items():
+    tokens, entries = 2 * args.batch * args.length, {}  # source + target, all real
+    for (name, precision), done in passes.items():
         values = [p["seconds"] / args.steps for p in done]
-        entry[name] = {"seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
-                       "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second":
-                       tokens / min(values), "fused_adam": workers[name][1]["fused_adam"],
-                       # CPU time counts only this process's work: on a shared machine the fairer comparison
-                       "median_cpu_seconds_per_step": statistics.median([p["cpu_seconds"] / args.steps for p in done])}
-    before, after = entry["before"], entry["after"]
-    entry.update(after_over_before=after["tokens_per_second"] / before["tokens_per_second"],
-                 after_over_before_best=after["best_tokens_per_second"] / before["best_tokens_per_second"],
-                 after_over_before_cpu=before["median_cpu_seconds_per_step"] / after["median_cpu_seconds_per_step"])
-    log(f"{shape} {precision}: before {before['tokens_per_second']:.0f} tok/s, after "
-        f"{after['tokens_per_second']:.0f} tok/s, ×{entry['after_over_before']:.2f} "
-        f"(best passes ×{entry['after_over_before_best']:.2f}; CPU time a step ×{entry['after_over_before_cpu']:.2f})")
-    return entry
+        entries.setdefault(precision, {})[name] = {
+            "seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
+            "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second": tokens / min(values),
+            "fused_adam": workers[name, precision][1]["fused_adam"],
+            # CPU time counts only this process's work: on a shared machine the fairer comparison
+            "median_cpu_seconds_per_step": statistics.median([p["cpu_seconds"] / args.steps for p in done])}
+    for precision, entry in entries.items():
+        before, after = entry["before"], entry["after"]
+        entry.update(after_over_before=after["tokens_per_second"] / before["tokens_per_second"],
+                     after_over_before_best=after["best_tokens_per_second"] / before["best_tokens_per_second"],
+                     after_over_before_cpu=before["median_cpu_seconds_per_step"] / after["median_cpu_seconds_per_step"])
+        log(f"{shape} {precision}: before {before['tokens_per_second']:.0f} tok/s, after "
+            f"{after['tokens_per_second']:.0f} tok/s, ×{entry['after_over_before']:.2f} (best passes "
+            f"×{entry['after_over_before_best']:.2f}; CPU time a step ×{entry['after_over_before_cpu']:.2f})")
+    return entries
 
 
 def profile_step(shape: str, precision: str, args, log, top: int = 6) -> dict:
@@ -278,15 +283,17 @@ def main(argv=None) -> dict:
                                      capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", workdir], input=archive, check=True)
         trees = {"before": Path(args.baseline_tree or workdir).resolve(), "after": ROOT}
-        for precision in args.precisions.split(","):
-            rate = matmul_rate(256 if args.quick else 2048, 5, torch.device("cpu"),
-                               torch.bfloat16 if precision == "bf16" else torch.float32)
-            results["gemm_flops_per_second"][precision] = rate
-            for shape in args.shapes.split(","):
-                entry, zeros = compare(trees, shape, precision, args, log), torch.zeros(args.batch, args.length)
-                flops = training_flops(shape_config(shape, args.vocab), {"input_ids": zeros, "labels": zeros})
+        precisions, zeros = args.precisions.split(","), torch.zeros(args.batch, args.length)
+        for precision in precisions:
+            dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+            results["gemm_flops_per_second"][precision] = matmul_rate(256 if args.quick else 2048, 5,
+                                                                      torch.device("cpu"), dtype)
+        for shape in args.shapes.split(","):
+            flops = training_flops(shape_config(shape, args.vocab), {"input_ids": zeros, "labels": zeros})
+            for precision, entry in compare(trees, shape, precisions, args, log).items():
                 for name in ("before", "after"):
-                    entry[name]["gemm_share"] = flops / entry[name]["median_seconds_per_step"] / rate
+                    entry[name]["gemm_share"] = (flops / entry[name]["median_seconds_per_step"]
+                                                 / results["gemm_flops_per_second"][precision])
                 results["steps"][f"{shape}/{precision}"] = entry
     results["uptime_after"] = uptime()
     print(write_results(out_dir, results, step_tables, began))

@@ -23,8 +23,8 @@ IGNORE_INDEX = -100
 EXP_FLOOR = -80.0
 # Logits per chunk: 2^20 floats (4 MB) stay in a CPU's L2/L3 and under malloc's mmap threshold.
 CHUNK_LOGITS = 1 << 20
-# In bf16, softmax − q of all rows is kept for one product (below) up to this many elements (256 MB); a larger
-# batch or vocabulary adds the products up chunk by chunk, as float32 does.
+# In bf16 the logits of all rows (then their softmax − q) are kept for one product each way (below) up to this many
+# elements (256 MB); a larger batch or vocabulary takes the products a chunk at a time, as float32 does.
 MAX_KEPT_GRADIENT = 1 << 27
 # The batch keys the fast path knows; a batch with others goes through the model's own forward.
 BATCH_KEYS = frozenset({"input_ids", "attention_mask", "labels", "decoder_input_ids", "decoder_attention_mask"})
