@@ -146,6 +146,8 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
         use_integer_mask_dropout(model)  # dropout masks from random integers
         from modeling_vaswani.training.allocator import keep_freed_memory
         keep_freed_memory()  # malloc keeps freed memory
+        from modeling_vaswani.training.fused_projections import use_fused_projections
+        use_fused_projections(model)  # Q, K and V in one product
     trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
                            loss=training_loss)
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)), "labels": torch.randint(3, vocab, (batch, length)),

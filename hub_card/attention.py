@@ -65,14 +65,20 @@ class MultiHeadAttention(nn.Module):
         """(B, K, d_model) → keys (B, h, K, d_k), values (B, h, K, d_v)."""
         return self._split_heads(self.k_proj(source), self.d_k), self._split_heads(self.v_proj(source), self.d_v)
 
+    def project(self, x, key_value_states=None, cache=None):
+        """Q W^Q of x (B, T, d_model) → (B, h, T, d_k); K W^K and V W^V of key_value_states (encoder–decoder
+        attention: the encoder output (B, K, d_model)) or of x itself → (B, h, K, d_k), (B, h, K, d_v)."""
+        query = self._split_heads(self.q_proj(x), self.d_k)
+        source = x if key_value_states is None else key_value_states
+        # Hook for generation: a key/value cache (generation_cache.py) adds the earlier steps' keys/values.
+        key, value = self.keys_values(source) if cache is None else cache.update(source, self)
+        return query, key, value
+
     def forward(self, x, key_value_states=None, attention_mask=None, cache=None, kernel=None):
         """x (B, T, d_model) gives the queries, key_value_states (encoder–decoder attention: the encoder
         output (B, K, d_model)) or x itself the keys and values. → (B, T, d_model), weights (B, h, T, K) or None."""
         batch, length, _ = x.shape
-        query = self._split_heads(self.q_proj(x), self.d_k)  # (B, h, T, d_k)
-        source = x if key_value_states is None else key_value_states
-        # Hook for generation: a key/value cache (generation_cache.py) adds the earlier steps' keys/values.
-        key, value = self.keys_values(source) if cache is None else cache.update(source, self)  # (B, h, K, d)
+        query, key, value = self.project(x, key_value_states, cache)  # (B, h, T, d_k), (B, h, K, d_k), (B, h, K, d_v)
         # Without a mask, decoder self-attention hides later positions (one new query has none).
         is_causal = self.is_causal and attention_mask is None and bool(length > 1)
         attend = kernel or scaled_dot_product_attention  # hook: Eq. (1) or a fused kernel (attention_kernels.py)
