@@ -142,12 +142,13 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
     torch.manual_seed(0)
     model = VaswaniForConditionalGeneration(config)
     with suppress(ImportError):  # the later speed-ups, as the trainer sets them up, where the package has them
-        from modeling_vaswani.training.fast_dropout import use_integer_mask_dropout
-        use_integer_mask_dropout(model)  # dropout masks from random integers
+        try:  # dropout masks from random integers, Q, K and V in one product
+            from modeling_vaswani.training.fast_modules import use_fast_modules
+        except ImportError:  # a package from before them: its dropout alone
+            from modeling_vaswani.training.fast_dropout import use_integer_mask_dropout as use_fast_modules
+        use_fast_modules(model)
         from modeling_vaswani.training.allocator import keep_freed_memory
         keep_freed_memory()  # malloc keeps freed memory
-        from modeling_vaswani.training.fused_projections import use_fused_projections
-        use_fused_projections(model)  # Q, K and V in one product
     trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
                            loss=training_loss)
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)), "labels": torch.randint(3, vocab, (batch, length)),

@@ -141,8 +141,8 @@ def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
 
 
 def describe_step(model, processes: int = 1, device_type: str = "cpu", keeps_freed_memory: bool = False) -> str:
-    masks = "from random integers (fast_dropout.py)" if device_type == "cpu" else "from torch's bernoulli_"
-    rest = f"fused Adam; dropout masks {masks}; Q, K and V in one product (fused_projections.py)"
+    masks = "from random integers" if device_type == "cpu" else "from torch's bernoulli_"
+    rest = f"fused Adam; dropout masks {masks}, Q, K and V in one product (fast_modules.py)"
     if keeps_freed_memory:
         rest += "; freed memory kept by malloc (allocator.py)"
     if processes > 1:

@@ -14,6 +14,7 @@ import time
 
 from ..machine import bf16_support, slow_bf16_warning
 from .chunked_loss import training_loss
+from .fast_modules import use_fast_modules
 
 logger = logging.getLogger("train")  # scripts/train.py's log: its lines read "train: ..."
 PROBE_ROUNDS = 3  # timed steps per precision after an untimed one; the best counts (other work only adds time)
@@ -55,6 +56,7 @@ def probe_step_seconds(model, batch: dict, rounds: int = PROBE_ROUNDS) -> dict:
     import torch
 
     probe = copy.deepcopy(model).train()
+    use_fast_modules(probe)  # the step as the trainer takes it
     contexts = {"fp32": contextlib.nullcontext, "bf16": lambda: torch.autocast("cpu", dtype=torch.bfloat16)}
 
     def step(context):

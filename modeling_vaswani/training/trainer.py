@@ -24,8 +24,7 @@ from ..model.strict_json import read_json
 from .allocator import keep_freed_memory
 from .batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
 from .chunked_loss import fast_path_applies, training_loss
-from .fast_dropout import use_integer_mask_dropout
-from .fused_projections import use_fused_projections
+from .fast_modules import use_fast_modules
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
 
@@ -90,8 +89,7 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self._evaluated = {}  # (step, metric prefix) -> metrics, see `evaluate`
         self._checkpointed_step = None
         self.add_callback(LogLastStep)  # after the others, which may end training at this step
-        use_integer_mask_dropout(self.model)
-        use_fused_projections(self.model)
+        use_fast_modules(self.model)
         # Whether malloc keeps the memory a step frees (glibc, on a CPU): the run's log says so.
         self.keeps_freed_memory = self.args.device.type == "cpu" and keep_freed_memory()
         if self.args.torch_compile:
