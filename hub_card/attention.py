@@ -67,7 +67,8 @@ class MultiHeadAttention(nn.Module):
 
     def project(self, x, key_value_states=None, cache=None):
         """Q W^Q of x (B, T, d_model) → (B, h, T, d_k); K W^K and V W^V of key_value_states (encoder–decoder
-        attention: the encoder output (B, K, d_model)) or of x itself → (B, h, K, d_k), (B, h, K, d_v)."""
+        attention: the encoder output (B, K, d_model)) or of x itself → (B, h, K, d_k), (B, h, K, d_v). A method
+        of its own so that the trainer can take the three as one product (training/fast_modules.py)."""
         query = self._split_heads(self.q_proj(x), self.d_k)
         source = x if key_value_states is None else key_value_states
         # Hook for generation: a key/value cache (generation_cache.py) adds the earlier steps' keys/values.
