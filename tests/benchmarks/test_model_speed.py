@@ -44,11 +44,15 @@ def test_cross_attention_projects_the_encoder_output_once_per_generate(make_conf
 
 
 def test_training_forward_is_one_graph_for_torch_compile(make_config, padded_batch):
-    """--torch_compile gets the whole forward + loss as one graph: no value is read back into Python, even with
-    symbolic lengths (batches of several lengths compile once more, then no longer; fixed ones break no sooner)."""
+    """--torch_compile gets the whole forward + loss as one graph, with the trainer's faster modules: no value is
+    read back into Python, even with symbolic lengths (batches of several lengths compile once more, then no longer;
+    fixed ones break no sooner)."""
     import torch._dynamo
 
+    from modeling_vaswani.training.fast_modules import use_fast_modules
+
     model, batch = VaswaniForConditionalGeneration(make_config("tiny", vocab_size=60)).train(), padded_batch
+    use_fast_modules(model)
     for name in ("input_ids", "attention_mask", "labels"):
         torch._dynamo.mark_dynamic(batch[name], 1)
     try:
@@ -61,17 +65,20 @@ def test_training_forward_is_one_graph_for_torch_compile(make_config, padded_bat
 @pytest.mark.parametrize("by_layer", [False, True])
 def test_a_compiled_training_step_gives_eager_s_loss_and_gradients(by_layer, make_config, padded_batch):
     """torch.compile's step (forward, §5.4 loss, backward) computes what eager does, to float32 rounding: the
-    whole model compiled, or its layers as train.py --torch_compile does (with the loss of chunked_loss.py)."""
+    whole model compiled, or its layers as train.py --torch_compile does (with the loss of chunked_loss.py and
+    the faster modules of fast_modules.py)."""
     import copy
 
     import torch._dynamo
 
     from modeling_vaswani.training.chunked_loss import training_loss
+    from modeling_vaswani.training.fast_modules import use_fast_modules
     from modeling_vaswani.training.trainer import compile_layers
 
     eager = VaswaniForConditionalGeneration(make_config("tiny", vocab_size=60)).train()  # no dropout
     compiled, batch = copy.deepcopy(eager), padded_batch
     if by_layer:
+        use_fast_modules(compiled)
         compile_layers(compiled)
     step = training_loss if by_layer else (lambda model, batch: model(**batch).loss)
     try:
