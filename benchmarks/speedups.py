@@ -13,6 +13,7 @@ from transformers import DataCollatorForSeq2Seq
 
 from modeling_vaswani.model.generation import NUM_BEAMS
 from modeling_vaswani.training.batching import TokenBudgetBatchSampler, padding_efficiency
+from modeling_vaswani.training.fast_modules import use_fast_modules
 from modeling_vaswani.training.trainer import compile_layers
 
 from .harness import (OURS, TrainingStep, alternate, build_model, collate, corpus_config, real_tokens, summary,
@@ -73,9 +74,12 @@ def data_pipeline_throughput(settings, corpus, device, dtype, log) -> dict:
 
 
 def compiled_training_step(settings, corpus, batches, device, dtype, log) -> dict:
-    """Figure 7: our step with its layers compiled (as train.py --torch_compile) against eager, figure 1's batches."""
+    """Figure 7: our step with its layers compiled (as train.py --torch_compile) against eager, figure 1's batches;
+    both with the trainer's faster modules, as train.py runs them."""
     config = corpus_config(corpus, settings.compile_preset)
     eager, compiled = build_model(OURS, config, device), build_model(OURS, config, device)
+    for model in (eager, compiled):
+        use_fast_modules(model)
     compile_layers(compiled)
     trainers = {"eager": TrainingStep(OURS, eager, dtype, device), "compiled": TrainingStep(OURS, compiled, dtype, device)}
     # Compilation happens on the first call for each new shape: time it once, then measure.
