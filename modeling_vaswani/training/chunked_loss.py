@@ -147,5 +147,5 @@ def describe_step(model, processes: int = 1, device_type: str = "cpu", keeps_fre
         rest += "; freed memory kept by malloc (allocator.py)"
     if processes > 1:
         return f"the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); {rest}"
-    return (f"projection and §5.4 loss in chunks of {chunk_rows(model.config.vocab_size)} positions, no (B, T, V) "
-            f"logits (chunked_loss.py); {rest}")
+    return (f"projection and §5.4 loss in chunks of {chunk_rows(model.config.vocab_size)} positions, "
+            f"no (B, T, V) float32 logits (chunked_loss.py); {rest}")
