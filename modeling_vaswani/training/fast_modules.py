@@ -17,16 +17,29 @@ from torch import nn
 from ..model.attention import MultiHeadAttention
 
 
+def _keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Dropout's 0/1 mask in x's dtype, each element kept with probability 1 − p (p exact to 2⁻¹⁶)."""
+    # torch's CPU generator draws 32 bits a number on one thread: each 31-bit draw gives two elements their
+    # 15 bits (its low and high halves), half the draws of one per element.
+    halves = torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_().view(torch.int16)[: x.numel()]
+    bits = halves.bitwise_and_(0x7FFF).view(x.shape)  # uniform on [0, 2¹⁵)
+    # Written straight in x's dtype (a bool mask cast after costs a pass more).
+    return torch.ge(bits, round(p * 2**15), out=torch.empty(x.shape, dtype=x.dtype))
+
+
+# Under torch.compile the mask is one opaque call: Dynamo refuses `random_`, and inductor's loops over 16-bit
+# integers are not vectorised (a compiled step with them ran slower than eager). Eager calls `_keep_mask` itself,
+# without the custom op's dispatch (about 50 µs a call).
+_keep_mask_op = torch.library.custom_op("modeling_vaswani::keep_mask", _keep_mask, mutates_args=(),
+                                        tags=(torch.Tag.nondeterministic_seeded,))
+_keep_mask_op.register_fake(lambda x, p: torch.empty_like(x))
+
+
 class IntegerMaskDropout(nn.Dropout):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or not 0.0 < self.p < 1.0 or x.device.type != "cpu" or self.inplace:
             return super().forward(x)
-        # torch's CPU generator draws 32 bits a number on one thread: each 31-bit draw gives two elements their
-        # 15 bits (its low and high halves), half the draws of one per element.
-        halves = torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_().view(torch.int16)[: x.numel()]
-        bits = halves.bitwise_and_(0x7FFF).view(x.shape)  # uniform on [0, 2¹⁵)
-        # The 0/1 mask written straight in x's dtype (a bool mask cast after costs a pass more).
-        keep = torch.ge(bits, round(self.p * 2**15), out=torch.empty(x.shape, dtype=x.dtype))
+        keep = (_keep_mask_op if torch.compiler.is_compiling() else _keep_mask)(x.detach(), self.p)
         # A product with the mask, as nn.Dropout's (a NaN stays NaN), then the scale in float32 (also for bf16):
         # torch.where costs a third more of a forward and backward pass.
         return (x * keep).mul_(1.0 / (1.0 - self.p))

@@ -46,8 +46,8 @@ def compile_layers(model, **compile_kwargs) -> None:
     and takes the loss through them; the loss stays chunked_loss.py's. Measured: benchmarks/RESULTS.md."""
     import torch._inductor.config
 
-    # Dropout from ATen's random numbers: inductor's own CPU generator, element by element, cost a compiled
-    # step about a tenth more than eager (the same distribution either way).
+    # Random numbers other than fast_modules.py's dropout masks (an opaque op) from ATen: inductor's own CPU
+    # generator, element by element, cost a compiled step about a tenth more than eager (the same distribution).
     torch._inductor.config.fallback_random = True
     for layer in [*model.model.encoder.layers, *model.model.decoder.layers]:
         layer.compile(**compile_kwargs)

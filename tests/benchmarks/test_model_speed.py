@@ -51,7 +51,8 @@ def test_training_forward_is_one_graph_for_torch_compile(make_config, padded_bat
 
     from modeling_vaswani.training.fast_modules import use_fast_modules
 
-    model, batch = VaswaniForConditionalGeneration(make_config("tiny", vocab_size=60)).train(), padded_batch
+    config = make_config("tiny", vocab_size=60, dropout=0.1)
+    model, batch = VaswaniForConditionalGeneration(config).train(), padded_batch
     use_fast_modules(model)
     for name in ("input_ids", "attention_mask", "labels"):
         torch._dynamo.mark_dynamic(batch[name], 1)

@@ -30,6 +30,24 @@ def test_keeps_each_element_with_probability_1_minus_p_scaled_and_its_gradient_i
     assert not torch.equal(dropout(x), y)  # a new mask each call
 
 
+def test_compiled_it_draws_eager_s_mask_in_one_graph():
+    import torch._dynamo
+
+    x = (torch.rand(64, 40) + 1.0).requires_grad_()
+    dropout = IntegerMaskDropout(0.3).train()
+    try:
+        explanation = torch._dynamo.explain(dropout)(x)
+        torch.manual_seed(1)
+        y = torch.compile(dropout, fullgraph=True)(x)
+    finally:
+        torch._dynamo.reset()
+    assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
+    torch.manual_seed(1)
+    assert torch.equal(y, dropout(x))
+    y.sum().backward()
+    assert torch.allclose(x.grad, (y != 0).float() / 0.7)
+
+
 def test_in_bf16_the_scale_is_applied_in_float32():
     x = torch.rand(50, 1000, dtype=torch.bfloat16) + 1.0
     y = IntegerMaskDropout(0.15).train()(x)
