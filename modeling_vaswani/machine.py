@@ -43,6 +43,16 @@ def slow_bf16_warning(asked: str = "--bf16", consequence: str = "it runs as aske
             f"emulated, so this is slower than float32 would be ({consequence})")
 
 
+def cpp_compiler() -> str | None:
+    """The C++ compiler torch.compile's CPU backend (inductor) would build its kernels with, or None."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    try:
+        return get_cpp_compiler()
+    except Exception:  # inductor's own error when it finds none
+        return None
+
+
 def describe_machine() -> dict:
     """The facts recorded beside every measured number (CPU, cores, threads, bf16, GPU, versions)."""
     import torch

@@ -140,9 +140,11 @@ def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
     return total / torch.as_tensor(count, device=total.device).clamp(min=1)
 
 
-def describe_step(model, processes: int = 1, device_type: str = "cpu", keeps_freed_memory: bool = False) -> str:
+def describe_step(model, processes: int = 1, device_type: str = "cpu", keeps_freed_memory: bool = False,
+                  compiled: bool = False) -> str:
     masks = "from random integers" if device_type == "cpu" else "from torch's bernoulli_"
     rest = f"fused Adam; dropout masks {masks}, Q, K and V in one product (fast_modules.py)"
+    rest += "; each layer compiled (torch.compile; --torch_compile false: eager)" if compiled else ""
     if keeps_freed_memory:
         rest += "; freed memory kept by malloc (allocator.py)"
     if processes > 1:

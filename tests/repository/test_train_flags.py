@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from checks import assert_error_line
+from modeling_vaswani.machine import cpp_compiler
 from modeling_vaswani.model.configuration_vaswani import PRESETS
 from modeling_vaswani.training.recipe.arguments import parse_args
 from modeling_vaswani.training.recipe.run import build_model, check_resumed_model
@@ -120,6 +121,9 @@ def test_the_trainer_gets_the_papers_settings_and_the_machines():
     _, timed = parse_args(["--save_every_minutes", "10", "--max_grad_norm", "1"])
     assert timed.save_strategy == "no" and timed.max_grad_norm == 1.0  # time-based checkpoints instead of epochs
     assert parse_args(["--save_every_minutes", "10", "--save_strategy", "epoch"])[1].save_strategy == "epoch"
+    # Each layer compiled on a CPU where inductor finds a C++ compiler; --torch_compile false runs eagerly.
+    assert args.torch_compile is (args.use_cpu and cpp_compiler() is not None)
+    assert parse_args(["--torch_compile", "false"])[1].torch_compile is False
     _, passed = parse_args(["--gradient_accumulation_steps", "2", "--bf16", "false"])
     assert passed.gradient_accumulation_steps == 2  # every other Trainer flag goes through
     assert parse_args(["--max_tokens", "0", "--per_device_train_batch_size", "8"])[1].per_device_train_batch_size == 8

@@ -17,9 +17,10 @@ from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM
 
 import modeling_vaswani  # noqa: F401  (registers the model with the Auto classes)
+from modeling_vaswani.machine import cpp_compiler
 from modeling_vaswani.tokenizer_loading import load_tokenizer
 from modeling_vaswani.training.data import load_multi30k
-from training_runs import (DATA, ENV, RECORDED_BENCHMARK, REPO, RESUME, RUN, STEPS, TIMEOUT, TRAIN, _json,
+from training_runs import (DATA, EAGER, ENV, RECORDED_BENCHMARK, REPO, RESUME, RUN, STEPS, TIMEOUT, TRAIN, _json,
                            run_script, train)
 
 pytestmark = pytest.mark.slow
@@ -222,3 +223,17 @@ def test_a_short_run_goes_from_training_to_a_shareable_folder_by_the_next_steps_
                "--output_dir", tmp_path / "hub")
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert "## Speed" in card and "| CTranslate2 float32 | 1 |" in card
+
+
+@pytest.mark.skipif(torch.accelerator.is_available() or cpp_compiler() is None, reason="compiled by default on a CPU "
+                    "where inductor finds a C++ compiler")
+def test_on_a_cpu_a_run_compiles_each_layer_by_default_a_handful_of_times_and_says_so(tmp_path):
+    compiled = DATA[:-len(EAGER)]  # with dropout: its masks are one opaque op in the compiled graphs
+    result = train(*compiled, "--dropout", "0.1", "--max_steps", "8", "--eval_strategy", "no", "--save_strategy", "no",
+                   "--output_dir", tmp_path / "run")
+    assert "each layer compiled" in re.search(r"training step: (.*)", result.stderr).group(1)
+    graphs = int(re.search(r"torch.compile: (\d+) graphs compiled in [\d.]+ s", result.stderr).group(1))
+    assert 1 <= graphs <= 8  # batches of several lengths: each stack's layers once static, once dynamic
+    losses = [e["loss"] for e in _json(tmp_path / "run" / "trainer_state.json")["log_history"] if "loss" in e]
+    assert losses and all(math.isfinite(loss) for loss in losses)
+    assert AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "run").num_parameters() > 0

@@ -19,8 +19,10 @@ RECORDED_BENCHMARK = sorted(REPO.glob("benchmarks/recorded/*-translation/results
 # A tiny model on 300 pairs (dropout 0, the data order from the seeds): two runs take exactly the same
 # steps. Nothing says CPU: the script finds that out (and under torchrun too).
 MODEL = ["--preset", "tiny", "--vocab_size", "500"]
+# Eager: compiling takes longer than these runs (one test trains compiled, the default on a CPU).
+EAGER = ["--torch_compile", "false"]
 DATA = MODEL + ["--max_train_samples", "300", "--max_eval_samples", "30", "--max_tokens", "1024",
-                "--report_to", "none", "--disable_tqdm", "true"]
+                "--report_to", "none", "--disable_tqdm", "true", *EAGER]
 RUN = DATA + ["--warmup_steps_noam", "30", "--seed", "7", "--data_seed", "7", "--logging_steps", "5",
               "--save_strategy", "steps", "--save_steps", "10", "--eval_strategy", "steps", "--eval_steps", "40"]
 # A resumed run is given no model flags: its model comes from the checkpoint.

@@ -220,6 +220,8 @@ def trainer_arguments(recipe: RecipeArguments, argv: list[str], description=None
     differ, the machine's (the CPU when there is no GPU), and every other Trainer flag in `argv` as given."""
     import torch
 
+    from ...machine import cpp_compiler
+
     parser = trainer_parser(description=description, usage=usage)
     trainer_fields = {field.name for field in dataclasses.fields(parser.dataclass_types[0])}
     defaults = {name: value for name, value in dataclasses.asdict(recipe).items() if name in trainer_fields}
@@ -230,6 +232,8 @@ def trainer_arguments(recipe: RecipeArguments, argv: list[str], description=None
     # Without a GPU the Trainer must be told so, or torchrun's processes each train alone (and DataLoader
     # warns about pinned memory with no GPU to pin it for).
     defaults["use_cpu"] = not torch.accelerator.is_available()
+    # On a CPU each layer compiled is faster than eager (benchmarks/RESULTS.md), where inductor finds a C++ compiler.
+    defaults["torch_compile"] = defaults["use_cpu"] and cpp_compiler() is not None
     parser.set_defaults(**defaults, **FIXED_TRAINER_SETTINGS)
     training_args, unknown = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True,
                                                                look_for_args_file=False)

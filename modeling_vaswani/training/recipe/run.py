@@ -192,7 +192,7 @@ def train(options: RecipeArguments, training_args, started: float):
         callbacks=clocks.callbacks)
     facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size,
              "training_step": describe_step(model, training_args.world_size, training_args.device.type,
-                                            trainer.keeps_freed_memory)}
+                                            trainer.keeps_freed_memory, training_args.torch_compile)}
     logger.info("training step: %s", facts["training_step"])
     facts.update(report_precision(training_args), **probe)  # precision, CPU bf16 support, the probe
     if options.max_tokens:
