@@ -7,7 +7,8 @@ Multi30k batches (figures 1, 1b, 5, 7), and this checkout against a git commit (
 
 Before and after each run in a worker process (the baseline from `git archive`) on the same static batch
 of random ids, one worker per package and precision; the parent asks each for a pass of steps in turn,
-A B A B ...
+A B A B ... Each step runs as its package's train.py runs it on a CPU: layers compiled where that is its default
+(a C++ compiler found), the compilation in the untimed steps; --eager compiles neither.
 """
 
 from __future__ import annotations
@@ -131,8 +132,10 @@ def shape_config(shape: str, vocab: int, **special):
     return VaswaniConfig(**SHAPES[shape], num_decoder_layers=SHAPES[shape]["num_layers"], vocab_size=vocab, **special)
 
 
-def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: int) -> tuple[TrainingStep, dict]:
-    """The package's training step (whichever package is on PYTHONPATH) and a static batch of random ids."""
+def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: int,
+                   compiled: bool = False) -> tuple[TrainingStep, dict]:
+    """The package's training step (whichever package is on PYTHONPATH) and a static batch of random ids; compiled:
+    its layers compiled where its train.py does so by default (on a CPU with a C++ compiler)."""
     try:  # the new step; a package without it takes the model's forward with labels
         from modeling_vaswani.training.chunked_loss import training_loss
     except ImportError:
@@ -149,17 +152,27 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
         use_fast_modules(model)
         from modeling_vaswani.training.allocator import keep_freed_memory
         keep_freed_memory()  # malloc keeps freed memory
+    try:  # a package from before the default has no cpp_compiler: eager, as its train.py ran
+        from modeling_vaswani.machine import cpp_compiler
+        from modeling_vaswani.training.trainer import compile_layers
+        compiled = compiled and cpp_compiler() is not None
+    except ImportError:
+        compiled = False
+    if compiled:
+        compile_layers(model)
     trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
                            loss=training_loss)
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)), "labels": torch.randint(3, vocab, (batch, length)),
               "attention_mask": torch.ones(batch, length, dtype=torch.long)}
+    trainer.compiled = compiled
     return trainer, inputs
 
 
-def worker(shape: str, precision: str, batch: int, length: int, vocab: int) -> None:
+def worker(shape: str, precision: str, batch: int, length: int, vocab: int, compiled: int) -> None:
     """Answer each line on stdin (a number of steps) with that pass's wall-clock and CPU seconds."""
-    trainer, inputs = step_and_batch(shape, precision, batch, length, vocab)
-    print(json.dumps({"ready": True, "fused_adam": bool(trainer.optimizer.param_groups[0].get("fused"))}), flush=True)
+    trainer, inputs = step_and_batch(shape, precision, batch, length, vocab, bool(compiled))
+    print(json.dumps({"ready": True, "fused_adam": bool(trainer.optimizer.param_groups[0].get("fused")),
+                      "compiled": trainer.compiled}), flush=True)
     for line in sys.stdin:
         began, cpu = time.perf_counter(), time.process_time()
         for _ in range(int(line)):
@@ -171,7 +184,8 @@ def start_worker(tree: Path, shape: str, precision: str, args) -> tuple[subproce
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(tree), str(ROOT)])),
            "OMP_NUM_THREADS": str(args.threads)}
     process = subprocess.Popen([sys.executable, "-m", "benchmarks.training", "--worker", shape, precision,
-                                *map(str, (args.batch, args.length, args.vocab))], stdin=subprocess.PIPE,
+                                *map(str, (args.batch, args.length, args.vocab, int(not args.eager)))],
+                               stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
     return process, answer(process)
 
@@ -209,7 +223,7 @@ def compare(trees: dict, shape: str, precisions: list[str], args, log) -> dict:
         entries.setdefault(precision, {})[name] = {
             "seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
             "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second": tokens / min(values),
-            "fused_adam": workers[name, precision][1]["fused_adam"],
+            "fused_adam": workers[name, precision][1]["fused_adam"], "compiled": workers[name, precision][1]["compiled"],
             # CPU time counts only this process's work: on a shared machine the fairer comparison
             "median_cpu_seconds_per_step": statistics.median([p["cpu_seconds"] / args.steps for p in done])}
     for precision, entry in entries.items():
@@ -257,6 +271,8 @@ def main(argv=None) -> dict:
                                 ("--warmup", 2, "Untimed steps first.")):
         add(flag, type=int, default=default, help=text)
     add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
+    add("--eager", action="store_true", help="No layer compiled (by default each package's step runs as its "
+                                             "train.py does on a CPU: compiled where it compiles by default).")
     add("--profile", action="store_true", help="Instead: this checkout's step under torch.profiler, ops' shares.")
     add("--output-dir", help="Where results.json and tables.md go (default: print only).")
     args = parser.parse_args(argv)
@@ -304,7 +320,7 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--worker"]:  # start_worker's call: --worker SHAPE PRECISION BATCH LENGTH VOCAB
+    if sys.argv[1:2] == ["--worker"]:  # start_worker's call: --worker SHAPE PRECISION BATCH LENGTH VOCAB COMPILED
         worker(sys.argv[2], sys.argv[3], *map(int, sys.argv[4:]))
     else:
         main()

@@ -17,8 +17,9 @@ folder in outputs/multi30k-en-de that loads with from_pretrained and translates.
 The paper's procedure is the default: §5.1 batches of about --max_tokens source and target
 tokens per optimizer step (all processes together), §5.3 Adam (β1 0.9, β2 0.98, ε 1e-9) with the
 Eq. (3) learning rate and no gradient clipping, §5.4 label smoothing 0.1, §6.1 checkpoint
-averaging with --average_last. Every other Seq2SeqTrainingArguments flag works too (--bf16,
---gradient_accumulation_steps, --torch_compile, ...): --help_all lists them.
+averaging with --average_last. On a CPU each layer is compiled where a C++ compiler is found
+(--torch_compile false: eager). Every other Seq2SeqTrainingArguments flag works too (--bf16,
+--gradient_accumulation_steps, ...): --help_all lists them.
 """
 
 import time
