@@ -273,7 +273,8 @@ def main(argv=None) -> dict:
     add("--quick", action="store_true", help="Tiny sizes: proves the code runs, measures nothing.")
     add("--eager", action="store_true", help="No layer compiled (by default each package's step runs as its "
                                              "train.py does on a CPU: compiled where it compiles by default).")
-    add("--profile", action="store_true", help="Instead: this checkout's step under torch.profiler, ops' shares.")
+    add("--profile", action="store_true", help="Instead: this checkout's step under torch.profiler, ops' shares "
+                                               "(eager: a compiled graph's kernels would show as one entry).")
     add("--output-dir", help="Where results.json and tables.md go (default: print only).")
     args = parser.parse_args(argv)
     if args.quick:
