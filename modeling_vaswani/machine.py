@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sysconfig
 from pathlib import Path
 
 _CPUINFO = Path("/proc/cpuinfo")
@@ -44,9 +45,12 @@ def slow_bf16_warning(asked: str = "--bf16", consequence: str = "it runs as aske
 
 
 def cpp_compiler() -> str | None:
-    """The C++ compiler torch.compile's CPU backend (inductor) would build its kernels with, or None."""
+    """The C++ compiler torch.compile's CPU backend (inductor) would build its kernels with, or None where it
+    finds none or Python's headers are missing (each kernel is built as a Python extension)."""
     from torch._inductor.cpp_builder import get_cpp_compiler
 
+    if not Path(sysconfig.get_path("include"), "Python.h").is_file():
+        return None
     try:
         return get_cpp_compiler()
     except Exception:  # inductor's own error when it finds none

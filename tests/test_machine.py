@@ -1,6 +1,8 @@
 """modeling_vaswani/machine.py: the machine line recorded beside every measured number."""
 
-from modeling_vaswani.machine import describe_machine, hardware_line
+import sysconfig
+
+from modeling_vaswani.machine import cpp_compiler, describe_machine, hardware_line
 
 
 def test_the_line_names_the_cpu_its_threads_and_bf16_support_or_the_gpu_and_this_machine_has_every_fact():
@@ -11,3 +13,8 @@ def test_the_line_names_the_cpu_its_threads_and_bf16_support_or_the_gpu_and_this
     info = describe_machine()
     line = hardware_line({key: value for key, value in info.items() if key != "gpu"})
     assert line.startswith(f"CPU: {info['cpu']}, {info['torch_threads']} thread") and "\n" not in line
+
+
+def test_without_python_s_headers_there_is_no_compiler_for_torch_compile(monkeypatch, tmp_path):
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *args, **kwargs: str(tmp_path))  # no Python.h there
+    assert cpp_compiler() is None
