@@ -135,7 +135,7 @@ def shape_config(shape: str, vocab: int, **special):
 def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: int,
                    compiled: bool = False) -> tuple[TrainingStep, dict]:
     """The package's training step (whichever package is on PYTHONPATH) and a static batch of random ids; compiled:
-    its layers compiled where its train.py does so by default (on a CPU with a C++ compiler)."""
+    its layers compiled, as train.py does."""
     try:  # the new step; a package without it takes the model's forward with labels
         from modeling_vaswani.training.chunked_loss import training_loss
     except ImportError:
@@ -152,27 +152,32 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
         use_fast_modules(model)
         from modeling_vaswani.training.allocator import keep_freed_memory
         keep_freed_memory()  # malloc keeps freed memory
-    try:  # a package from before the default has no cpp_compiler: eager, as its train.py ran
-        from modeling_vaswani.machine import cpp_compiler
-        from modeling_vaswani.training.trainer import compile_layers
-        compiled = compiled and cpp_compiler() is not None
-    except ImportError:
-        compiled = False
     if compiled:
+        from modeling_vaswani.training.trainer import compile_layers
         compile_layers(model)
     trainer = TrainingStep(OURS, model, torch.bfloat16 if precision == "bf16" else None, torch.device("cpu"),
                            loss=training_loss)
     inputs = {"input_ids": torch.randint(3, vocab, (batch, length)), "labels": torch.randint(3, vocab, (batch, length)),
               "attention_mask": torch.ones(batch, length, dtype=torch.long)}
-    trainer.compiled = compiled
     return trainer, inputs
+
+
+def compiles_by_default() -> bool:
+    """Whether the package's train.py compiles its layers on this CPU (one from before that default has no
+    cpp_compiler: it trained eagerly)."""
+    try:
+        from modeling_vaswani.machine import cpp_compiler
+    except ImportError:
+        return False
+    return cpp_compiler() is not None
 
 
 def worker(shape: str, precision: str, batch: int, length: int, vocab: int, compiled: int) -> None:
     """Answer each line on stdin (a number of steps) with that pass's wall-clock and CPU seconds."""
-    trainer, inputs = step_and_batch(shape, precision, batch, length, vocab, bool(compiled))
+    compiled = bool(compiled) and compiles_by_default()
+    trainer, inputs = step_and_batch(shape, precision, batch, length, vocab, compiled)
     print(json.dumps({"ready": True, "fused_adam": bool(trainer.optimizer.param_groups[0].get("fused")),
-                      "compiled": trainer.compiled}), flush=True)
+                      "compiled": compiled}), flush=True)
     for line in sys.stdin:
         began, cpu = time.perf_counter(), time.process_time()
         for _ in range(int(line)):
@@ -223,7 +228,7 @@ def compare(trees: dict, shape: str, precisions: list[str], args, log) -> dict:
         entries.setdefault(precision, {})[name] = {
             "seconds_per_step": values, "median_seconds_per_step": statistics.median(values),
             "tokens_per_second": tokens / statistics.median(values), "best_tokens_per_second": tokens / min(values),
-            "fused_adam": workers[name, precision][1]["fused_adam"], "compiled": workers[name, precision][1]["compiled"],
+            **{fact: workers[name, precision][1][fact] for fact in ("fused_adam", "compiled")},
             # CPU time counts only this process's work: on a shared machine the fairer comparison
             "median_cpu_seconds_per_step": statistics.median([p["cpu_seconds"] / args.steps for p in done])}
     for precision, entry in entries.items():

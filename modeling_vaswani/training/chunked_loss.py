@@ -139,15 +139,3 @@ def training_loss(model, inputs: dict, num_items_in_batch=None) -> torch.Tensor:
     count = num_items_in_batch if num_items_in_batch is not None else (labels != IGNORE_INDEX).sum()
     return total / torch.as_tensor(count, device=total.device).clamp(min=1)
 
-
-def describe_step(model, processes: int = 1, device_type: str = "cpu", keeps_freed_memory: bool = False,
-                  compiled: bool = False) -> str:
-    masks = "from random integers" if device_type == "cpu" else "from torch's bernoulli_"
-    rest = f"fused Adam; dropout masks {masks}, Q, K and V in one product (fast_modules.py)"
-    rest += "; each layer compiled (torch.compile; --torch_compile false: eager)" if compiled else ""
-    if keeps_freed_memory:
-        rest += "; freed memory kept by malloc (allocator.py)"
-    if processes > 1:
-        return f"the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); {rest}"
-    return (f"projection and §5.4 loss in chunks of {chunk_rows(model.config.vocab_size)} positions, "
-            f"no (B, T, V) float32 logits (chunked_loss.py); {rest}")

@@ -23,7 +23,7 @@ from ..model.label_smoothing import comparable_losses
 from ..model.strict_json import read_json
 from .allocator import keep_freed_memory
 from .batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
-from .chunked_loss import fast_path_applies, training_loss
+from .chunked_loss import chunk_rows, fast_path_applies, training_loss
 from .fast_modules import use_fast_modules
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
@@ -168,6 +168,19 @@ class VaswaniTrainer(Seq2SeqTrainer):
     def _token_budget_sampler(self, dataset) -> TokenBudgetBatchSampler:
         src, tgt = [len(ids) for ids in dataset["input_ids"]], [len(ids) for ids in dataset["labels"]]
         return TokenBudgetBatchSampler(src, tgt, self.max_tokens_per_batch, seed=self._data_seed())
+
+    def describe_step(self) -> str:
+        """The training step as this trainer takes it, for the run's log."""
+        masks = "from random integers" if self.args.device.type == "cpu" else "from torch's bernoulli_"
+        rest = f"fused Adam; dropout masks {masks}, Q, K and V in one product (fast_modules.py)"
+        rest += "; each layer compiled (torch.compile; --torch_compile false: eager)" if self.args.torch_compile else ""
+        if self.keeps_freed_memory:
+            rest += "; freed memory kept by malloc (allocator.py)"
+        if self.args.world_size > 1:
+            return (f"the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); "
+                    f"{rest}")
+        return (f"projection and §5.4 loss in chunks of {chunk_rows(self.model.config.vocab_size)} positions, "
+                f"no (B, T, V) float32 logits (chunked_loss.py); {rest}")
 
     def batching_summary(self) -> dict:
         """How the budget is spent in the first epoch (of a stream: its first buffer), for the run record;

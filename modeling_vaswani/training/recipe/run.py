@@ -22,7 +22,6 @@ from ...model.strict_json import read_json
 from ...threads import use_threads
 from ...tokenizer_loading import load_tokenizer
 from ..checkpoint_averaging import average_checkpoints, check_resumable_checkpoint, complete_checkpoints
-from ..chunked_loss import describe_step
 from ..data import in_memory, load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
 from ..precision import first_batch, probe_precision, report_precision
@@ -191,8 +190,7 @@ def train(options: RecipeArguments, training_args, started: float):
         warmup_steps=options.warmup_steps_noam or PRESET_WARMUP_STEPS[options.preset or DEFAULT_PRESET],
         callbacks=clocks.callbacks)
     facts = {"threads": threads, "threads_rule": why, "processes": training_args.world_size,
-             "training_step": describe_step(model, training_args.world_size, training_args.device.type,
-                                            trainer.keeps_freed_memory, training_args.torch_compile)}
+             "training_step": trainer.describe_step()}
     logger.info("training step: %s", facts["training_step"])
     facts.update(report_precision(training_args), **probe)  # precision, CPU bf16 support, the probe
     if options.max_tokens:
