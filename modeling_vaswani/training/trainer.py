@@ -21,7 +21,7 @@ from transformers import Seq2SeqTrainer, TrainerCallback
 from ..evaluation.scoring import compute_bleu
 from ..model.label_smoothing import comparable_losses
 from ..model.strict_json import read_json
-from .allocator import keep_freed_memory
+from .allocator import keep_freed_memory, keep_kernels
 from .batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
 from .chunked_loss import chunk_rows, fast_path_applies, training_loss
 from .fast_modules import use_fast_modules
@@ -92,6 +92,7 @@ class VaswaniTrainer(Seq2SeqTrainer):
         use_fast_modules(self.model)
         # Whether malloc keeps the memory a step frees (glibc, on a CPU): the run's log says so.
         self.keeps_freed_memory = self.args.device.type == "cpu" and keep_freed_memory()
+        self.kept_kernels = keep_kernels() if self.args.device.type == "cpu" else None  # run.py asks first
         if self.args.torch_compile:
             plugin = self.accelerator.state.dynamo_plugin
             compile_layers(self.model, **plugin.to_kwargs())
@@ -176,6 +177,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
         rest += "; each layer compiled (torch.compile; --torch_compile false: eager)" if self.args.torch_compile else ""
         if self.keeps_freed_memory:
             rest += "; freed memory kept by malloc (allocator.py)"
+        if self.kept_kernels:
+            rest += f"; oneDNN keeps {self.kept_kernels:,} kernels (allocator.py)"
         if self.args.world_size > 1:
             return (f"the model's forward with its (B, T, V) logits (data-parallel: DDP runs the model's own forward); "
                     f"{rest}")

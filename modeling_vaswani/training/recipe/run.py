@@ -21,6 +21,7 @@ from ...model.modeling_vaswani import VaswaniForConditionalGeneration
 from ...model.strict_json import read_json
 from ...threads import use_threads
 from ...tokenizer_loading import load_tokenizer
+from ..allocator import keep_kernels
 from ..checkpoint_averaging import average_checkpoints, check_resumable_checkpoint, complete_checkpoints
 from ..data import in_memory, load_translation_dataset, select_first
 from ..optimization import PRESET_WARMUP_STEPS
@@ -159,6 +160,7 @@ def next_step(output_dir: Path, averaged) -> str:
 def train(options: RecipeArguments, training_args, started: float):
     """§5 as the flags ask, then the model folder, its evaluation and §6.1's averaging; `started`: time.monotonic()
     when the program began."""
+    keep_kernels()  # before any bf16 product, the probe's included: oneDNN reads it once (allocator.py)
     checkpoint = options.resume_from_checkpoint
     if checkpoint:  # the Trainer would otherwise load whatever a run stopped mid-save left behind
         check_resumable_checkpoint(checkpoint)
