@@ -92,7 +92,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
         use_fast_modules(self.model)
         # Whether malloc keeps the memory a step frees (glibc, on a CPU): the run's log says so.
         self.keeps_freed_memory = self.args.device.type == "cpu" and keep_freed_memory()
-        self.kept_kernels = keep_kernels() if self.args.device.type == "cpu" else None  # run.py asks first
+        # oneDNN's bf16 kernels kept, one a shape (allocator.py); scripts/train.py sets it earlier, before its probe.
+        self.kept_kernels = keep_kernels() if self.args.device.type == "cpu" else None
         if self.args.torch_compile:
             plugin = self.accelerator.state.dynamo_plugin
             compile_layers(self.model, **plugin.to_kwargs())
