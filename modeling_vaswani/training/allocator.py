@@ -13,10 +13,9 @@ static batch ran 1.8× faster. Keeping 16,384 costs little memory. oneDNN reads 
 first kernel, so it is set before the precision probe's first bf16 product.
 """
 
-import os
-
 import ctypes
 import ctypes.util
+import os
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 KEPT_BYTES = 256 << 20  # blocks up to this size come from (and go back to) the heap; twice as much free is kept
