@@ -152,8 +152,6 @@ def step_and_batch(shape: str, precision: str, batch: int, length: int, vocab: i
         use_fast_modules(model)
         from modeling_vaswani.training.allocator import keep_freed_memory
         keep_freed_memory()  # malloc keeps freed memory
-        from modeling_vaswani.training.allocator import keep_kernels  # apart: packages before it lack it
-        keep_kernels()  # oneDNN keeps a kernel for each shape (static batches have one: as train.py, no more)
     if compiled:
         from modeling_vaswani.training.trainer import compile_layers
         compile_layers(model)
