@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from modeling_vaswani.training import trainer as trainer_module
-from modeling_vaswani.training.allocator import KEPT_KERNELS
+from modeling_vaswani.training.allocator import KEPT_KERNELS, keep_kernels
 
 # Five 40 MB blocks written and freed in turn: 40 MB is above the most glibc's own mmap threshold rises to (32 MB).
 PROBE = """
@@ -74,8 +74,6 @@ def test_onednn_keeps_a_kernel_for_every_shape_a_run_meets():
 
 
 def test_a_capacity_the_user_set_is_kept(monkeypatch):
-    from modeling_vaswani.training.allocator import keep_kernels
-
     monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
     assert keep_kernels() == 64
     monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")
