@@ -1,7 +1,7 @@
 """Example 03 — §3.2.2: MultiHead = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
 On a trained encoder layer: every tensor's shape; "all heads in one Linear, then reshape" equals the paper's h
-separate projections; every head's map (shipped model, layer 2: heads 2 and 3 look back, heads 1 and 4 ahead).
+separate projections; every head's map (shipped model, layer 2: head 4 looks back, heads 1 and 3 ahead).
 Code: `model/attention.py`.
 """
 

@@ -12,7 +12,7 @@ from .views import (ATTENTION_NAMES, SEARCH_NAMES, attention_figure, beam_html, 
 
 EXAMPLE = "Two young children are playing soccer in the park."
 # Multi30k validation sentences; on the last two the length penalties choose different translations.
-EXAMPLES = [EXAMPLE, "Two people playing a game facing each other.", "A child is getting ready to read a book."]
+EXAMPLES = [EXAMPLE, "A three man band is performing on stage.", "Three children watch a man on stage playing guitar."]
 
 
 def build_app(model, tokenizer, title: str = "Transformer explorer") -> gr.Blocks:

@@ -62,7 +62,7 @@ def test_pinned_translations(shipped):
 @pytest.mark.slow
 def test_bleu_floor_on_the_first_100_val_sentences(shipped):
     _, scores = score_model(*shipped, *multi30k_pairs("validation", max_samples=100), num_beams=1)
-    assert scores["bleu"] >= 36.0, scores["bleu"]  # 40.3 when the model was built
+    assert scores["bleu"] >= 36.0, scores["bleu"]  # 42.7 when the model was built
 
 
 @pytest.mark.slow
