@@ -27,14 +27,18 @@ def main():
     print(f"cross-attention: {len(layers)} layers × {outputs.cross_attentions[0].shape[1]} heads, each "
           f"(T={len(target)} output tokens, S={len(source)} source tokens); every row sums to 1")
 
-    width = min(24.0, 0.45 * len(source) * len(layers) + 3)  # deep models: narrower panels
-    fig, axes = plt.subplots(1, len(layers), figsize=(width, 0.38 * len(target) + 2.5), squeeze=False)
-    for layer, (axis, weights) in enumerate(zip(axes[0], layers), start=1):
+    columns = min(3, len(layers))  # the paper's N = 6: two rows of three
+    rows = -(-len(layers) // columns)
+    fig, axes = plt.subplots(rows, columns, squeeze=False,
+                             figsize=(0.45 * len(source) * columns + 3, rows * (0.38 * len(target) + 2.5)))
+    for axis in axes.flat[len(layers):]:
+        axis.axis("off")
+    for layer, (axis, weights) in enumerate(zip(axes.flat, layers), start=1):
         axis.imshow(weights.numpy(), cmap="Greys", vmin=0, vmax=1)
         axis.set_xticks(range(len(source)), source, rotation=90, fontsize=8)
         axis.set_yticks(range(len(target)), target, fontsize=8)
         axis.set(title=f"decoder layer {layer}", xlabel="source token (keys)",
-                 ylabel="output token (queries)" if layer == 1 else None)
+                 ylabel="output token (queries)" if (layer - 1) % columns == 0 else None)
     fig.suptitle("Encoder–decoder attention, mean over heads (§3.2.3)")
     save(fig, "11_trained_attention.png")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Table 3 in miniature: the paper's variations on the base model, re-trained on Multi30k.
 
-Each row of Table 3, scaled to the shipped model's size (docs/table3.md), is trained by scripts/train.py in a
+Each row of Table 3, scaled to the first edition's size (docs/table3.md), is trained by scripts/train.py in a
 process of its own for the same budget and scored by dev perplexity and BLEU; the table, beside the paper's
 numbers, a JSON and a figure go into --output. The same command again skips the finished rows and retries
 the failed ones.
@@ -58,7 +58,7 @@ def build_parser():
     add("--jobs", metavar="N", type=cli.positive_int, default=1,
         help="Rows trained at the same time (each with --threads threads).")
     add("--base", choices=sorted(table_rows.BASES), default=table_rows.DEFAULT_BASE,
-        help="multi30k: the shipped model's size (N 4, d_model 128, d_ff 512, h 4); tiny: for tests.")
+        help="multi30k: the first edition's size (N 4, d_model 128, d_ff 512, h 4); tiny: for tests.")
     add("--seed", metavar="N", type=int, default=42, help="Seeds every row's initial weights and dropout.")
     add("--data_seed", metavar="N", type=int, default=42, help="Seeds the data order, the same for every row.")
     add("--max_tokens", metavar="N", type=cli.positive_int, default=2048, help="§5.1 tokens per step.")
