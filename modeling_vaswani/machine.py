@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import platform
 import sysconfig
+import time
 from pathlib import Path
 
 _CPUINFO = Path("/proc/cpuinfo")
@@ -42,6 +43,21 @@ def slow_bf16_warning(asked: str = "--bf16", consequence: str = "it runs as aske
         return None
     return (f"{asked} on a CPU ({cpu_model()}) with neither AMX nor AVX512-BF16: bf16 matrix products are "
             f"emulated, so this is slower than float32 would be ({consequence})")
+
+
+def fastest(runs: dict, rounds: int, clock=time.perf_counter) -> dict:
+    """{name: best seconds of `rounds`}: each of `runs` once untimed, then timed in turns (A B, B A, ...)."""
+    for run in runs.values():
+        run()
+    seconds = {name: [] for name in runs}
+    order = list(runs)
+    for _ in range(rounds):
+        for name in order:
+            began = clock()
+            runs[name]()
+            seconds[name].append(clock() - began)
+        order.reverse()
+    return {name: min(times) for name, times in seconds.items()}
 
 
 def cpp_compiler() -> str | None:

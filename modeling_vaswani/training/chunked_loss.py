@@ -16,6 +16,7 @@ import torch
 
 from ..model.fast_loss import smoothed_gradient_
 from ..model.inputs import check_label_ids
+from .cpu_products import mm_t, weight_gradient
 
 IGNORE_INDEX = -100
 # exp() below this is clamped: exp(z) in (−103, −87) gives subnormals, some 30× slower on a CPU;
@@ -54,12 +55,12 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
         one_product = grads and matmul_dtype != torch.float32 and len(gold) * weight.shape[0] <= MAX_KEPT_GRADIENT
         all_logits = torch.mm(states, w.t()) if one_product else None  # (M, V)
         grad_states = torch.empty(states.shape, dtype=torch.float32) if grads and not one_product else None
-        grad_weight = torch.zeros(weight.shape, dtype=torch.float32) if grads and not one_product else None  # (V, d)
+        grad_weight = None  # (V, d), the first chunk's ∂/∂W, in its layout, then the others added
         total = hidden.new_zeros((), dtype=torch.float32)
         for start in range(0, states.shape[0], rows):
             h = states[start : start + rows]  # (n, d)
             y = gold[start : start + rows]  # (n,)
-            z = (all_logits[start : start + rows] if one_product else torch.mm(h, w.t())).float()  # (n, V) logits
+            z = (all_logits[start : start + rows] if one_product else mm_t(h, w)).float()  # (n, V) logits
             if bias is not None:
                 z += bias.float()
             z_gold = z.gather(1, y.unsqueeze(1)).squeeze(1)
@@ -78,12 +79,15 @@ class _ProjectedSmoothedLoss(torch.autograd.Function):
                 all_logits[start : start + rows] = g
                 continue
             g = g.to(matmul_dtype)
-            grad_states[start : start + rows] = torch.mm(g, w)  # ∂/∂h = (softmax − q) W, into float32
-            grad_weight += torch.mm(g.t(), h)  # ∂/∂W = (softmax − q)ᵀ h, added in float32
+            grad_states[start : start + rows] = mm_t(g, w.t())  # ∂/∂h = (softmax − q) W, into float32
+            part = weight_gradient(g, h)  # ∂/∂W = (softmax − q)ᵀ h, added up in float32
+            grad_weight = part.float() if grad_weight is None else grad_weight.add_(part)
         if one_product:  # both products over all rows at once
             grad_states = torch.mm(all_logits, w).float()  # ∂/∂h = (softmax − q) W
             grad_weight = torch.mm(all_logits.t(), states).float()  # ∂/∂W = (softmax − q)ᵀ h
         if grads:
+            if grad_weight is None:  # no position with a label
+                grad_weight = torch.zeros(weight.shape, dtype=torch.float32)
             full = torch.zeros(hidden.shape, dtype=torch.float32)
             full.index_copy_(0, kept, grad_states)  # padding positions get no gradient
             ctx.save_for_backward(full, grad_weight)

@@ -1,6 +1,6 @@
 """The model's modules as the trainer computes them (speed, not the paper): `use_fast_modules` gives each plain
-module of two kinds a subclass that computes the same function faster; no parameter changes, checkpoints save as
-before, and generation is untouched. The figures are in benchmarks/RESULTS.md.
+module of three kinds a subclass that computes the same function faster; no parameter changes, and checkpoints save
+as before. The figures are in benchmarks/RESULTS.md.
 
 - §5.4's dropout on a CPU: the same mask, each element kept with probability 1 − P_drop and scaled by
   1/(1 − P_drop), drawn as 15-bit random integers compared with P_drop · 2¹⁵ (P_drop exact to 2⁻¹⁶) instead of
@@ -8,13 +8,15 @@ before, and generation is untouched. The figures are in benchmarks/RESULTS.md.
 - §3.2.2's projections: W^Q, W^K and W^V (W^K and W^V in encoder–decoder attention) concatenated at each call,
   so a layer's projections are one matrix product forward and one each way backward. In bf16 on a CPU with AMX,
   where small products are slow, the shipped-shape step runs ×1.06; in float32 it is even.
+- Every Linear's float32 product (and the joint one above) through oneDNN where that is faster (cpu_products.py,
+  which `use_fast_modules` has measure it on the model's widths).
 """
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..model.attention import MultiHeadAttention
+from .cpu_products import linear, onednn_pays
 
 
 def _keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
@@ -48,7 +50,7 @@ class IntegerMaskDropout(nn.Dropout):
 def _joint_linear(x: torch.Tensor, layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, ...]:
     """Each layer's x Wᵀ + b, through one product with the weights stacked: (…, d_model) → one (…, out) per layer."""
     bias = None if layers[0].bias is None else torch.cat([layer.bias for layer in layers])
-    joint = F.linear(x, torch.cat([layer.weight for layer in layers]), bias)  # (…, Σ out)
+    joint = linear(x, torch.cat([layer.weight for layer in layers]), bias)  # (…, Σ out)
     return joint.split([layer.out_features for layer in layers], dim=-1)
 
 
@@ -64,11 +66,19 @@ class FusedProjectionAttention(MultiHeadAttention):
         return self._split_heads(query, self.d_k), self._split_heads(key, self.d_k), self._split_heads(value, self.d_v)
 
 
-FAST = {nn.Dropout: IntegerMaskDropout, MultiHeadAttention: FusedProjectionAttention}
+class ProbedLinear(nn.Linear):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
+
+
+FAST = {nn.Dropout: IntegerMaskDropout, MultiHeadAttention: FusedProjectionAttention, nn.Linear: ProbedLinear}
 
 
 def use_fast_modules(model: nn.Module) -> int:
-    """Each plain `nn.Dropout` and `MultiHeadAttention` of `model` computes as its subclass above; how many."""
+    """Each plain `nn.Dropout`, `MultiHeadAttention` and `nn.Linear` of `model` computes as its subclass above; how
+    many. A Vaswani model's widths choose its float32 products' library (cpu_products.py)."""
+    if hasattr(config := getattr(model, "config", None), "d_ff"):
+        onednn_pays(config.d_model, config.d_ff)
     changed = 0
     for module in model.modules():
         if (fast := FAST.get(type(module))) is not None:

@@ -10,9 +10,8 @@ import contextlib
 import copy
 import itertools
 import logging
-import time
 
-from ..machine import bf16_support, slow_bf16_warning
+from ..machine import bf16_support, fastest, slow_bf16_warning
 from .chunked_loss import training_loss
 from .fast_modules import use_fast_modules
 
@@ -33,21 +32,6 @@ def report_precision(training_args) -> dict:
     if precision == "bf16" and training_args.device.type == "cpu" and (message := slow_bf16_warning(support=support)):
         logger.warning(message)
     return {"precision": precision, "cpu_bf16": support}
-
-
-def fastest(runs: dict, rounds: int = PROBE_ROUNDS, clock=time.perf_counter) -> dict:
-    """{name: best seconds of `rounds`}: each of `runs` once untimed, then timed in turns (A B, B A, ...)."""
-    for run in runs.values():
-        run()
-    seconds = {name: [] for name in runs}
-    order = list(runs)
-    for _ in range(rounds):
-        for name in order:
-            began = clock()
-            runs[name]()
-            seconds[name].append(clock() - began)
-        order.reverse()
-    return {name: min(times) for name, times in seconds.items()}
 
 
 def probe_step_seconds(model, batch: dict, rounds: int = PROBE_ROUNDS) -> dict:

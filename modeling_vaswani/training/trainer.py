@@ -24,6 +24,7 @@ from ..model.strict_json import read_json
 from .allocator import keep_freed_memory, keep_kernels
 from .batching import DEFAULT_SHUFFLE_BUFFER, TokenBudgetBatchSampler, TokenBudgetStream, is_stream, padded_tokens
 from .chunked_loss import chunk_rows, fast_path_applies, training_loss
+from .cpu_products import onednn_pays
 from .fast_modules import use_fast_modules
 from .loss_report import LossSums
 from .optimization import WARMUP_STEPS, create_adam, get_noam_schedule
@@ -176,6 +177,11 @@ class VaswaniTrainer(Seq2SeqTrainer):
         masks = "from random integers" if self.args.device.type == "cpu" else "from torch's bernoulli_"
         rest = f"fused Adam; dropout masks {masks}, Q, K and V in one product (fast_modules.py)"
         rest += "; each layer compiled (torch.compile; --torch_compile false: eager)" if self.args.torch_compile else ""
+        if self.args.device.type == "cpu":
+            probe = onednn_pays(self.model.config.d_model, self.model.config.d_ff)  # use_fast_modules measured it
+            rates = " against ".join(f"{name} {rate} GFLOP/s" for name, rate in probe["gflops"].items())
+            rest += (f"; float32 products through {'oneDNN' if probe['onednn'] else 'torch.mm'}"
+                     f"{f' (measured: {rates})' if rates else ''} (cpu_products.py)")
         if self.keeps_freed_memory:
             rest += "; freed memory kept by malloc (allocator.py)"
         if self.kept_kernels:

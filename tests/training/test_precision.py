@@ -76,19 +76,6 @@ def test_the_probe_leaves_the_models_weights_gradients_and_random_numbers_alone(
         assert p.grad is None and torch.equal(p, before[name])
 
 
-def test_the_probe_alternates_and_compares_the_best_step_of_each():
-    now, calls = [0.0], []
-    busy = iter([2.0, 1.55, 1.40])  # bf16's steps: warm-up, one while the machine was busy, one not
-
-    def run(name):
-        calls.append(name)
-        now[0] += 1.48 if name == "fp32" else next(busy, 0.0)
-
-    best = precision.fastest({"fp32": lambda: run("fp32"), "bf16": lambda: run("bf16")}, rounds=2, clock=lambda: now[0])
-    assert calls == ["fp32", "bf16", "fp32", "bf16", "bf16", "fp32"]  # untimed, then A B, B A
-    assert best == pytest.approx({"fp32": 1.48, "bf16": 1.40})
-
-
 def test_first_batch_fits_the_budget(tokenizer):
     from transformers import DataCollatorForSeq2Seq
 
