@@ -231,7 +231,8 @@ def test_on_a_cpu_a_run_compiles_each_layer_by_default_a_handful_of_times_and_sa
     compiled = DATA[:-len(EAGER)]  # with dropout: its masks are one opaque op in the compiled graphs
     result = train(*compiled, "--dropout", "0.1", "--max_steps", "8", "--eval_strategy", "no", "--save_strategy", "no",
                    "--output_dir", tmp_path / "run")
-    assert "each layer compiled" in re.search(r"training step: (.*)", result.stderr).group(1)
+    step = re.search(r"training step: (.*)", result.stderr).group(1)
+    assert "each layer compiled" in step and re.search(r"float32 products through (oneDNN|torch\.mm) \(measured", step)
     graphs = int(re.search(r"torch.compile: (\d+) graphs compiled in [\d.]+ s", result.stderr).group(1))
     assert 1 <= graphs <= 8  # batches of several lengths: each stack's layers once static, once dynamic
     losses = [e["loss"] for e in _json(tmp_path / "run" / "trainer_state.json")["log_history"] if "loss" in e]
