@@ -8,8 +8,8 @@ as before. The figures are in benchmarks/RESULTS.md.
 - §3.2.2's projections: W^Q, W^K and W^V (W^K and W^V in encoder–decoder attention) concatenated at each call,
   so a layer's projections are one matrix product forward and one each way backward. In bf16 on a CPU with AMX,
   where small products are slow, the shipped-shape step runs ×1.06; in float32 it is even.
-- Every Linear's float32 product (and the joint one above) through oneDNN where that is faster (cpu_products.py,
-  which `use_fast_modules` has measure it on the model's widths).
+- Every Linear's float32 product (and the joint one above) through oneDNN where that is faster (cpu_products.py;
+  `use_fast_modules` has it time both libraries at the model's widths).
 """
 
 import torch
