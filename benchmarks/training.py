@@ -75,7 +75,9 @@ def matmul_rate(size: int, reps: int, device: torch.device, dtype: torch.dtype) 
     a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
     products = [lambda: torch.mm(a, b)]
     if device.type == "cpu" and torch.backends.mkldnn.is_available():
-        products.append(lambda: torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], ""))
+        from modeling_vaswani.training.cpu_products import onednn_linear  # here: a worker may run an older package
+
+        products.append(lambda: onednn_linear(a, b, None))
     rates = []
     for product in products:
         product()  # warm-up

@@ -19,7 +19,7 @@ PROBE_ROWS = 2048  # the rows of the probe's products: a training batch's token 
 _use = {"onednn": None}  # what the process's first probe chose (None: no probe yet, torch.mm)
 
 
-def _onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+def onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """x weightᵀ + bias through oneDNN: x (n, in), weight (out, in) → (n, out)."""
     if x.numel() == 0 or weight.numel() == 0:  # oneDNN has no empty product
         return F.linear(x, weight, bias)
@@ -28,12 +28,12 @@ def _onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
 
 # Under torch.compile the product is one opaque call: inductor's own lowering of oneDNN's op takes weights packed
 # for inference only.
-_onednn_linear_op = torch.library.custom_op("modeling_vaswani::onednn_linear", _onednn_linear, mutates_args=())
+_onednn_linear_op = torch.library.custom_op("modeling_vaswani::onednn_linear", onednn_linear, mutates_args=())
 _onednn_linear_op.register_fake(lambda x, weight, bias: x.new_empty(x.shape[0], weight.shape[0]))
 
 
 def _onednn(x, weight, bias=None):
-    return (_onednn_linear_op if torch.compiler.is_compiling() else _onednn_linear)(x, weight, bias)
+    return (_onednn_linear_op if torch.compiler.is_compiling() else onednn_linear)(x, weight, bias)
 
 
 def mm_t(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

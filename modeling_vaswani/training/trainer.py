@@ -180,8 +180,9 @@ class VaswaniTrainer(Seq2SeqTrainer):
         if self.args.device.type == "cpu":
             probe = onednn_pays(self.model.config.d_model, self.model.config.d_ff)  # use_fast_modules measured it
             rates = " against ".join(f"{name} {rate} GFLOP/s" for name, rate in probe["gflops"].items())
-            rest += (f"; float32 products through {'oneDNN' if probe['onednn'] else 'torch.mm'}"
-                     f"{f' (measured: {rates})' if rates else ''} (cpu_products.py)")
+            measured = f" (measured: {rates})" if rates else ""
+            library = "oneDNN" if probe["onednn"] else "torch.mm"
+            rest += f"; float32 products through {library}{measured} (cpu_products.py)"
         if self.keeps_freed_memory:
             rest += "; freed memory kept by malloc (allocator.py)"
         if self.kept_kernels:
